@@ -1,0 +1,14 @@
+// oxicuda/all.hpp — every part of oxicuda; the modular form of oxicuda.hpp.
+#pragma once
+
+#include "config.hpp"
+#include "ffi.hpp"
+#include "loader.hpp"
+#include "error.hpp"
+#include "device.hpp"
+#include "context.hpp"
+#include "event.hpp"
+#include "stream.hpp"
+#include "module.hpp"
+#include "memory.hpp"
+#include "launch.hpp"

@@ -1,0 +1,210 @@
+// oxicuda/context.hpp — Context (a device's primary context, or one created
+// explicitly) and ScopedCurrent, the "make current, restore on exit" guard.
+#pragma once
+
+#include "device.hpp"
+
+#include <memory>
+
+OXICUDA_NAMESPACE_BEGIN
+
+enum class Schedule : unsigned {
+  automatic = ffi::CU_CTX_SCHED_AUTO,
+  spin = ffi::CU_CTX_SCHED_SPIN,
+  yield = ffi::CU_CTX_SCHED_YIELD,
+  blocking_sync = ffi::CU_CTX_SCHED_BLOCKING_SYNC,
+};
+
+// Options for Context::create, taken by designated initializers:
+//   Context::create(dev, {.schedule = Schedule::blocking_sync})
+struct ContextOptions {
+  Schedule schedule = Schedule::automatic;
+  bool keep_local_memory = false;  // CU_CTX_LMEM_RESIZE_TO_MAX
+};
+
+struct StreamPriorityRange {
+  int least = 0;     // the numerically largest (lowest) priority, usually 0
+  int greatest = 0;  // the numerically smallest (highest) priority, e.g. -5
+};
+
+struct MemoryInfo {
+  std::size_t free = 0;
+  std::size_t total = 0;
+};
+
+// A CUDA context. Copies share it: a primary context is retained once and
+// released (cuDevicePrimaryCtxRelease) when the last copy drops; a created
+// one is destroyed (cuCtxDestroy) when the last copy drops; a borrowed one is
+// never released by oxicuda.
+class Context {
+ public:
+  enum class Kind { borrowed, primary, created };
+
+  Context() noexcept = default;
+
+  // The device's primary context, the one the CUDA runtime and the libraries
+  // built on it use. This is what to use unless you need isolation.
+  [[nodiscard]] static Context primary(const Device& device, SourceLocation where = SourceLocation::current());
+  // A new context of its own (cuCtxCreate). The calling thread's current
+  // context is left as it was.
+  [[nodiscard]] static Context create(const Device& device, ContextOptions options = {},
+                                      SourceLocation where = SourceLocation::current());
+  // A handle to a context that other code owns; oxicuda never releases it.
+  [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, nullptr); }
+  // The calling thread's current context, borrowed; empty when none is current.
+  [[nodiscard]] static Context current(SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUcontext raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] Kind kind() const noexcept { return owner_ ? owner_->kind : Kind::borrowed; }
+  [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const;
+
+  // Makes this the calling thread's current context (cuCtxSetCurrent).
+  void make_current(SourceLocation where = SourceLocation::current()) const;
+  // Waits for all work in the context (cuCtxSynchronize with it current).
+  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] StreamPriorityRange stream_priority_range(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] MemoryInfo memory_info(SourceLocation where = SourceLocation::current()) const;
+  // How many Context handles share this one (0 for a borrowed or empty one).
+  [[nodiscard]] long use_count() const noexcept { return owner_.use_count(); }
+
+  friend bool operator==(const Context& a, const Context& b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  struct Owner {
+    CUcontext raw;
+    ffi::CUdevice device;
+    Kind kind;
+    Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
+    Owner(const Owner&) = delete;
+    Owner& operator=(const Owner&) = delete;
+    ~Owner() {
+      if (kind == Kind::primary)
+        detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device);
+      else
+        detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    }
+  };
+
+  Context(CUcontext raw, ffi::CUdevice device, std::shared_ptr<Owner> owner) noexcept
+      : raw_(raw), device_(device), owner_(std::move(owner)) {}
+  [[nodiscard]] CUcontext checked(const char* operation, SourceLocation where) const {
+    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Context", operation, where);
+    return raw_;
+  }
+
+  CUcontext raw_ = nullptr;
+  ffi::CUdevice device_ = -1;  // -1: not known yet (borrowed)
+  std::shared_ptr<Owner> owner_;
+};
+
+// Makes a context current on the calling thread for the guard's lifetime and
+// then restores whatever was current before (also when that was nothing).
+// When the context is already current it costs one cuCtxGetCurrent.
+class ScopedCurrent {
+ public:
+  explicit ScopedCurrent(const Context& ctx, SourceLocation where = SourceLocation::current())
+      : ScopedCurrent(ctx.raw(), where) {
+    if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::ScopedCurrent", where);
+  }
+  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current()) {
+    detail::call<ffi::Entry::CtxGetCurrent>(where, &previous_);
+    if (previous_ != ctx) {
+      detail::call<ffi::Entry::CtxSetCurrent>(where, ctx);
+      switched_ = true;
+    }
+  }
+  ScopedCurrent(const ScopedCurrent&) = delete;
+  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
+  ~ScopedCurrent() {
+    if (switched_) detail::call_nothrow<ffi::Entry::CtxSetCurrent>(previous_);
+  }
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+
+inline Context Context::primary(const Device& device, SourceLocation where) {
+  CUcontext raw = nullptr;
+  detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());
+  std::shared_ptr<Owner> owner;
+#if OXICUDA_EXCEPTIONS
+  try {
+    owner = std::make_shared<Owner>(raw, device.raw(), Kind::primary);
+  } catch (...) {
+    detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device.raw());
+    throw;
+  }
+#else
+  owner = std::make_shared<Owner>(raw, device.raw(), Kind::primary);
+#endif
+  return Context(raw, device.raw(), std::move(owner));
+}
+
+inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
+  unsigned flags = static_cast<unsigned>(options.schedule);
+  if (options.keep_local_memory) flags |= ffi::CU_CTX_LMEM_RESIZE_TO_MAX;
+  // cuCtxCreate pushes the new context on the calling thread's stack; pop it
+  // so the thread's current context is what it was.
+  CUcontext raw = nullptr;
+  detail::call<ffi::Entry::CtxCreate>(where, &raw, flags, device.raw());
+  CUcontext popped = nullptr;
+  const ffi::CUresult pop = detail::call_result<ffi::Entry::CtxPopCurrent>(where, &popped);
+  if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
+    detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
+  }
+  std::shared_ptr<Owner> owner;
+#if OXICUDA_EXCEPTIONS
+  try {
+    owner = std::make_shared<Owner>(raw, device.raw(), Kind::created);
+  } catch (...) {
+    detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    throw;
+  }
+#else
+  owner = std::make_shared<Owner>(raw, device.raw(), Kind::created);
+#endif
+  return Context(raw, device.raw(), std::move(owner));
+}
+
+inline Context Context::current(SourceLocation where) {
+  CUcontext raw = nullptr;
+  detail::call<ffi::Entry::CtxGetCurrent>(where, &raw);
+  return borrow(raw);
+}
+
+inline Device Context::device(SourceLocation where) const {
+  CUcontext raw = checked("oxicuda::Context::device", where);
+  if (device_ >= 0) return Device::from_raw(device_);
+  ScopedCurrent current(raw, where);
+  ffi::CUdevice d = 0;
+  detail::call<ffi::Entry::CtxGetDevice>(where, &d);
+  return Device::from_raw(d);
+}
+
+inline void Context::make_current(SourceLocation where) const {
+  detail::call<ffi::Entry::CtxSetCurrent>(where, checked("oxicuda::Context::make_current", where));
+}
+
+inline void Context::synchronize(SourceLocation where) const {
+  ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
+  detail::call<ffi::Entry::CtxSynchronize>(where);
+}
+
+inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
+  ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
+  StreamPriorityRange r;
+  detail::call<ffi::Entry::CtxGetStreamPriorityRange>(where, &r.least, &r.greatest);
+  return r;
+}
+
+inline MemoryInfo Context::memory_info(SourceLocation where) const {
+  ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
+  MemoryInfo m;
+  detail::call<ffi::Entry::MemGetInfo>(where, &m.free, &m.total);
+  return m;
+}
+
+OXICUDA_NAMESPACE_END

@@ -1,0 +1,310 @@
+// oxicuda/error.hpp — Error, its std::error_category over CUresult, the
+// handlers for builds without exceptions and for failures in destructors, and
+// the checked call through the entry-point table that every wrapper uses.
+#pragma once
+
+#include "loader.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Every operation takes the caller's source line as a defaulted last
+// argument: SourceLocation where the standard library has it, else
+// (clang 14 with libstdc++ 12) the same thing built on the compiler builtins.
+#if defined(__cpp_lib_source_location)
+using SourceLocation = std::source_location;
+#else
+class SourceLocation {
+ public:
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(),
+                                          const char* function = __builtin_FUNCTION(),
+                                          unsigned line = __builtin_LINE()) noexcept {
+    SourceLocation s;
+    s.file_ = file;
+    s.function_ = function;
+    s.line_ = line;
+    return s;
+  }
+  constexpr SourceLocation() noexcept = default;
+  [[nodiscard]] constexpr const char* file_name() const noexcept { return file_; }
+  [[nodiscard]] constexpr const char* function_name() const noexcept { return function_; }
+  [[nodiscard]] constexpr unsigned line() const noexcept { return line_; }
+  [[nodiscard]] constexpr unsigned column() const noexcept { return 0; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  unsigned line_ = 0;
+};
+#endif
+
+// The category of every CUresult: name() is "cuda", message() is
+// "CUDA_ERROR_NAME: description", and out-of-memory / invalid-value compare
+// equal to std::errc::not_enough_memory / invalid_argument.
+[[nodiscard]] const std::error_category& cuda_category() noexcept;
+
+namespace ffi {
+[[nodiscard]] inline std::error_code make_error_code(CUresult r) noexcept {
+  return {static_cast<int>(r), cuda_category()};
+}
+}  // namespace ffi
+
+// A failed driver call (or a misuse oxicuda detected before calling). what()
+// reads:
+//   cuStreamCreate failed: CUDA_ERROR_INVALID_CONTEXT (201): invalid device context
+//     at app.cpp:42 in int main()
+//     <detail, when there is one: a JIT log, the loader's reason, ...>
+class Error : public std::system_error {
+ public:
+  Error(ffi::CUresult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] ffi::CUresult result() const noexcept {
+    return static_cast<ffi::CUresult>(code().value());
+  }
+  // "CUDA_ERROR_INVALID_VALUE"
+  [[nodiscard]] std::string_view name() const noexcept;
+  // The driver's text for the result (or the header's own when no driver is loaded).
+  [[nodiscard]] const std::string& description() const noexcept { return description_; }
+  // The driver call that failed ("cuStreamCreate"), or the oxicuda operation
+  // that refused to make one ("oxicuda::Stream::record").
+  [[nodiscard]] const std::string& call() const noexcept { return call_; }
+  // More that explains this failure; may be empty.
+  [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
+  // The caller's source line.
+  [[nodiscard]] const SourceLocation& where() const noexcept { return where_; }
+  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string call_;
+  std::string description_;
+  std::string detail_;
+  std::string what_;
+  SourceLocation where_;
+};
+
+// Builds without exceptions report an error by calling this handler; it must
+// not return (oxicuda aborts if it does). The default prints what() to stderr.
+// Passing nullptr restores the default. Returns the previous handler.
+using ErrorHandler = void (*)(const Error&);
+ErrorHandler set_error_handler(ErrorHandler handler) noexcept;
+
+// Destructors never throw: a failing destroy (cuStreamDestroy_v2 and friends)
+// is passed to this hook instead. The default prints one line to stderr.
+// Passing nullptr restores the default. Returns the previous hook.
+using DiagnosticHook = void (*)(const Error&) noexcept;
+DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept;
+
+namespace detail {
+
+inline void default_error_handler(const Error& e) {
+  std::fputs("oxicuda: ", stderr);
+  std::fputs(e.what(), stderr);
+  std::fputs("\n", stderr);
+}
+
+inline void default_diagnostic_hook(const Error& e) noexcept {
+  std::fputs("oxicuda (in a destructor, ignored): ", stderr);
+  std::fputs(e.what(), stderr);
+  std::fputs("\n", stderr);
+}
+
+inline std::atomic<ErrorHandler>& error_handler_slot() noexcept {
+  static std::atomic<ErrorHandler> slot{nullptr};
+  return slot;
+}
+
+inline std::atomic<DiagnosticHook>& diagnostic_hook_slot() noexcept {
+  static std::atomic<DiagnosticHook> slot{nullptr};
+  return slot;
+}
+
+class CudaCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "cuda"; }
+  std::string message(int code) const override {
+    const ffi::ResultText* t = result_text(code);
+    if (!t) return "CUresult " + std::to_string(code) + ": unknown result";
+    return std::string(t->name) + ": " + t->text;
+  }
+  std::error_condition default_error_condition(int code) const noexcept override {
+    switch (code) {
+      case ffi::CUDA_ERROR_OUT_OF_MEMORY:
+        return std::errc::not_enough_memory;
+      case ffi::CUDA_ERROR_INVALID_VALUE:
+        return std::errc::invalid_argument;
+      case ffi::CUDA_ERROR_NOT_SUPPORTED:
+        return std::errc::not_supported;
+      default:
+        return {code, *this};
+    }
+  }
+};
+
+// Throws e, or (without exceptions) hands it to the error handler and aborts.
+[[noreturn]] OXICUDA_COLD inline void raise(const Error& e) {
+#if OXICUDA_EXCEPTIONS
+  throw e;
+#else
+  ErrorHandler h = error_handler_slot().load(std::memory_order_acquire);
+  (h ? h : default_error_handler)(e);
+  std::abort();
+#endif
+}
+
+// Reports a failure in a destructor to the diagnostic hook. Never throws.
+OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view detail = {},
+                                SourceLocation where = SourceLocation::current()) noexcept {
+  DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
+#if OXICUDA_EXCEPTIONS
+  try {
+    (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
+  } catch (...) {
+    std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
+  }
+#else
+  (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
+#endif
+}
+
+template <ffi::Entry E>
+struct entry_fn;
+#define OXICUDA_X_FN(member, version, symbol, params)         \
+  template <>                                                 \
+  struct entry_fn<ffi::Entry::member> {                       \
+    static constexpr auto ptr = &ffi::DriverApi::member;      \
+  };
+OXICUDA_DRIVER_API(OXICUDA_X_FN)
+#undef OXICUDA_X_FN
+
+// The error for an entry point that is null: either no usable driver at all
+// (the loader's reason), or this one symbol is missing from an older driver.
+[[noreturn]] OXICUDA_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
+  const DriverInfo& info = driver_info();
+  const ffi::EntryInfo& e = ffi::entry_info(entry);
+  switch (info.status) {
+    case DriverStatus::ok: {
+      const int v = info.version;
+      raise(Error(ffi::CUDA_ERROR_NOT_FOUND, e.name,
+                  "the loaded driver (" + info.library + ", CUDA " + std::to_string(v / 1000) + "." +
+                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " +
+                      e.symbol + ", pinned version " + std::to_string(e.version) +
+                      "); this call needs a newer driver",
+                  where));
+    }
+    case DriverStatus::stub_library:
+      raise(Error(ffi::CUDA_ERROR_STUB_LIBRARY, e.name, info.reason, where));
+    case DriverStatus::init_failed:
+      raise(Error(info.init_result, e.name, info.reason, where));
+    case DriverStatus::not_a_driver:
+      raise(Error(ffi::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, e.name, info.reason, where));
+    case DriverStatus::no_library:
+      break;
+  }
+  raise(Error(ffi::CUDA_ERROR_NOT_INITIALIZED, e.name, info.reason, where));
+}
+
+[[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
+                                           std::string detail = {}) {
+  raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
+}
+
+// The entry point's function pointer, or the error that explains its absence.
+template <ffi::Entry E>
+[[nodiscard]] inline auto entry(SourceLocation where) {
+  auto fn = api().*entry_fn<E>::ptr;
+  if (OXICUDA_UNLIKELY(fn == nullptr)) unavailable(E, where);
+  return fn;
+}
+
+// One driver call; throws (or reports) an Error naming it on failure.
+template <ffi::Entry E, class... A>
+inline void call(SourceLocation where, A&&... args) {
+  const ffi::CUresult r = entry<E>(where)(std::forward<A>(args)...);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(E, r, where);
+}
+
+// One driver call whose result the caller inspects (a query's NOT_READY).
+template <ffi::Entry E, class... A>
+[[nodiscard]] inline ffi::CUresult call_result(SourceLocation where, A&&... args) {
+  return entry<E>(where)(std::forward<A>(args)...);
+}
+
+// One driver call from a destructor: never throws; a failure (or a missing
+// driver) goes to the diagnostic hook.
+template <ffi::Entry E, class... A>
+inline void call_nothrow(A&&... args) noexcept {
+  auto fn = api().*entry_fn<E>::ptr;
+  const ffi::CUresult r = fn ? fn(std::forward<A>(args)...) : ffi::CUDA_ERROR_NOT_INITIALIZED;
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) report(r, ffi::entry_info(E).name);
+}
+
+// The error for using an empty handle (default-constructed or moved-from).
+[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation,
+                                                   SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
+              std::string("this ") + type +
+                  " is empty (default-constructed or moved-from); it has no driver handle",
+              where));
+}
+
+inline std::string driver_description(ffi::CUresult r) {
+  if (auto fn = api().GetErrorString) {
+    const char* s = nullptr;
+    if (fn(r, &s) == ffi::CUDA_SUCCESS && s) return s;
+  }
+  const ffi::ResultText* t = result_text(r);
+  return t ? t->text : "unknown CUresult";
+}
+
+}  // namespace detail
+
+inline const std::error_category& cuda_category() noexcept {
+  static const detail::CudaCategory category;
+  return category;
+}
+
+inline Error::Error(ffi::CUresult result, std::string call, std::string detail, SourceLocation where)
+    : std::system_error(static_cast<int>(result), cuda_category()),
+      call_(std::move(call)),
+      description_(detail::driver_description(result)),
+      detail_(std::move(detail)),
+      where_(where) {
+  what_ = call_ + " failed: " + std::string(name()) + " (" + std::to_string(static_cast<int>(result)) +
+          "): " + description_ + "\n  at " + where_.file_name() + ":" + std::to_string(where_.line());
+  if (*where_.function_name()) what_ += std::string(" in ") + where_.function_name();
+  if (!detail_.empty()) {
+    what_ += "\n  ";
+    for (char c : detail_) {
+      what_ += c;
+      if (c == '\n') what_ += "  ";
+    }
+    while (!what_.empty() && (what_.back() == ' ' || what_.back() == '\n')) what_.pop_back();
+  }
+}
+
+inline std::string_view Error::name() const noexcept {
+  const ffi::ResultText* t = detail::result_text(code().value());
+  return t ? t->name : "CUDA_ERROR_?";
+}
+
+inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
+  return detail::error_handler_slot().exchange(handler, std::memory_order_acq_rel);
+}
+
+inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
+  return detail::diagnostic_hook_slot().exchange(hook, std::memory_order_acq_rel);
+}
+
+OXICUDA_NAMESPACE_END
+
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};

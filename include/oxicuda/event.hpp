@@ -1,0 +1,110 @@
+// oxicuda/event.hpp — Event: a marker in a stream's work. It is recorded
+// through the stream (stream.record(event), see stream.hpp); here are its
+// creation flags, synchronize, query and the time between two events.
+#pragma once
+
+#include "context.hpp"
+
+#include <chrono>
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Options for an Event, taken by designated initializers:
+//   Event e{ctx, {.timing = false}}
+struct EventOptions {
+  bool timing = true;          // false: CU_EVENT_DISABLE_TIMING (cheaper record and wait)
+  bool blocking_sync = false;  // true: synchronize() sleeps instead of spinning
+};
+
+// Time between two events, as the driver measures it (about 0.5 µs resolution).
+using Milliseconds = std::chrono::duration<float, std::milli>;
+
+namespace detail {
+struct EventDestroyer {
+  void operator()(CUevent_st* e) const noexcept { call_nothrow<ffi::Entry::EventDestroy>(e); }
+};
+}  // namespace detail
+
+// A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
+// when the last copy drops; every copy keeps the event's context alive.
+class Event {
+ public:
+  Event() noexcept = default;
+  explicit Event(const Context& ctx, EventOptions options = {},
+                 SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return event_ != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  [[nodiscard]] bool timing() const noexcept { return timing_; }
+  [[nodiscard]] long use_count() const noexcept { return event_.use_count(); }
+
+  // Blocks until the work before the event's last record has completed.
+  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  // True when that work has completed (or the event was never recorded).
+  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
+  // The time from `start` to `end`; both must have timing enabled and both
+  // must have completed.
+  [[nodiscard]] static Milliseconds elapsed(const Event& start, const Event& end,
+                                            SourceLocation where = SourceLocation::current());
+
+  friend bool operator==(const Event& a, const Event& b) noexcept { return a.raw() == b.raw(); }
+
+ private:
+  [[nodiscard]] CUevent checked(const char* operation, SourceLocation where) const {
+    if (OXICUDA_UNLIKELY(!event_)) detail::empty_handle("oxicuda::Event", operation, where);
+    return event_.get();
+  }
+
+  Context ctx_;  // declared first: released after the event is destroyed
+  std::shared_ptr<CUevent_st> event_;
+  bool timing_ = false;
+};
+
+inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
+    : ctx_(ctx), timing_(options.timing) {
+  unsigned flags = ffi::CU_EVENT_DEFAULT;
+  if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
+  if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  CUevent raw = nullptr;
+  {
+    ScopedCurrent current(ctx, where);
+    detail::call<ffi::Entry::EventCreate>(where, &raw, flags);
+  }
+  // shared_ptr calls the destroyer itself if its control block cannot be allocated.
+  event_.reset(raw, detail::EventDestroyer{});
+}
+
+inline void Event::synchronize(SourceLocation where) const {
+  detail::call<ffi::Entry::EventSynchronize>(where, checked("oxicuda::Event::synchronize", where));
+}
+
+inline bool Event::ready(SourceLocation where) const {
+  const ffi::CUresult r =
+      detail::call_result<ffi::Entry::EventQuery>(where, checked("oxicuda::Event::ready", where));
+  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
+  if (r == ffi::CUDA_ERROR_NOT_READY) return false;
+  detail::fail(ffi::Entry::EventQuery, r, where);
+}
+
+inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceLocation where) {
+  CUevent s = start.checked("oxicuda::Event::elapsed", where);
+  CUevent e = end.checked("oxicuda::Event::elapsed", where);
+  float ms = 0.0f;
+  const ffi::CUresult r = detail::call_result<ffi::Entry::EventElapsedTime>(where, &ms, s, e);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+    std::string why;
+    if (!start.timing() || !end.timing())
+      why = std::string("the ") + (!start.timing() ? "start" : "end") +
+            " event was created with {.timing = false}; elapsed time needs timing on both events";
+    else if (r == ffi::CUDA_ERROR_NOT_READY)
+      why = "an event has not completed yet; synchronize the end event first";
+    else if (r == ffi::CUDA_ERROR_INVALID_HANDLE)
+      why = "both events must have been recorded on a stream before their elapsed time is asked";
+    detail::fail(ffi::Entry::EventElapsedTime, r, where, std::move(why));
+  }
+  return Milliseconds(ms);
+}
+
+OXICUDA_NAMESPACE_END

@@ -1,0 +1,214 @@
+// oxicuda/loader.hpp — find the driver library at first use, resolve every
+// entry point of the table at its pinned version, run cuInit(0) once, and
+// remember why not when any of it fails. Nothing here throws.
+#pragma once
+
+#include "ffi.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#if OXICUDA_WINDOWS
+#ifndef NOMINMAX
+#define NOMINMAX
+#define OXICUDA_UNDEF_NOMINMAX_
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#define OXICUDA_UNDEF_LEAN_AND_MEAN_
+#endif
+#include <windows.h>
+#ifdef OXICUDA_UNDEF_NOMINMAX_
+#undef NOMINMAX
+#undef OXICUDA_UNDEF_NOMINMAX_
+#endif
+#ifdef OXICUDA_UNDEF_LEAN_AND_MEAN_
+#undef WIN32_LEAN_AND_MEAN
+#undef OXICUDA_UNDEF_LEAN_AND_MEAN_
+#endif
+#else
+#include <dlfcn.h>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Why the driver is, or is not, usable.
+enum class DriverStatus {
+  ok,            // loaded, every available entry point resolved, cuInit succeeded
+  no_library,    // no candidate library could be opened
+  not_a_driver,  // a library was opened but it exports no cuInit
+  stub_library,  // the toolkit's link-time stub: cuInit answered CUDA_ERROR_STUB_LIBRARY
+  init_failed,   // cuInit(0) failed (no device, driver/kernel-module mismatch, ...)
+};
+
+// What the first use of the driver found. Filled once; read-only afterwards.
+struct DriverInfo {
+  DriverStatus status = DriverStatus::no_library;
+  std::string library;   // the file that was opened, as it was named to the loader
+  std::string reason;    // when not ok: what was tried, what failed, what to do
+  int version = 0;       // cuDriverGetVersion (e.g. 13000), 0 when unknown
+  ffi::CUresult init_result = ffi::CUDA_SUCCESS;  // what cuInit(0) returned
+  bool via_get_proc_address = false;  // entry points came from cuGetProcAddress_v2
+
+  [[nodiscard]] bool available() const noexcept { return status == DriverStatus::ok; }
+};
+
+// Loads the driver on first use (thread-safe, once per process, never
+// unloaded) and says what happened. Never throws.
+[[nodiscard]] const DriverInfo& driver_info() noexcept;
+
+namespace ffi {
+
+// One function pointer per table entry; null when the driver lacks it or when
+// the driver as a whole is unusable.
+struct DriverApi {
+#define OXICUDA_X_MEMBER(member, version, symbol, params) \
+  CUresult(OXICUDA_CUDAAPI* member) params = nullptr;
+  OXICUDA_DRIVER_API(OXICUDA_X_MEMBER)
+#undef OXICUDA_X_MEMBER
+};
+
+}  // namespace ffi
+
+namespace detail {
+
+struct Driver {
+  ffi::DriverApi api;
+  DriverInfo info;
+};
+
+#if OXICUDA_WINDOWS
+using LibHandle = HMODULE;
+inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
+inline void* lib_symbol(LibHandle h, const char* name) noexcept {
+  return reinterpret_cast<void*>(::GetProcAddress(h, name));
+}
+inline std::string lib_error() {
+  return "Windows error " + std::to_string(static_cast<unsigned long>(::GetLastError()));
+}
+inline const char* const default_candidates[] = {"nvcuda.dll"};
+#else
+using LibHandle = void*;
+inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
+inline std::string lib_error() {
+  const char* e = ::dlerror();
+  return e ? e : "unknown error";
+}
+inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
+#endif
+
+// The header's own text for a result (the driver may be absent or the stub).
+inline const ffi::ResultText* result_text(int code) noexcept {
+  for (const auto& t : ffi::result_texts)
+    if (t.code == code) return &t;
+  return nullptr;
+}
+
+inline std::string describe_result(ffi::CUresult r) {
+  const ffi::ResultText* t = result_text(r);
+  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) +
+         ")";
+}
+
+inline void resolve(Driver& d, LibHandle h) {
+  auto* gpa = reinterpret_cast<decltype(d.api.GetProcAddress)>(lib_symbol(h, "cuGetProcAddress_v2"));
+  bool any_from_gpa = false;
+  auto find = [&](ffi::Entry entry) -> void* {
+    const ffi::EntryInfo& e = ffi::entry_info(entry);
+    void* p = nullptr;
+    if (gpa) {
+      ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
+              ffi::CUDA_SUCCESS ||
+          status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
+        p = nullptr;
+      any_from_gpa = any_from_gpa || p != nullptr;
+    }
+    return p ? p : lib_symbol(h, e.symbol);
+  };
+#define OXICUDA_X_RESOLVE(member, version, symbol, params) \
+  d.api.member = reinterpret_cast<decltype(d.api.member)>(find(ffi::Entry::member));
+  OXICUDA_DRIVER_API(OXICUDA_X_RESOLVE)
+#undef OXICUDA_X_RESOLVE
+  d.api.GetProcAddress = gpa;
+  d.info.via_get_proc_address = any_from_gpa;
+}
+
+inline Driver* load_driver() {
+  auto* d = new Driver{};
+  DriverInfo& info = d->info;
+  const char* env = std::getenv("OXICUDA_LIBCUDA_PATH");
+  const bool from_env = env && *env;
+  std::string tried;
+  LibHandle h{};
+  auto try_open = [&](const char* path) {
+    h = lib_open(path);
+    if (h) {
+      info.library = path;
+      return true;
+    }
+    tried += tried.empty() ? "" : "; ";
+    tried += std::string(path) + " (" + lib_error() + ")";
+    return false;
+  };
+  if (from_env) {
+    try_open(env);
+  } else {
+    for (const char* c : default_candidates)
+      if (try_open(c)) break;
+  }
+  if (!h) {
+    info.status = DriverStatus::no_library;
+    info.reason = from_env
+                      ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " +
+                            tried + ". Point it at the driver's libcuda.so.1 or unset it."
+                      : "no CUDA driver library could be opened (tried " + tried +
+                            "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
+                            "libcuda.so.1.";
+    return d;
+  }
+  resolve(*d, h);
+  if (!d->api.Init) {
+    info.status = DriverStatus::not_a_driver;
+    info.reason = info.library + " was opened but exports no cuInit: it is not a CUDA driver library.";
+    d->api = {};
+    return d;
+  }
+  info.init_result = d->api.Init(0);
+  if (d->api.DriverGetVersion && d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS)
+    info.version = 0;
+  if (info.init_result == ffi::CUDA_ERROR_STUB_LIBRARY) {
+    info.status = DriverStatus::stub_library;
+    info.reason = info.library +
+                  " is the CUDA toolkit's stub library (cuInit returned CUDA_ERROR_STUB_LIBRARY "
+                  "(34)): it exists only to link against and cannot run anything. Remove its "
+                  "directory (.../lib64/stubs) from LD_LIBRARY_PATH or OXICUDA_LIBCUDA_PATH so "
+                  "that the driver's own libcuda.so.1 is found.";
+  } else if (info.init_result != ffi::CUDA_SUCCESS) {
+    info.status = DriverStatus::init_failed;
+    const ffi::ResultText* t = result_text(info.init_result);
+    info.reason = "cuInit(0) failed with " + describe_result(info.init_result) + ": " +
+                  (t ? t->text : "unknown error") + " (driver library " + info.library + ").";
+  } else {
+    info.status = DriverStatus::ok;
+    return d;
+  }
+  d->api = {};
+  return d;
+}
+
+// The process's driver. Built on first use, then read without a lock; never
+// freed, so it outlives every static object that might still call it.
+inline const Driver& driver() noexcept {
+  static const Driver* const d = load_driver();
+  return *d;
+}
+
+inline const ffi::DriverApi& api() noexcept { return driver().api; }
+
+}  // namespace detail
+
+inline const DriverInfo& driver_info() noexcept { return detail::driver().info; }
+
+OXICUDA_NAMESPACE_END

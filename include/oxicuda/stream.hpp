@@ -1,0 +1,202 @@
+// oxicuda/stream.hpp — Stream: a queue of work on the GPU. Copies are
+// handles to one queue; record/wait tie queues together through events.
+#pragma once
+
+#include "event.hpp"
+
+#include <new>
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Options for a new stream, taken by designated initializers:
+//   Stream s{ctx, {.priority = -1}}
+struct StreamOptions {
+  // Lower is more urgent. 0 is the default priority; the context's range is
+  // ctx.stream_priority_range() and the driver clamps values outside it.
+  int priority = 0;
+  // true: CU_STREAM_NON_BLOCKING, no implicit synchronization with the legacy
+  // default stream (the seed's default). false: a blocking stream.
+  bool non_blocking = true;
+};
+
+namespace detail {
+struct StreamDestroyer {
+  void operator()(CUstream_st* s) const noexcept { call_nothrow<ffi::Entry::StreamDestroy>(s); }
+};
+}  // namespace detail
+
+// A CUDA stream (a GPU command queue).
+//
+// A Stream is a shared handle, not a unique owner: a copy is another handle
+// to the same queue (raw() is equal, is_same_queue() is true), and the queue
+// is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
+// subsystems that each hold "their" stream can be given one queue, and their
+// work is ordered by stream order alone. Every handle keeps the stream's
+// context alive.
+//
+// Enqueueing (record, wait, a launch) is one driver call with no context
+// switch: the stream's context must be current on the calling thread, as for
+// the raw driver API (ctx.make_current() once per thread, or ScopedCurrent).
+class Stream {
+ public:
+  Stream() noexcept = default;
+  // A new stream in `ctx`. The context is made current for the creation and
+  // the thread's previous context restored.
+  explicit Stream(const Context& ctx, StreamOptions options = {},
+                  SourceLocation where = SourceLocation::current());
+
+  // A handle to a stream that other code owns; oxicuda never destroys it.
+  // The first form asks the driver for the stream's context
+  // (cuStreamGetCtx); the second takes your word for it. A null handle means
+  // the legacy default stream.
+  [[nodiscard]] static Stream borrow(CUstream raw, SourceLocation where = SourceLocation::current());
+  [[nodiscard]] static Stream borrow(CUstream raw, Context ctx) noexcept;
+  // The legacy default stream (CU_STREAM_LEGACY) and the per-thread default
+  // stream (CU_STREAM_PER_THREAD) of `ctx`, borrowed.
+  [[nodiscard]] static Stream legacy_default(Context ctx) noexcept {
+    return borrow(ffi::stream_legacy(), std::move(ctx));
+  }
+  [[nodiscard]] static Stream per_thread_default(Context ctx) noexcept {
+    return borrow(ffi::stream_per_thread(), std::move(ctx));
+  }
+
+  [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Whether this handle destroys the queue when it is the last one.
+  [[nodiscard]] bool owns() const noexcept { return queue_.use_count() > 0; }
+  // How many handles share the queue (0 for a borrowed or empty stream).
+  [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
+  // Whether both handles are the same driver queue: work on one queue is
+  // ordered by stream order; across two it needs an event.
+  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept { return raw() == other.raw(); }
+
+  // Blocks until all work enqueued so far has completed.
+  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  // True when all work enqueued so far has completed (cuStreamQuery).
+  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
+  // Records `event` at this point of the queue (cuEventRecord).
+  void record(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
+  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  // Runs `fn()` on a driver thread once the work before it has completed
+  // (cuLaunchHostFunc). `fn` must not call CUDA; an exception it throws goes
+  // to the diagnostic hook.
+  template <class F>
+  void launch_host_func(F&& fn, SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] int priority(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
+
+  // The checked handle for code that enqueues on the stream (launch, copies).
+  [[nodiscard]] CUstream checked(const char* operation, SourceLocation where) const {
+    CUstream s = queue_.get();
+    if (OXICUDA_UNLIKELY(s == nullptr)) detail::empty_handle("oxicuda::Stream", operation, where);
+    return s;
+  }
+
+ private:
+  Context ctx_;  // declared first: released after the queue is destroyed
+  std::shared_ptr<CUstream_st> queue_;
+};
+
+inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
+  const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
+  CUstream raw = nullptr;
+  {
+    ScopedCurrent current(ctx, where);
+    if (options.priority == 0)
+      detail::call<ffi::Entry::StreamCreate>(where, &raw, flags);
+    else
+      detail::call<ffi::Entry::StreamCreateWithPriority>(where, &raw, flags, options.priority);
+  }
+  // shared_ptr calls the destroyer itself if its control block cannot be allocated.
+  queue_.reset(raw, detail::StreamDestroyer{});
+}
+
+inline Stream Stream::borrow(CUstream raw, Context ctx) noexcept {
+  Stream s;
+  s.ctx_ = std::move(ctx);
+  // An aliasing handle with no owner: no control block, never destroyed.
+  s.queue_ = std::shared_ptr<CUstream_st>(std::shared_ptr<CUstream_st>(), raw ? raw : ffi::stream_legacy());
+  return s;
+}
+
+inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
+  CUcontext ctx = nullptr;
+  detail::call<ffi::Entry::StreamGetCtx>(where, raw, &ctx);
+  return borrow(raw, Context::borrow(ctx));
+}
+
+inline void Stream::synchronize(SourceLocation where) const {
+  detail::call<ffi::Entry::StreamSynchronize>(where, checked("oxicuda::Stream::synchronize", where));
+}
+
+inline bool Stream::ready(SourceLocation where) const {
+  const ffi::CUresult r =
+      detail::call_result<ffi::Entry::StreamQuery>(where, checked("oxicuda::Stream::ready", where));
+  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
+  if (r == ffi::CUDA_ERROR_NOT_READY) return false;
+  detail::fail(ffi::Entry::StreamQuery, r, where);
+}
+
+inline void Stream::record(const Event& event, SourceLocation where) const {
+  CUevent e = event.raw();
+  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
+  detail::call<ffi::Entry::EventRecord>(where, e, checked("oxicuda::Stream::record", where));
+}
+
+inline void Stream::wait(const Event& event, SourceLocation where) const {
+  CUevent e = event.raw();
+  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
+  detail::call<ffi::Entry::StreamWaitEvent>(where, checked("oxicuda::Stream::wait", where), e, 0u);
+}
+
+inline int Stream::priority(SourceLocation where) const {
+  int p = 0;
+  detail::call<ffi::Entry::StreamGetPriority>(where, checked("oxicuda::Stream::priority", where), &p);
+  return p;
+}
+
+inline bool Stream::non_blocking(SourceLocation where) const {
+  unsigned flags = 0;
+  detail::call<ffi::Entry::StreamGetFlags>(where, checked("oxicuda::Stream::non_blocking", where), &flags);
+  return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
+}
+
+namespace detail {
+template <class F>
+void OXICUDA_CUDAAPI host_func_trampoline(void* data) noexcept {
+  F* fn = static_cast<F*>(data);
+#if OXICUDA_EXCEPTIONS
+  try {
+    (*fn)();
+  } catch (const std::exception& e) {
+    report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
+           std::string("the host function threw: ") + e.what());
+  } catch (...) {
+    report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
+           "the host function threw a non-std exception");
+  }
+#else
+  (*fn)();
+#endif
+  delete fn;
+}
+}  // namespace detail
+
+template <class F>
+void Stream::launch_host_func(F&& fn, SourceLocation where) const {
+  using Fn = std::decay_t<F>;
+  CUstream s = checked("oxicuda::Stream::launch_host_func", where);
+  Fn* boxed = new Fn(std::forward<F>(fn));
+  const ffi::CUresult r =
+      detail::call_result<ffi::Entry::LaunchHostFunc>(where, s, &detail::host_func_trampoline<Fn>, boxed);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+    delete boxed;
+    detail::fail(ffi::Entry::LaunchHostFunc, r, where);
+  }
+}
+
+OXICUDA_NAMESPACE_END

@@ -1,0 +1,45 @@
+// The fake driver's control interface: plain C, shared by the fake and the
+// tests (which reach it with dlsym on the library the loader opened).
+#pragma once
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// What the last cuLaunchKernel received. Parameter bytes are copied at the
+// offsets the kernel's PTX declares.
+struct FakeLaunch {
+  const void* function;
+  const void* stream;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  size_t param_count;
+  size_t param_offsets[32];
+  size_t param_sizes[32];
+  unsigned char params[1024];
+};
+
+// Forgets faults and counters (live handles stay: they belong to the test).
+typedef void (*fake_reset_fn)(void);
+// Calls made to an entry point so far, by driver name ("cuStreamDestroy");
+// "*" counts all entry points.
+typedef long (*fake_calls_fn)(const char* name);
+// Make the nth next call (1 = the next one) of `name` return `result`; with
+// nth = 0 every call fails until fake_reset.
+typedef int (*fake_fail_fn)(const char* name, long nth, int result);
+// Live handles of a kind: "context", "primary" (retain count), "stream",
+// "event", "module", "memory".
+typedef long (*fake_live_fn)(const char* kind);
+// Destroy/release/free calls on a handle that was not live (a double destroy).
+typedef long (*fake_invalid_destroys_fn)(void);
+typedef void (*fake_set_device_count_fn)(int count);
+typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
+// How many times host functions enqueued with cuLaunchHostFunc have run.
+typedef long (*fake_host_funcs_run_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
