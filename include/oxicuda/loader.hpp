@@ -117,7 +117,7 @@ inline void resolve(Driver& d, LibHandle h) {
   auto find = [&](ffi::Entry entry) -> void* {
     const ffi::EntryInfo& e = ffi::entry_info(entry);
     void* p = nullptr;
-    if (gpa) {
+    if (gpa && entry != ffi::Entry::GetProcAddress) {
       ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
       if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
               ffi::CUDA_SUCCESS ||

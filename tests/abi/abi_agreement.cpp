@@ -1,0 +1,74 @@
+// The driver ABI that ffi.hpp declares by hand agrees with the toolkit's:
+// every table entry's function type is the toolkit's PFN_<name>_v<pinned
+// version>, every enumerator has cuda.h's value, every struct cuda.h's size,
+// alignment and field offsets. The checks themselves are generated from
+// ffi.hpp (gen_abi_checks.py), so none can be left out; they are
+// static_asserts, so a disagreement fails the build of this test.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "oxicuda.hpp"
+
+#include <cstddef>
+#include <cstdio>
+#include <type_traits>
+
+namespace abi {
+
+// Types that must agree up to enums: our enums (fixed `int`) and cuda.h's
+// (implementation-chosen) are the same ABI when they have the same size; a
+// struct of ours stands for cuda.h's of the same name once its layout is
+// checked (the generated `mapped` specializations).
+template <std::size_t Size>
+struct enum_of_size {};
+
+template <class T>
+struct mapped {
+  using type = T;
+};
+
+template <class T, bool = std::is_enum_v<T>>
+struct norm {
+  using type = typename mapped<T>::type;
+};
+template <class T>
+struct norm<T, true> {
+  using type = enum_of_size<sizeof(T)>;
+};
+template <class T>
+struct norm<const T, false> {
+  using type = const typename norm<T>::type;
+};
+template <class T>
+struct norm<T*, false> {
+  using type = typename norm<T>::type*;
+};
+template <class R, class... A>
+struct norm<R (*)(A...), false> {
+  using type = typename norm<R>::type (*)(typename norm<A>::type...);
+};
+
+template <class A, class B>
+inline constexpr bool same = std::is_same_v<typename norm<A>::type, typename norm<B>::type>;
+
+}  // namespace abi
+
+// Handle and scalar types are the toolkit's own.
+static_assert(std::is_same_v<oxicuda::ffi::CUdevice, ::CUdevice>);
+static_assert(std::is_same_v<oxicuda::ffi::CUdeviceptr, ::CUdeviceptr>);
+static_assert(std::is_same_v<oxicuda::ffi::cuuint64_t, ::cuuint64_t>);
+static_assert(abi::same<oxicuda::ffi::CUhostFn, ::CUhostFn>);
+static_assert(sizeof(oxicuda::ffi::CUresult) == sizeof(::CUresult));
+
+#include "abi_checks.inc"
+
+int main() {
+  // The special stream handles are macros in cuda.h; ours are functions.
+  if (oxicuda::ffi::stream_legacy() != CU_STREAM_LEGACY || oxicuda::ffi::stream_per_thread() != CU_STREAM_PER_THREAD) {
+    std::puts("ABI agreement: the special stream handles differ from cuda.h");
+    return 1;
+  }
+  std::printf("ABI agreement with cuda.h (CUDA_VERSION %d): %d entry points, %d enumerators, %d structs\n",
+              CUDA_VERSION, checked_entries, checked_enumerators, checked_structs);
+  return checked_entries == static_cast<int>(oxicuda::ffi::entry_count) ? 0 : 1;
+}

@@ -1,0 +1,124 @@
+// Device and Context on the fake driver.
+#include <doctest/doctest.h>
+
+#include "fake_control.hpp"
+
+using namespace oxicuda;
+
+TEST_CASE("device: count, name, compute capability, memory, attributes, uuid") {
+  FakeScope scope;
+  CHECK(Device::count() == 1);
+  const Device d = Device::get(0);
+  CHECK(d.raw() == 0);
+  CHECK(d.name() == "oxicuda fake GPU 0");
+  CHECK(d.compute_capability() == ComputeCapability{9, 0});
+  CHECK(d.compute_capability() > ComputeCapability{8, 9});
+  CHECK(d.total_memory() == (std::size_t{80} << 30));
+  CHECK(d.multiprocessor_count() == 132);
+  CHECK(d.attribute(ffi::CU_DEVICE_ATTRIBUTE_WARP_SIZE) == 32);
+  CHECK(d.uuid().to_string() == "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+  CHECK(driver_version() == 13000);
+  CHECK(Device::get(0) == d);
+}
+
+TEST_CASE("device: zero devices is an answer, and get() then explains") {
+  FakeScope scope;
+  scope.fake.set_device_count(0);
+  CHECK(Device::count() == 0);
+  try {
+    (void)Device::get(0);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.detail() == "device ordinal 0 is out of range: the driver sees 0 devices");
+  }
+  scope.fake.set_device_count(1);
+}
+
+TEST_CASE("context: the primary context is retained once and released when the last copy drops") {
+  FakeScope scope;
+  {
+    Context a = Context::primary(Device::get(0));
+    CHECK(a.kind() == Context::Kind::primary);
+    CHECK(scope.fake.live("primary") == scope.primaries + 1);
+    {
+      Context b = a;  // NOLINT(performance-unnecessary-copy-initialization)
+      Context c = b;
+      CHECK(c == a);
+      CHECK(a.use_count() == 3);
+    }
+    CHECK(scope.fake.calls("cuDevicePrimaryCtxRelease") == 0);
+    CHECK(a.device() == Device::get(0));
+  }
+  CHECK(scope.fake.calls("cuDevicePrimaryCtxRetain") == 1);
+  CHECK(scope.fake.calls("cuDevicePrimaryCtxRelease") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("context: a created context is destroyed once and leaves the thread's current context alone") {
+  FakeScope scope;
+  CHECK(Context::current().raw() == nullptr);
+  {
+    Context created = Context::create(Device::get(0), {.schedule = Schedule::blocking_sync});
+    CHECK(created.kind() == Context::Kind::created);
+    CHECK(Context::current().raw() == nullptr);  // cuCtxCreate pushed it; create() popped it
+    Context copy = created;
+    CHECK(scope.fake.live("context") == scope.contexts + 1);
+  }
+  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("context: ScopedCurrent makes current and restores, also nothing, also when nested") {
+  FakeScope scope;
+  Context a = Context::primary(Device::get(0));
+  Context b = Context::create(Device::get(0));
+  CHECK(Context::current().raw() == nullptr);
+  {
+    ScopedCurrent sa(a);
+    CHECK(Context::current() == a);
+    {
+      ScopedCurrent sb(b);
+      CHECK(Context::current() == b);
+      {
+        const long before = scope.fake.calls("*");
+        ScopedCurrent again(b);  // already current: one cuCtxGetCurrent, no switch
+        CHECK(scope.fake.calls("*") - before == 1);
+      }
+      CHECK(Context::current() == b);
+    }
+    CHECK(Context::current() == a);
+  }
+  CHECK(Context::current().raw() == nullptr);
+}
+
+TEST_CASE("context: synchronize, priority range and memory info restore the current context") {
+  FakeScope scope;
+  Context a = Context::primary(Device::get(0));
+  a.synchronize();
+  const StreamPriorityRange r = a.stream_priority_range();
+  CHECK(r.least == 0);
+  CHECK(r.greatest == -5);
+  const MemoryInfo m = a.memory_info();
+  CHECK(m.total == (std::size_t{80} << 30));
+  CHECK(m.free <= m.total);
+  CHECK(Context::current().raw() == nullptr);
+  {
+    Context b = Context::create(Device::get(0));
+    ScopedCurrent restore(b);  // restores "none current" on exit
+    a.make_current();
+    CHECK(Context::current() == a);
+  }
+  CHECK(Context::current().raw() == nullptr);
+}
+
+TEST_CASE("context: a borrowed context is never released") {
+  FakeScope scope;
+  Context owner = Context::create(Device::get(0));
+  {
+    Context borrowed = Context::borrow(owner.raw());
+    CHECK(borrowed.kind() == Context::Kind::borrowed);
+    CHECK(borrowed.use_count() == 0);
+    CHECK(borrowed.device() == Device::get(0));  // asked of the driver, with it made current
+  }
+  CHECK(scope.fake.calls("cuCtxDestroy") == 0);
+}

@@ -1,0 +1,129 @@
+// Errors: code, name, description, call, caller's line, the whole what()
+// text, the std::error_code integration, and the diagnostic hook.
+#include <doctest/doctest.h>
+
+#include "fake_control.hpp"
+
+#include <string>
+#include <system_error>
+
+using namespace oxicuda;
+
+TEST_CASE("an Error carries code, name, the driver's description, call and the caller's line") {
+  FakeScope scope;
+  scope.fake.fail("cuDeviceGetCount", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  const unsigned line = __LINE__ + 2;
+  try {
+    (void)Device::count();
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(e.name() == "CUDA_ERROR_OUT_OF_MEMORY");
+    CHECK(e.call() == "cuDeviceGetCount");
+    // The driver's own text is preferred (the fake marks its texts).
+    CHECK(e.description() == "the API call failed because it was unable to allocate enough memory or other "
+                             "resources to perform the requested operation [fake driver]");
+    CHECK(e.where().line() == line);
+    CHECK(std::string(e.where().file_name()).find("test_errors.cpp") != std::string::npos);
+    const std::string expected_head =
+        "cuDeviceGetCount failed: CUDA_ERROR_OUT_OF_MEMORY (2): the API call failed because it was unable to "
+        "allocate enough memory or other resources to perform the requested operation [fake driver]\n  at ";
+    CHECK(std::string(e.what()).rfind(expected_head, 0) == 0);
+    CHECK(std::string(e.what()).find("test_errors.cpp:" + std::to_string(line)) != std::string::npos);
+    // std::system_error integration.
+    CHECK(e.code() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(e.code() == std::errc::not_enough_memory);
+    CHECK(e.code().category().name() == std::string("cuda"));
+  }
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("catching std::system_error catches oxicuda errors") {
+  FakeScope scope;
+  scope.fake.fail("cuDeviceGet", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK_THROWS_AS((void)Device::get(0), std::system_error);
+}
+
+TEST_CASE("the cuda error category names every result") {
+  const std::error_category& cat = cuda_category();
+  CHECK(cat.message(ffi::CUDA_ERROR_INVALID_PTX) ==
+        "CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed");
+  CHECK(cat.message(ffi::CUDA_ERROR_STUB_LIBRARY) ==
+        "CUDA_ERROR_STUB_LIBRARY: the CUDA driver that the application has loaded is a stub library");
+  CHECK(cat.message(12345) == "CUresult 12345: unknown result");
+  CHECK(std::error_code(ffi::CUDA_ERROR_INVALID_VALUE) == std::errc::invalid_argument);
+  // Every table entry has a name that starts CUDA_.
+  for (const auto& t : ffi::result_texts) CHECK(std::string(t.name).rfind("CUDA_", 0) == 0);
+}
+
+TEST_CASE("a bad device ordinal is an error that says how many devices there are") {
+  FakeScope scope;
+  try {
+    (void)Device::get(1);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_DEVICE);
+    CHECK(e.detail() == "device ordinal 1 is out of range: the driver sees 1 device (ordinals 0..0)");
+  }
+  try {
+    (void)Device::get(-1);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.detail() == "device ordinal -1 is out of range: the driver sees 1 device (ordinals 0..0)");
+  }
+}
+
+namespace {
+std::string last_diagnostic;
+int diagnostics = 0;
+void capture(const Error& e) noexcept {
+  ++diagnostics;
+  last_diagnostic = e.what();
+}
+}  // namespace
+
+TEST_CASE("a failing destroy goes to the diagnostic hook, never out of a destructor") {
+  FakeScope scope;
+  auto ctx = Context::primary(Device::get(0));
+  DiagnosticHook previous = set_diagnostic_hook(capture);
+  diagnostics = 0;
+  {
+    Stream s(ctx);
+    scope.fake.fail("cuStreamDestroy", 1, ffi::CUDA_ERROR_LAUNCH_FAILED);
+  }  // no throw from here
+  CHECK(diagnostics == 1);
+  CHECK(last_diagnostic.rfind("cuStreamDestroy failed: CUDA_ERROR_LAUNCH_FAILED (719)", 0) == 0);
+  set_diagnostic_hook(previous);
+  // The stream the fake refused to destroy is still live there; nothing else is.
+  CHECK(scope.fake.live("stream") == scope.streams + 1);
+}
+
+TEST_CASE("using an empty handle is a clear error, not a crash") {
+  FakeScope scope;
+  Stream s;
+  try {
+    s.synchronize();
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+    CHECK(e.call() == "oxicuda::Stream::synchronize");
+    CHECK(e.detail() == "this oxicuda::Stream is empty (default-constructed or moved-from); it has no driver handle");
+  }
+  Event ev;
+  CHECK_THROWS_AS(ev.synchronize(), Error);
+  CHECK_THROWS_AS((void)ev.ready(), Error);
+  Context c;
+  CHECK_THROWS_AS(c.synchronize(), Error);
+  CHECK_THROWS_AS(Stream{c}, Error);
+  CHECK_THROWS_AS(Event{c}, Error);
+  Module m;
+  CHECK_THROWS_AS((void)m.function("x"), Error);
+  Function f;
+  CHECK_THROWS_AS((void)f.num_registers(), Error);
+  auto ctx = Context::primary(Device::get(0));
+  Stream real(ctx);
+  Stream moved = std::move(real);
+  CHECK_THROWS_AS(real.synchronize(), Error);  // NOLINT(bugprone-use-after-move): that is the point
+  CHECK_THROWS_AS(moved.record(ev), Error);
+  CHECK(scope.fake.calls("cuEventRecord") == 0);
+}

@@ -1,0 +1,199 @@
+// Stream and Event on the fake driver: shared queues destroyed once, the
+// context restored after creation, record/wait/query, borrowed streams.
+#include <doctest/doctest.h>
+
+#include "fake_control.hpp"
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace oxicuda;
+
+TEST_CASE("stream: N copies share one queue and cost one cuStreamDestroy_v2") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    Stream s(ctx);
+    std::vector<Stream> copies(100, s);
+    Stream moved = std::move(copies.back());
+    copies.pop_back();
+    CHECK(s.use_count() == 101);
+    for (const Stream& c : copies) CHECK(c.is_same_queue(s));
+    CHECK(moved.raw() == s.raw());
+    CHECK(scope.fake.live("stream") == scope.streams + 1);
+    copies.clear();
+    CHECK(scope.fake.calls("cuStreamDestroy") == 0);
+  }
+  CHECK(scope.fake.calls("cuStreamDestroy") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("stream: two streams are two queues") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream a(ctx), b(ctx);
+  CHECK_FALSE(a.is_same_queue(b));
+  CHECK(a.owns());
+}
+
+TEST_CASE("stream: created with its context current; the previous context is current again afterwards") {
+  FakeScope scope;
+  Context primary = Context::primary(Device::get(0));
+  Context other = Context::create(Device::get(0));
+  ScopedCurrent outer(primary);
+  Stream s(other);  // created in `other` ...
+  CHECK(Context::current() == primary);  // ... and `primary` is current again
+  CHECK(s.context() == other);
+  CHECK(Stream::borrow(s.raw()).context() == other);  // the driver agrees (cuStreamGetCtx)
+  // The same when creation fails.
+  scope.fake.fail("cuStreamCreate", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_THROWS_AS(Stream{other}, Error);
+  CHECK(Context::current() == primary);
+}
+
+TEST_CASE("stream: the stream keeps its context alive") {
+  FakeScope scope;
+  Stream s;
+  {
+    Context ctx = Context::create(Device::get(0));
+    s = Stream(ctx);
+  }
+  CHECK(scope.fake.calls("cuCtxDestroy") == 0);
+  CHECK(scope.fake.live("context") == scope.contexts + 1);
+  s = Stream();
+  CHECK(scope.fake.calls("cuStreamDestroy") == 1);
+  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("stream: options choose priority and blocking") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream high(ctx, {.priority = -3});
+  CHECK(high.priority() == -3);
+  CHECK(high.non_blocking());
+  CHECK(scope.fake.calls("cuStreamCreateWithPriority") == 1);
+  Stream blocking(ctx, {.non_blocking = false});
+  CHECK_FALSE(blocking.non_blocking());
+  CHECK(blocking.priority() == 0);
+  CHECK(scope.fake.calls("cuStreamCreate") == 1);
+}
+
+TEST_CASE("stream: borrowed and default streams are never destroyed") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream owner(ctx);
+  {
+    Stream b = Stream::borrow(owner.raw(), ctx);
+    Stream legacy = Stream::legacy_default(ctx);
+    Stream per_thread = Stream::per_thread_default(ctx);
+    Stream null = Stream::borrow(nullptr, ctx);
+    CHECK_FALSE(b.owns());
+    CHECK(b.is_same_queue(owner));
+    CHECK(legacy.raw() == ffi::stream_legacy());
+    CHECK(per_thread.raw() == ffi::stream_per_thread());
+    CHECK(null.is_same_queue(legacy));
+    legacy.synchronize();
+    per_thread.synchronize();
+    Stream copy = b;
+    CHECK(copy.use_count() == 0);
+  }
+  CHECK(scope.fake.calls("cuStreamDestroy") == 0);
+}
+
+TEST_CASE("stream and event: record, wait, ready, synchronize, elapsed") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream a(ctx), b(ctx);
+  Event start(ctx), stop(ctx);
+  CHECK(start.timing());
+  a.record(start);
+  b.wait(start);
+  a.record(stop);
+  CHECK(a.ready());
+  CHECK(stop.ready());
+  stop.synchronize();
+  a.synchronize();
+  // The fake's clock advances 0.5 ms per record.
+  CHECK(Event::elapsed(start, stop).count() == doctest::Approx(0.5));
+  CHECK(scope.fake.calls("cuEventRecord") == 2);
+  CHECK(scope.fake.calls("cuStreamWaitEvent") == 1);
+}
+
+TEST_CASE("event: copies share one event, destroyed once, and keep the context alive") {
+  FakeScope scope;
+  {
+    Event e;
+    {
+      Context ctx = Context::create(Device::get(0));
+      e = Event(ctx, {.timing = false, .blocking_sync = true});
+    }
+    Event copy = e;
+    CHECK(copy == e);
+    CHECK(e.use_count() == 2);
+    CHECK_FALSE(e.timing());
+    CHECK(scope.fake.live("event") == scope.events + 1);
+  }
+  CHECK(scope.fake.calls("cuEventDestroy") == 1);
+  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("event: elapsed time explains events without timing, and events never recorded") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  Event timed(ctx), untimed(ctx, {.timing = false}), never(ctx);
+  s.record(timed);
+  s.record(untimed);
+  try {
+    (void)Event::elapsed(timed, untimed);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.call() == "cuEventElapsedTime");
+    CHECK(e.detail() == "the end event was created with {.timing = false}; elapsed time needs timing on both events");
+  }
+  try {
+    (void)Event::elapsed(timed, never);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+    CHECK(e.detail() == "both events must have been recorded on a stream before their elapsed time is asked");
+  }
+}
+
+TEST_CASE("stream: a query that fails with something other than NOT_READY is an error") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  Event e(ctx);
+  scope.fake.fail("cuStreamQuery", 1, ffi::CUDA_ERROR_NOT_READY);
+  CHECK_FALSE(s.ready());
+  scope.fake.fail("cuStreamQuery", 1, ffi::CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK_THROWS_AS((void)s.ready(), Error);
+  scope.fake.fail("cuEventQuery", 1, ffi::CUDA_ERROR_NOT_READY);
+  CHECK_FALSE(e.ready());
+}
+
+TEST_CASE("stream: host functions run, and their exceptions go to the diagnostic hook") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  std::atomic<int> ran{0};
+  s.launch_host_func([&ran] { ++ran; });
+  s.synchronize();
+  CHECK(ran == 1);
+  static int reported = 0;
+  DiagnosticHook previous = set_diagnostic_hook([](const Error& e) noexcept {
+    reported += std::string(e.what()).find("the host function threw: boom") != std::string::npos;
+  });
+  s.launch_host_func([] { throw std::runtime_error("boom"); });
+  set_diagnostic_hook(previous);
+  CHECK(reported == 1);
+  // A failed enqueue frees the callable and reports.
+  scope.fake.fail("cuLaunchHostFunc", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK_THROWS_AS(s.launch_host_func([] {}), Error);
+  CHECK(scope.fake.host_funcs_run() == 2);
+}

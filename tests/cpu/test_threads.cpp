@@ -1,0 +1,85 @@
+// Thread safety on the fake driver: shared handles copied and dropped from
+// many threads are destroyed exactly once; streams created concurrently in
+// different contexts leave each thread's current context intact.
+#include <doctest/doctest.h>
+
+#include "fake_control.hpp"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+using namespace oxicuda;
+
+TEST_CASE("threads: 16 threads x 10,000 copies and drops of shared handles; one destroy each") {
+  FakeScope scope;
+  {
+    Context ctx = Context::create(Device::get(0));
+    Stream s(ctx);
+    Event e(ctx);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 10000; ++i) {
+          Stream sc = s;
+          Event ec = e;
+          Context cc = ctx;
+          Stream moved = std::move(sc);
+          (void)moved;
+        }
+      });
+    for (auto& t : threads) t.join();
+    CHECK(s.use_count() == 1);
+    CHECK(e.use_count() == 1);
+    CHECK(scope.fake.calls("cuStreamDestroy") == 0);
+  }
+  CHECK(scope.fake.calls("cuStreamDestroy") == 1);
+  CHECK(scope.fake.calls("cuEventDestroy") == 1);
+  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("threads: the last handle may drop on any thread") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    std::vector<Stream> streams;
+    for (int i = 0; i < 64; ++i) streams.emplace_back(ctx);
+    std::vector<std::thread> threads;
+    std::atomic<int> next{0};
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&] {
+        for (int i; (i = next++) < 64;) streams[static_cast<std::size_t>(i)] = Stream();
+      });
+    for (auto& t : threads) t.join();
+  }
+  CHECK(scope.fake.calls("cuStreamDestroy") == 64);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("threads: streams created concurrently in different contexts keep each thread's context") {
+  FakeScope scope;
+  {
+    std::vector<Context> contexts;
+    for (int i = 0; i < 4; ++i) contexts.push_back(Context::create(Device::get(0)));
+    Context primary = Context::primary(Device::get(0));
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t)
+      threads.emplace_back([&, t] {
+        // Half the threads have a context current, half have none.
+        Context mine = (t % 2) ? primary : Context();
+        if (mine) mine.make_current();
+        for (int i = 0; i < 200; ++i) {
+          Stream s(contexts[static_cast<std::size_t>((t + i) % 4)]);
+          if (Context::current().raw() != mine.raw()) ++wrong;
+          if (Stream::borrow(s.raw()).context() != s.context()) ++wrong;
+        }
+      });
+    for (auto& t : threads) t.join();
+    CHECK(wrong == 0);
+  }
+  CHECK(scope.fake.calls("cuStreamCreate") == 16 * 200);
+  CHECK(scope.fake.calls("cuStreamDestroy") == 16 * 200);
+  CHECK(scope.balanced());
+}

@@ -1,0 +1,147 @@
+// The loader's failure modes. The driver is loaded once per process, so each
+// case runs in a process of its own: tests/meson.build runs this program once
+// per case, with --test-case=<name> and the environment that case needs.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "fake_control.hpp"
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace oxicuda;
+
+namespace {
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The Error the first driver call raises.
+Error first_error() {
+  try {
+    (void)Device::count();
+  } catch (const Error& e) {
+    return e;
+  }
+  FAIL("Device::count() did not fail");
+  return Error(ffi::CUDA_SUCCESS, "");
+}
+}  // namespace
+
+TEST_CASE("loader: no library") {
+  const DriverInfo& info = driver_info();
+  CHECK(info.status == DriverStatus::no_library);
+  CHECK_FALSE(info.available());
+  CHECK(info.library.empty());
+  const std::string path = env("OXICUDA_LIBCUDA_PATH");
+  CHECK(info.reason == "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " + path + " (" + path +
+                           ": cannot open shared object file: No such file or directory). Point it at the "
+                           "driver's libcuda.so.1 or unset it.");
+  const Error e = first_error();
+  CHECK(e.result() == ffi::CUDA_ERROR_NOT_INITIALIZED);
+  CHECK(e.call() == "cuDeviceGetCount");
+  CHECK(e.detail() == info.reason);
+  // Every later call reports the same, without trying again.
+  CHECK_THROWS_WITH_AS(Context::primary(Device::from_raw(0)), doctest::Contains(info.reason.c_str()), Error);
+  CHECK(std::string(e.what()).find("cuDeviceGetCount failed: CUDA_ERROR_NOT_INITIALIZED (3)") == 0);
+}
+
+TEST_CASE("loader: not a driver") {
+  const DriverInfo& info = driver_info();
+  CHECK(info.status == DriverStatus::not_a_driver);
+  CHECK(info.reason == env("OXICUDA_LIBCUDA_PATH") + " was opened but exports no cuInit: it is not a CUDA driver library.");
+  const Error e = first_error();
+  CHECK(e.result() == ffi::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND);
+  CHECK(e.detail() == info.reason);
+}
+
+TEST_CASE("loader: stub library") {
+  const DriverInfo& info = driver_info();
+  CHECK(info.status == DriverStatus::stub_library);
+  CHECK(info.init_result == ffi::CUDA_ERROR_STUB_LIBRARY);
+  CHECK(info.reason.find("is the CUDA toolkit's stub library") != std::string::npos);
+  CHECK(info.reason.find("LD_LIBRARY_PATH") != std::string::npos);
+  const Error e = first_error();
+  CHECK(e.result() == ffi::CUDA_ERROR_STUB_LIBRARY);
+  CHECK(e.name() == "CUDA_ERROR_STUB_LIBRARY");
+  // The stub answers cuGetErrorString with 34 too: the header's own text is used.
+  CHECK(e.description() == "the CUDA driver that the application has loaded is a stub library");
+}
+
+TEST_CASE("loader: cuInit fails") {
+  const DriverInfo& info = driver_info();
+  CHECK(info.status == DriverStatus::init_failed);
+  CHECK(info.init_result == ffi::CUDA_ERROR_NO_DEVICE);
+  CHECK(info.version == 13000);
+  CHECK(info.reason == "cuInit(0) failed with CUDA_ERROR_NO_DEVICE (100): no CUDA-capable devices were detected by the "
+                       "installed CUDA driver (driver library " + env("OXICUDA_LIBCUDA_PATH") + ").");
+  const Error e = first_error();
+  CHECK(e.result() == ffi::CUDA_ERROR_NO_DEVICE);
+  CHECK(e.detail() == info.reason);
+}
+
+TEST_CASE("loader: resolved through cuGetProcAddress_v2") {
+  const DriverInfo& info = driver_info();
+  REQUIRE(info.available());
+  CHECK(info.via_get_proc_address);
+  CHECK(info.library == env("OXICUDA_LIBCUDA_PATH"));
+  Fake& fake = Fake::get();
+  // One cuGetProcAddress_v2 per table entry but itself; nothing else resolved twice.
+  CHECK(fake.calls("cuGetProcAddress") == static_cast<long>(ffi::entry_count) - 1);
+  CHECK(fake.calls("cuInit") == 1);
+  CHECK(Device::count() == 1);
+}
+
+TEST_CASE("loader: no cuGetProcAddress_v2") {
+  const DriverInfo& info = driver_info();
+  REQUIRE(info.available());
+  CHECK_FALSE(info.via_get_proc_address);  // everything came from dlsym of the versioned names
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  s.synchronize();
+  CHECK(Fake::get().calls("cuStreamCreate") == 1);
+}
+
+TEST_CASE("loader: missing entry point") {
+  const DriverInfo& info = driver_info();
+  REQUIRE(info.available());
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  try {
+    s.launch_host_func([] {});
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.result() == ffi::CUDA_ERROR_NOT_FOUND);
+    CHECK(e.call() == "cuLaunchHostFunc");
+    CHECK(e.detail() == "the loaded driver (" + info.library +
+                            ", CUDA 13.0) does not provide cuLaunchHostFunc (symbol cuLaunchHostFunc, pinned "
+                            "version 10000); this call needs a newer driver");
+  }
+  // Everything else still works.
+  Event e(ctx);
+  s.record(e);
+  s.synchronize();
+  CHECK(e.ready());
+}
+
+TEST_CASE("loader: concurrent first use") {
+  // 16 threads race to be first; the driver is opened and initialized once.
+  std::atomic<bool> go{false};
+  std::atomic<int> available{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      available += driver_info().available();
+      (void)Device::count();
+    });
+  go = true;
+  for (auto& t : threads) t.join();
+  CHECK(available == 16);
+  CHECK(Fake::get().calls("cuInit") == 1);
+  CHECK(Fake::get().calls("cuDriverGetVersion") == 1);
+  CHECK(Fake::get().calls("cuDeviceGetCount") == 16);
+}
