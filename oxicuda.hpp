@@ -1663,9 +1663,10 @@ struct StreamDestroyer {
 // work is ordered by stream order alone. Every handle keeps the stream's
 // context alive.
 //
-// Enqueueing (record, wait, a launch) is one driver call with no context
-// switch: the stream's context must be current on the calling thread, as for
-// the raw driver API (ctx.make_current() once per thread, or ScopedCurrent).
+// Enqueueing (record, wait, query, synchronize, a launch) is one driver call
+// with no context switch: the driver takes the context from the stream, so
+// no context need be current on the calling thread (checked on a real
+// driver by the GPU suite).
 class Stream {
  public:
   Stream() noexcept = default;
@@ -2320,8 +2321,7 @@ struct Located {
   if (grid.volume() == 0 || block.volume() == 0)
     why += ": a grid or block dimension is zero";
   else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT)
-    why += ": no context (or another context) is current on this thread; call ctx.make_current() once per "
-           "thread, or hold an oxicuda::ScopedCurrent";
+    why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
   raise(Error(r, "cuLaunchKernel", std::move(why), where));
 }
 

@@ -42,8 +42,7 @@ struct Located {
   if (grid.volume() == 0 || block.volume() == 0)
     why += ": a grid or block dimension is zero";
   else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT)
-    why += ": no context (or another context) is current on this thread; call ctx.make_current() once per "
-           "thread, or hold an oxicuda::ScopedCurrent";
+    why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
   raise(Error(r, "cuLaunchKernel", std::move(why), where));
 }
 

@@ -34,9 +34,10 @@ struct StreamDestroyer {
 // work is ordered by stream order alone. Every handle keeps the stream's
 // context alive.
 //
-// Enqueueing (record, wait, a launch) is one driver call with no context
-// switch: the stream's context must be current on the calling thread, as for
-// the raw driver API (ctx.make_current() once per thread, or ScopedCurrent).
+// Enqueueing (record, wait, query, synchronize, a launch) is one driver call
+// with no context switch: the driver takes the context from the stream, so
+// no context need be current on the calling thread (checked on a real
+// driver by the GPU suite).
 class Stream {
  public:
   Stream() noexcept = default;
