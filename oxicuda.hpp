@@ -90,6 +90,7 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
+typedef struct CUmemPoolHandle_st* CUmemoryPool;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -98,6 +99,7 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using cuuint64_t = std::uint64_t;
 using CUhostFn = void(OXICUDA_CUDAAPI*)(void* user_data);
+using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
 enum CUresult : int {
@@ -541,6 +543,63 @@ enum CUevent_flags : unsigned {
   CU_EVENT_INTERPROCESS = 0x4,
 };
 
+enum CUmemPool_attribute : int {
+  CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+};
+
+enum CUlaunchAttributeID : int {
+  CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+};
+
+// The members of cuda.h's 64-byte union that oxicuda sets, and one that
+// gives it cuda.h's 8-byte alignment.
+union CUlaunchAttributeValue {
+  char pad[64];
+  int cooperative;
+  struct {
+    unsigned int x;
+    unsigned int y;
+    unsigned int z;
+  } clusterDim;
+  struct {
+    CUevent event;
+    int flags;
+  } launchCompletionEvent;
+};
+
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+};
+
+struct CUlaunchConfig {
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+
+// cuMemHostAlloc flags (macros in cuda.h, hence the lower-case names).
+inline constexpr unsigned int memhostalloc_portable = 0x01;
+inline constexpr unsigned int memhostalloc_devicemap = 0x02;
+inline constexpr unsigned int memhostalloc_writecombined = 0x04;
+
 // cuda.h's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are macros; these are
 // the same handles under names that a macro cannot rewrite.
 inline CUstream stream_legacy() noexcept { return reinterpret_cast<CUstream>(0x1); }
@@ -615,6 +674,16 @@ struct CUuuid {
     (int* pi, CUfunction_attribute attrib, CUfunction hfunc))                           \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute",                                       \
     (CUfunction hfunc, CUfunction_attribute attrib, int value))                         \
+  X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                     \
+    (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize)) \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050,                                    \
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",                                      \
+    (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))      \
+  X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",           \
+    (int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, \
+     std::size_t dynamicSMemSize, int blockSizeLimit))                                  \
+  X(LaunchKernelEx, 11060, "cuLaunchKernelEx",                                          \
+    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra))    \
   X(LaunchKernel, 4000, "cuLaunchKernel",                                               \
     (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,            \
@@ -625,7 +694,33 @@ struct CUuuid {
   X(MemcpyHtoD, 3020, "cuMemcpyHtoD_v2",                                                \
     (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount))                \
   X(MemcpyDtoH, 3020, "cuMemcpyDtoH_v2",                                                \
-    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount))
+    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount))                      \
+  X(MemcpyDtoD, 3020, "cuMemcpyDtoD_v2",                                                \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount))              \
+  X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                      \
+    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream)) \
+  X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                      \
+    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))    \
+  X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                      \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream)) \
+  X(MemsetD8, 3020, "cuMemsetD8_v2", (CUdeviceptr dstDevice, unsigned char uc, std::size_t N)) \
+  X(MemsetD32, 3020, "cuMemsetD32_v2", (CUdeviceptr dstDevice, unsigned int ui, std::size_t N)) \
+  X(MemsetD8Async, 3020, "cuMemsetD8Async",                                             \
+    (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))         \
+  X(MemsetD32Async, 3020, "cuMemsetD32Async",                                           \
+    (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))          \
+  X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags)) \
+  X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                      \
+  X(MemAllocAsync, 11020, "cuMemAllocAsync",                                            \
+    (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))                       \
+  X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))        \
+  X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool",                        \
+    (CUmemoryPool * pool_out, CUdevice dev))                                            \
+  X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute",                                \
+    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
+  X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute",                                \
+    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
+  X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
 // One enumerator per entry point, in table order.
 enum class Entry : int {
@@ -1837,7 +1932,9 @@ OXICUDA_NAMESPACE_END
 // and Function (a kernel in it, which keeps its module alive).
 
 
+#include <atomic>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 OXICUDA_NAMESPACE_BEGIN
@@ -1853,6 +1950,26 @@ struct JitOptions {
 };
 
 class Function;
+template <class Signature>
+class Kernel;
+
+// Whether T may be a kernel parameter type: passed to the kernel by copying
+// its bytes. True for trivially copyable types; specialize it to
+// std::true_type for a type of your own whose bytes are safe to copy even
+// though it is not trivially copyable (a handle with a user-written copy
+// constructor, say). References never qualify.
+template <class T>
+struct is_kernel_parameter : std::bool_constant<std::is_trivially_copyable_v<T>> {};
+
+template <class T>
+inline constexpr bool is_kernel_parameter_v =
+    !std::is_reference_v<T> && is_kernel_parameter<std::remove_cv_t<T>>::value;
+
+// A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
+struct BlockSizeSuggestion {
+  int min_grid_size = 0;  // the smallest grid that reaches full occupancy
+  int block_size = 0;     // the block size that maximizes occupancy
+};
 
 // A loaded module. Copies share it; it is unloaded (cuModuleUnload) when the
 // last Module or Function that uses it drops.
@@ -1877,6 +1994,13 @@ class Module {
   // The kernel called `name` (its mangled name for a C++ kernel not declared
   // extern "C"). An unknown name is an Error that names it.
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+  // The kernel called `name`, typed by its signature, e.g.
+  // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
+  // cuFuncGetParamInfo (CUDA 12.4+), the kernel's parameter count, sizes and
+  // offsets are checked against the signature here, and a mismatch is an
+  // Error naming the kernel and both layouts; older drivers skip the check.
+  template <class Signature>
+  [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
@@ -1945,6 +2069,23 @@ class Function {
     return attribute(ffi::CU_FUNC_ATTRIBUTE_BINARY_VERSION, where);
   }
 
+  // Occupancy: how many blocks of `block_size` threads (with this much
+  // dynamic shared memory) fit on one multiprocessor at once.
+  [[nodiscard]] int max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+  // The block size that maximizes occupancy, and the grid that fills the device with it.
+  [[nodiscard]] BlockSizeSuggestion suggested_block_size(std::size_t dynamic_shared_bytes = 0, int block_size_limit = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+
+  // Lets launches use up to `bytes` of dynamic shared memory (above 48 KiB a
+  // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+  // Launches do this themselves when they ask for more than was allowed.
+  void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
+  // What launches may currently use without raising the limit.
+  [[nodiscard]] unsigned allowed_dynamic_shared_bytes() const noexcept {
+    return state_ ? state_->dynamic_shared_allowed.load(std::memory_order_relaxed) : 0;
+  }
+
   // The checked handle for code that launches the function.
   [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
     if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
@@ -1958,6 +2099,9 @@ class Function {
   struct State {
     Module module;
     std::string name;
+    // Dynamic shared memory launches may use without setting the attribute.
+    mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
+    State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, std::shared_ptr<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
 
@@ -2119,7 +2263,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
                      ? "the module has no kernel named '" + n +
                            "' (a C++ kernel not declared extern \"C\" has a mangled name)"
                      : "looking up kernel '" + n + "'");
-  return Function(raw, std::make_shared<const Function::State>(Function::State{*this, std::move(n)}));
+  return Function(raw, std::make_shared<const Function::State>(*this, std::move(n)));
 }
 
 inline const Module& Function::module() const noexcept {
@@ -2138,20 +2282,211 @@ inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, S
   detail::call<ffi::Entry::FuncSetAttribute>(where, checked("oxicuda::Function::set_attribute", where), attr, value);
 }
 
+inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
+                                                          SourceLocation where) const {
+  CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
+  ScopedCurrent current(module().context(), where);
+  int blocks = 0;
+  detail::call<ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor>(where, &blocks, f, block_size,
+                                                                       dynamic_shared_bytes);
+  return blocks;
+}
+
+inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
+                                                          SourceLocation where) const {
+  CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
+  ScopedCurrent current(module().context(), where);
+  BlockSizeSuggestion s;
+  detail::call<ffi::Entry::OccupancyMaxPotentialBlockSize>(where, &s.min_grid_size, &s.block_size, f, nullptr,
+                                                            dynamic_shared_bytes, block_size_limit);
+  return s;
+}
+
+inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
+  CUfunction f = checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
+  detail::call<ffi::Entry::FuncSetAttribute>(where, f, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             static_cast<int>(bytes));
+  unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+  while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
+  }
+}
+
+// A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
+// Launching it (launch.hpp) converts each argument to its parameter type and
+// refuses, at compile time, arguments that cannot convert.
+template <class... Params>
+class Kernel<void(Params...)> {
+  static_assert((is_kernel_parameter_v<Params> && ...),
+                "oxicuda::Kernel: every parameter type must be trivially copyable and not a reference "
+                "(specialize oxicuda::is_kernel_parameter<T> for a type whose bytes are safe to copy)");
+
+ public:
+  using signature = void(Params...);
+  static constexpr std::size_t arity = sizeof...(Params);
+
+  Kernel() noexcept = default;
+  // Types an untyped Function without checking its parameters (see
+  // Module::kernel for the checked way).
+  explicit Kernel(Function fn) noexcept : fn_(std::move(fn)) {}
+
+  [[nodiscard]] const Function& function() const noexcept { return fn_; }
+  [[nodiscard]] CUfunction raw() const noexcept { return fn_.raw(); }
+  [[nodiscard]] std::string_view name() const noexcept { return fn_.name(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+
+ private:
+  Function fn_;
+};
+
+namespace detail {
+
+// The spelling of a type, from the compiler (for error messages).
+template <class T>
+constexpr std::string_view type_name() noexcept {
+#if defined(__clang__) || defined(__GNUC__)
+  constexpr std::string_view p = __PRETTY_FUNCTION__;
+  constexpr std::size_t start = p.find("T = ") + 4;
+  return p.substr(start, p.find_first_of(";]", start) - start);
+#elif defined(_MSC_VER)
+  constexpr std::string_view p = __FUNCSIG__;
+  constexpr std::size_t start = p.find("type_name<") + 10;
+  return p.substr(start, p.rfind(">(") - start);
+#else
+  return "the declared signature";
+#endif
+}
+
+struct ParamSlot {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
+
+inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
+  std::string s = std::to_string(n) + (n == 1 ? " parameter" : " parameters");
+  for (std::size_t i = 0; i < n; ++i)
+    s += (i ? ", " : " (") + std::to_string(slots[i].size) + " bytes at " + std::to_string(slots[i].offset);
+  return n ? s + ")" : s;
+}
+
+// Compares the kernel's parameter layout, as the driver reports it, with the
+// declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
+// or it declines for this function).
+[[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
+                                                      const ParamSlot* want, std::size_t n_want,
+                                                      const ParamSlot* got, std::size_t n_got, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
+              "kernel '" + std::string(fn.name()) + "' is declared " + std::string(signature) + ", " +
+                  describe_layout(want, n_want) + ", but the module's kernel takes " + describe_layout(got, n_got),
+              where));
+}
+
+template <class... Params>
+void check_parameters(const Function& fn, SourceLocation where) {
+  auto info = api().FuncGetParamInfo;
+  if (!info) return;
+  constexpr std::size_t n = sizeof...(Params);
+  ParamSlot want[n + 1] = {};
+  {
+    constexpr std::size_t sizes[n + 1] = {sizeof(Params)..., 0};
+    constexpr std::size_t aligns[n + 1] = {alignof(Params)..., 1};
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      offset = (offset + aligns[i] - 1) / aligns[i] * aligns[i];
+      want[i] = {offset, sizes[i]};
+      offset += sizes[i];
+    }
+  }
+  std::vector<ParamSlot> got;
+  for (std::size_t i = 0;; ++i) {
+    ParamSlot slot;
+    const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
+    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (r != ffi::CUDA_SUCCESS) {
+      if (i == 0) return;  // the driver cannot tell for this function
+      break;
+    }
+    got.push_back(slot);
+    if (got.size() > n + 64) break;  // clearly not the declared kernel; enough to say so
+  }
+  bool same = got.size() == n;
+  for (std::size_t i = 0; same && i < n; ++i)
+    same = got[i].offset == want[i].offset && got[i].size == want[i].size;
+  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got.data(), got.size(), where);
+}
+
+template <class Signature>
+struct kernel_checker;
+template <class... Params>
+struct kernel_checker<void(Params...)> {
+  static void check(const Function& fn, SourceLocation where) { check_parameters<Params...>(fn, where); }
+};
+
+}  // namespace detail
+
+template <class Signature>
+Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) const {
+  Function fn = function(name, where);
+  detail::kernel_checker<Signature>::check(fn, where);
+  return Kernel<Signature>(std::move(fn));
+}
+
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/module.hpp ----
 
 // ---- begin oxicuda/memory.hpp ----
-// oxicuda/memory.hpp — device memory: DeviceBuffer<T> and copies.
+// oxicuda/memory.hpp — device memory (DeviceBuffer<T>, DeviceSpan<T>),
+// page-locked host memory (PinnedBuffer<T>), copies and fills, synchronous
+// and stream-ordered, and the device's memory pool.
 
 
+#include <bit>
+#include <concepts>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 
 OXICUDA_NAMESPACE_BEGIN
 
-// `count` elements of T in device memory, allocated in a context and freed
-// when the buffer is destroyed. Move-only, like std::vector's storage.
+// A view of `size()` elements of T in device memory. Passes to a typed
+// kernel parameter `T*` (and converts to T* wherever one is wanted).
+template <class T>
+class DeviceSpan {
+ public:
+  using element_type = T;
+
+  constexpr DeviceSpan() noexcept = default;
+  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count) noexcept : ptr_(ptr), count_(count) {}
+  // A span of T converts to a span of const T.
+  template <class U>
+    requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : ptr_(other.device_ptr()), count_(other.size()) {}
+
+  [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
+  // Elements [offset, offset + count); clamped to the span.
+  [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    if (offset > count_) offset = count_;
+    if (count > count_ - offset) count = count_ - offset;
+    return {ptr_ + offset * sizeof(T), count};
+  }
+  [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
+  // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
+  operator T*() const noexcept { return data(); }
+
+ private:
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+};
+
+// `count` elements of T in device memory, freed when the buffer is
+// destroyed. Move-only, like std::vector's storage; the elements are not
+// initialized. Allocated either synchronously in a context (cuMemAlloc; freed
+// with cuMemFree) or stream-ordered on a stream (allocate_async:
+// cuMemAllocAsync; freed with cuMemFreeAsync on the stream given to free_on,
+// by default the allocating one).
 template <class T>
 class DeviceBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
@@ -2160,17 +2495,14 @@ class DeviceBuffer {
   using value_type = T;
 
   DeviceBuffer() noexcept = default;
-  // Uninitialized storage for `count` elements, allocated with `ctx` current.
   DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : ctx_(std::move(other.ctx_)), ptr_(std::exchange(other.ptr_, 0)), count_(std::exchange(other.count_, 0)) {}
+  // Stream-ordered: usable by work enqueued on `stream` after this call (and
+  // on other streams once they wait for an event recorded after it).
+  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
+                                                   SourceLocation where = SourceLocation::current());
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-      release();
-      ctx_ = std::move(other.ctx_);
-      ptr_ = std::exchange(other.ptr_, 0);
-      count_ = std::exchange(other.count_, 0);
-    }
+    DeviceBuffer(std::move(other)).swap(*this);
     return *this;
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -2180,29 +2512,180 @@ class DeviceBuffer {
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  // The device address, as the driver API spells it.
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
-  // The device address as a T* for a kernel argument (not dereferenceable on the host).
+  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
   [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  [[nodiscard]] bool stream_ordered() const noexcept { return static_cast<bool>(free_stream_); }
 
-  // Synchronous copies between this buffer and host memory; the host range
-  // must have exactly size() elements.
+  // For a stream-ordered buffer: free it on `stream` instead (after the work
+  // enqueued there before the buffer's end). The caller orders that stream
+  // after every use of the buffer, as for cuMemFreeAsync.
+  void free_on(const Stream& stream, SourceLocation where = SourceLocation::current());
+  // Frees now (stream-ordered on the free stream, or synchronously); the
+  // buffer is then empty.
+  void reset() noexcept { release(); }
+
+  // Synchronous copies to and from host memory (sizes must match).
   void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
   void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
 
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(free_stream_, other.free_stream_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(count_, other.count_);
+  }
+
  private:
   void release() noexcept;
-  void check_size(std::size_t n, const char* operation, SourceLocation where) const;
 
   Context ctx_;
+  Stream free_stream_;  // set: stream-ordered
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
 };
 
+// Options for page-locked host memory, taken by designated initializers.
+struct PinnedOptions {
+  bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+};
+
+// `count` elements of T in page-locked (pinned) host memory: copies to and
+// from it run at full bus speed and truly asynchronously. A contiguous range
+// (data, size, begin/end, operator[]); move-only; elements not initialized.
+// Allocated portable (usable with every context).
+template <class T>
+class PinnedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  PinnedBuffer() noexcept = default;
+  PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options = {},
+               SourceLocation where = SourceLocation::current());
+  PinnedBuffer(PinnedBuffer&& other) noexcept { swap(other); }
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    PinnedBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { release(); }
+
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] T* begin() noexcept { return data_; }
+  [[nodiscard]] T* end() noexcept { return data_ + count_; }
+  [[nodiscard]] const T* begin() const noexcept { return data_; }
+  [[nodiscard]] const T* end() const noexcept { return data_ + count_; }
+  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
+  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<T>() noexcept { return {data_, count_}; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<const T>() const noexcept { return {data_, count_}; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+
+  void swap(PinnedBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// The device's default memory pool, which stream-ordered allocations draw
+// from. Not owned: the driver keeps it for the device's lifetime.
+class MemoryPool {
+ public:
+  [[nodiscard]] static MemoryPool device_default(const Device& device,
+                                                 SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUmemoryPool raw() const noexcept { return raw_; }
+  // Memory the pool keeps reserved after a synchronization instead of
+  // returning it to the system (default 0: everything is returned).
+  void set_release_threshold(std::uint64_t bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t release_threshold(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, where);
+  }
+  // Returns reserved memory beyond `keep_bytes` to the system now.
+  void trim_to(std::size_t keep_bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t reserved_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, where);
+  }
+  [[nodiscard]] std::uint64_t used_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, where);
+  }
+
+ private:
+  explicit MemoryPool(CUmemoryPool raw) noexcept : raw_(raw) {}
+  [[nodiscard]] std::uint64_t get(ffi::CUmemPool_attribute attr, SourceLocation where) const;
+  CUmemoryPool raw_ = nullptr;
+};
+
+// --- copies and fills ---------------------------------------------------------
+//
+// copy(dst, src) and copy_async(stream, dst, src) copy between host memory
+// (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
+// and device memory (DeviceBuffer, DeviceSpan), in any direction, after
+// checking that both sides have the same element type and count. The async
+// forms are one driver call each, with no allocation and no context switch;
+// from pageable host memory the driver stages the copy, so it may return
+// before or after the copy is done — use a PinnedBuffer for truly async copies.
+
 namespace detail {
 
-// ScopedCurrent for destructors: never throws, reports failures.
+template <class R>
+concept device_range = requires(const R& r) { r.device_span(); };
+
+template <class R>
+concept host_range = !device_range<R> && requires(R& r) {
+  { std::data(r) };
+  { std::size(r) } -> std::convertible_to<std::size_t>;
+};
+
+template <class R>
+using device_element_t = typename decltype(std::declval<const R&>().device_span())::element_type;
+
+template <class R>
+using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
+
+template <class A, class B>
+inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
+
+[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+                                                    std::size_t element_size, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
+                  std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)",
+              where));
+}
+
+inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
+                        SourceLocation where) {
+  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+}
+
+// ScopedCurrent for destructors: never throws; failures go to the diagnostic hook.
 class ScopedCurrentNothrow {
  public:
   explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
@@ -2222,70 +2705,255 @@ class ScopedCurrentNothrow {
   bool switched_ = false;
 };
 
-[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t expected, std::size_t got,
-                                                    std::size_t element_size, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-              "size mismatch: the device side has " + std::to_string(expected) + " elements, the other side " +
-                  std::to_string(got) + " (element size " + std::to_string(element_size) + " bytes)",
-              where));
+}  // namespace detail
+
+// Synchronous copy: returns once the bytes have arrived.
+template <class Dst, class Src>
+  requires(detail::device_range<Dst> || detail::device_range<Src>) &&
+          (detail::device_range<Dst> || detail::host_range<Dst>) &&
+          (detail::device_range<Src> || detail::host_range<Src>)
+void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  constexpr const char* op = "oxicuda::copy";
+  if constexpr (detail::device_range<Dst> && detail::device_range<Src>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::device_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    if (d.size()) detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
+  } else if constexpr (detail::device_range<Dst>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    if (d.size()) detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
+  } else {
+    using T = detail::device_element_t<Src>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy: element types differ");
+    static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy: the destination is const");
+    const auto s = src.device_span();
+    detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    if (s.size()) detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
+  }
 }
 
+// Stream-ordered copy: enqueued on `stream`, one driver call.
+template <class Dst, class Src>
+  requires(detail::device_range<Dst> || detail::device_range<Src>) &&
+          (detail::device_range<Dst> || detail::host_range<Dst>) &&
+          (detail::device_range<Src> || detail::host_range<Src>)
+void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  constexpr const char* op = "oxicuda::copy_async";
+  CUstream q = stream.checked(op, where);
+  if constexpr (detail::device_range<Dst> && detail::device_range<Src>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::device_element_t<Src>>, "copy_async: element types differ");
+    static_assert(!std::is_const_v<T>, "copy_async: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    detail::call<ffi::Entry::MemcpyDtoDAsync>(where, d.device_ptr(), s.device_ptr(), d.size_bytes(), q);
+  } else if constexpr (detail::device_range<Dst>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy_async: element types differ");
+    static_assert(!std::is_const_v<T>, "copy_async: the destination is const");
+    const auto d = dst.device_span();
+    detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    detail::call<ffi::Entry::MemcpyHtoDAsync>(where, d.device_ptr(), std::data(src), d.size_bytes(), q);
+  } else {
+    using T = detail::device_element_t<Src>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy_async: element types differ");
+    static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy_async: the destination is const");
+    const auto s = src.device_span();
+    detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    detail::call<ffi::Entry::MemcpyDtoHAsync>(where, std::data(dst), s.device_ptr(), s.size_bytes(), q);
+  }
+}
+
+// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
+// cuMemsetD8 / cuMemsetD32). fill_bytes sets every byte, whatever T.
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill(Dst&& dst, detail::device_element_t<Dst> value, SourceLocation where = SourceLocation::current()) {
+  using T = detail::device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
+  else
+    detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
+}
+
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<Dst> value,
+                SourceLocation where = SourceLocation::current()) {
+  using T = detail::device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill_async: elements of 1 or 4 bytes; use fill_bytes_async otherwise");
+  CUstream q = stream.checked("oxicuda::fill_async", where);
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    detail::call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q);
+  else
+    detail::call<ffi::Entry::MemsetD32Async>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q);
+}
+
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  const auto d = dst.device_span();
+  detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
+}
+
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+                      SourceLocation where = SourceLocation::current()) {
+  CUstream q = stream.checked("oxicuda::fill_bytes_async", where);
+  const auto d = dst.device_span();
+  detail::call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), byte, d.size_bytes(), q);
+}
+
+// --- DeviceBuffer -----------------------------------------------------------------
+
+namespace detail {
+inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
+                                 SourceLocation where) {
+  if (count > static_cast<std::size_t>(-1) / element_size)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                std::to_string(count) + " elements of " + std::to_string(element_size) + " bytes overflow size_t",
+                where));
+  return count * element_size;
+}
 }  // namespace detail
 
 template <class T>
 DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where) : ctx_(ctx) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
-  if (count > static_cast<std::size_t>(-1) / sizeof(T))
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::DeviceBuffer",
-                        std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
-                            " bytes overflow size_t",
-                        where));
   ScopedCurrent current(ctx, where);
-  detail::call<ffi::Entry::MemAlloc>(where, &ptr_, count * sizeof(T));
+  detail::call<ffi::Entry::MemAlloc>(where, &ptr_, bytes);
   count_ = count;
 }
 
 template <class T>
-void DeviceBuffer<T>::release() noexcept {
-  if (ptr_ == 0) return;
-  detail::ScopedCurrentNothrow current(ctx_.raw());
-  detail::call_nothrow<ffi::Entry::MemFree>(ptr_);
-  ptr_ = 0;
-  count_ = 0;
+DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
+  CUstream q = stream.checked("oxicuda::DeviceBuffer::allocate_async", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
+  DeviceBuffer b;
+  b.ctx_ = stream.context();
+  if (count == 0) return b;
+  detail::call<ffi::Entry::MemAllocAsync>(where, &b.ptr_, bytes, q);
+  b.free_stream_ = stream;
+  b.count_ = count;
+  return b;
 }
 
 template <class T>
-void DeviceBuffer<T>::check_size(std::size_t n, const char* operation, SourceLocation where) const {
-  if (OXICUDA_UNLIKELY(n != count_)) detail::size_mismatch(operation, count_, n, sizeof(T), where);
+void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
+  (void)stream.checked("oxicuda::DeviceBuffer::free_on", where);
+  if (!free_stream_)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
+                        "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
+                        where));
+  free_stream_ = stream;
+}
+
+template <class T>
+void DeviceBuffer<T>::release() noexcept {
+  if (ptr_ != 0) {
+    if (free_stream_) {
+      detail::call_nothrow<ffi::Entry::MemFreeAsync>(ptr_, free_stream_.raw());
+    } else {
+      detail::ScopedCurrentNothrow current(ctx_.raw());
+      detail::call_nothrow<ffi::Entry::MemFree>(ptr_);
+    }
+  }
+  ptr_ = 0;
+  count_ = 0;
+  free_stream_ = Stream();
 }
 
 template <class T>
 void DeviceBuffer<T>::copy_from(std::span<const T> host, SourceLocation where) {
-  check_size(host.size(), "oxicuda::DeviceBuffer::copy_from", where);
-  if (count_ == 0) return;
   ScopedCurrent current(ctx_, where);
-  detail::call<ffi::Entry::MemcpyHtoD>(where, ptr_, host.data(), size_bytes());
+  copy(*this, host, where);
 }
 
 template <class T>
 void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
-  check_size(host.size(), "oxicuda::DeviceBuffer::copy_to", where);
-  if (count_ == 0) return;
   ScopedCurrent current(ctx_, where);
-  detail::call<ffi::Entry::MemcpyDtoH>(where, host.data(), ptr_, size_bytes());
+  copy(host, *this, where);
+}
+
+// --- PinnedBuffer ---------------------------------------------------------------
+
+template <class T>
+PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options, SourceLocation where)
+    : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::PinnedBuffer::PinnedBuffer", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::PinnedBuffer::PinnedBuffer", where);
+  if (count == 0) return;
+  unsigned flags = ffi::memhostalloc_portable;
+  if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
+  void* p = nullptr;
+  ScopedCurrent current(ctx, where);
+  detail::call<ffi::Entry::MemHostAlloc>(where, &p, bytes, flags);
+  data_ = static_cast<T*>(p);
+  count_ = count;
+}
+
+template <class T>
+void PinnedBuffer<T>::release() noexcept {
+  if (data_ != nullptr) {
+    detail::ScopedCurrentNothrow current(ctx_.raw());
+    detail::call_nothrow<ffi::Entry::MemFreeHost>(static_cast<void*>(data_));
+  }
+  data_ = nullptr;
+  count_ = 0;
+}
+
+// --- MemoryPool -------------------------------------------------------------------
+
+inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
+  CUmemoryPool pool = nullptr;
+  detail::call<ffi::Entry::DeviceGetDefaultMemPool>(where, &pool, device.raw());
+  return MemoryPool(pool);
+}
+
+inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
+  ffi::cuuint64_t v = bytes;
+  detail::call<ffi::Entry::MemPoolSetAttribute>(where, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                                static_cast<void*>(&v));
+}
+
+inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
+  detail::call<ffi::Entry::MemPoolTrimTo>(where, raw_, keep_bytes);
+}
+
+inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
+  ffi::cuuint64_t v = 0;
+  detail::call<ffi::Entry::MemPoolGetAttribute>(where, raw_, attr, static_cast<void*>(&v));
+  return v;
 }
 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/memory.hpp ----
 
 // ---- begin oxicuda/launch.hpp ----
-// oxicuda/launch.hpp — launching a kernel on a stream.
+// oxicuda/launch.hpp — launching kernels: LaunchConfig, the untyped variadic
+// launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 
+
+#include <tuple>
+#include <utility>
 
 OXICUDA_NAMESPACE_BEGIN
 
-// Grid or block dimensions; `Dim3{256}` is 256 x 1 x 1.
+// Grid, block or cluster dimensions; `Dim3{256}` is 256 x 1 x 1.
 struct Dim3 {
   unsigned x = 1;
   unsigned y = 1;
@@ -2296,6 +2964,21 @@ struct Dim3 {
     return static_cast<unsigned long long>(x) * y * z;
   }
   friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// How to launch, taken by designated initializers:
+//   launch(stream, kernel, {.grid = blocks, .block = 256, .shared_bytes = 4096}, args...)
+// A plain configuration is one cuLaunchKernel. Thread-block clusters (a
+// non-zero `cluster`, compute capability 9.0+) and cooperative launches go
+// through cuLaunchKernelEx with the matching attributes. Dynamic shared
+// memory above what the kernel allows (48 KiB until raised) raises the
+// kernel's limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.
+struct LaunchConfig {
+  Dim3 grid{1};
+  Dim3 block{1};
+  unsigned shared_bytes = 0;
+  Dim3 cluster{0, 0, 0};  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x
+  bool cooperative = false;
 };
 
 namespace detail {
@@ -2311,38 +2994,112 @@ struct Located {
 };
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::CUresult r, const Function& fn, Dim3 grid, Dim3 block,
-                                                   unsigned shared_bytes, SourceLocation where) {
-  auto dims = [](Dim3 d) {
-    return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
-  };
-  std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(grid) + ", block " + dims(block) +
-                    ", " + std::to_string(shared_bytes) + " bytes of dynamic shared memory";
-  if (grid.volume() == 0 || block.volume() == 0)
+[[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
+                                                   const LaunchConfig& cfg, SourceLocation where) {
+  auto dims = [](Dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); };
+  std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
+                    ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
+  if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
+  if (cfg.cooperative) why += ", cooperative";
+  if (cfg.grid.volume() == 0 || cfg.block.volume() == 0)
     why += ": a grid or block dimension is zero";
   else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT)
     why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
-  raise(Error(r, "cuLaunchKernel", std::move(why), where));
+  fail(entry, r, where, std::move(why));
+}
+
+// Enqueues the kernel with its packed arguments: one driver call on the
+// plain path. `params` points to the arguments, in parameter order.
+inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                    SourceLocation where) {
+  CUstream s = stream.checked("oxicuda::launch", where);
+  CUfunction f = fn.checked("oxicuda::launch", where);
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes())
+    fn.allow_dynamic_shared_bytes(cfg.shared_bytes, where);
+  ffi::CUresult r;
+  ffi::Entry entry;
+  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
+    entry = ffi::Entry::LaunchKernel;
+    r = call_result<ffi::Entry::LaunchKernel>(where, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x,
+                                              cfg.block.y, cfg.block.z, cfg.shared_bytes, s, params, nullptr);
+  } else {
+    ffi::CUlaunchAttribute attrs[2] = {};
+    unsigned n = 0;
+    if (cfg.cluster.x) {
+      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
+      ++n;
+    }
+    if (cfg.cooperative) {
+      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attrs[n].value.cooperative = 1;
+      ++n;
+    }
+    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,  cfg.grid.z,       cfg.block.x, cfg.block.y,
+                                     cfg.block.z, cfg.shared_bytes, s, attrs, n};
+    entry = ffi::Entry::LaunchKernelEx;
+    r = call_result<ffi::Entry::LaunchKernelEx>(where, &config, f, params, nullptr);
+  }
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+}
+
+// How an argument becomes a parameter of type P: device buffers and spans
+// become their T*, anything else converts as in a function call.
+template <class P, class A>
+concept passable_as =
+    std::is_convertible_v<A, P> ||
+    (std::is_pointer_v<P> && device_range<std::remove_cvref_t<A>> &&
+     std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
+
+template <class P, class A>
+P to_parameter(A&& a) noexcept {
+  if constexpr (std::is_convertible_v<A, P>)
+    return static_cast<P>(std::forward<A>(a));
+  else
+    return a.device_span().data();
 }
 
 }  // namespace detail
 
-// Launches `fn` on `stream` with the given grid, block and dynamic shared
-// memory; each argument is passed by address and must have exactly the
-// type of the kernel's parameter (a DeviceBuffer's data(), an unsigned, ...).
-// One cuLaunchKernel; no allocation, no context switch.
+// Launches an untyped Function: each argument is passed by address and must
+// have exactly the type of the kernel's parameter (a device pointer, an
+// unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
+// plain path; no allocation, no context switch.
+template <class... Args>
+inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
+                   const Args&... args) {
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
+}
+
+// The same with grid, block and dynamic shared memory spelled out.
 template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  const SourceLocation where = stream.where;
-  CUstream s = stream.value.checked("oxicuda::launch", where);
-  CUfunction f = fn.checked("oxicuda::launch", where);
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {
-      const_cast<void*>(static_cast<const void*>(&args))...};
-  const ffi::CUresult r = detail::call_result<ffi::Entry::LaunchKernel>(
-      where, f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, s,
-      sizeof...(Args) > 0 ? params : nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::launch_failed(r, fn, grid, block, shared_bytes, where);
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  detail::enqueue(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, sizeof...(Args) > 0 ? params : nullptr,
+                  stream.where);
+}
+
+// Launches a typed Kernel: each argument is converted to its parameter type
+// (an int literal where an unsigned is declared; a DeviceBuffer<T> or
+// DeviceSpan<T> where a T* is declared). An argument that cannot convert,
+// or the wrong number of them, does not compile. One cuLaunchKernel on the
+// plain path; no allocation, no context switch.
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  if constexpr (sizeof...(Params) == 0) {
+    detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
+  } else {
+    std::tuple<Params...> values{detail::to_parameter<Params>(std::forward<Args>(args))...};
+    void* params[sizeof...(Params)];
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((params[I] = static_cast<void*>(&std::get<I>(values))), ...);
+    }(std::index_sequence_for<Params...>{});
+    detail::enqueue(stream.value, kernel.function(), cfg, params, stream.where);
+  }
 }
 
 OXICUDA_NAMESPACE_END

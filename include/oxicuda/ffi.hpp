@@ -20,6 +20,7 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
+typedef struct CUmemPoolHandle_st* CUmemoryPool;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -28,6 +29,7 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using cuuint64_t = std::uint64_t;
 using CUhostFn = void(OXICUDA_CUDAAPI*)(void* user_data);
+using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
 enum CUresult : int {
@@ -471,6 +473,63 @@ enum CUevent_flags : unsigned {
   CU_EVENT_INTERPROCESS = 0x4,
 };
 
+enum CUmemPool_attribute : int {
+  CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+};
+
+enum CUlaunchAttributeID : int {
+  CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+};
+
+// The members of cuda.h's 64-byte union that oxicuda sets, and one that
+// gives it cuda.h's 8-byte alignment.
+union CUlaunchAttributeValue {
+  char pad[64];
+  int cooperative;
+  struct {
+    unsigned int x;
+    unsigned int y;
+    unsigned int z;
+  } clusterDim;
+  struct {
+    CUevent event;
+    int flags;
+  } launchCompletionEvent;
+};
+
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+};
+
+struct CUlaunchConfig {
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+
+// cuMemHostAlloc flags (macros in cuda.h, hence the lower-case names).
+inline constexpr unsigned int memhostalloc_portable = 0x01;
+inline constexpr unsigned int memhostalloc_devicemap = 0x02;
+inline constexpr unsigned int memhostalloc_writecombined = 0x04;
+
 // cuda.h's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are macros; these are
 // the same handles under names that a macro cannot rewrite.
 inline CUstream stream_legacy() noexcept { return reinterpret_cast<CUstream>(0x1); }
@@ -545,6 +604,16 @@ struct CUuuid {
     (int* pi, CUfunction_attribute attrib, CUfunction hfunc))                           \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute",                                       \
     (CUfunction hfunc, CUfunction_attribute attrib, int value))                         \
+  X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                     \
+    (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize)) \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050,                                    \
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",                                      \
+    (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))      \
+  X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",           \
+    (int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, \
+     std::size_t dynamicSMemSize, int blockSizeLimit))                                  \
+  X(LaunchKernelEx, 11060, "cuLaunchKernelEx",                                          \
+    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra))    \
   X(LaunchKernel, 4000, "cuLaunchKernel",                                               \
     (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,            \
@@ -555,7 +624,33 @@ struct CUuuid {
   X(MemcpyHtoD, 3020, "cuMemcpyHtoD_v2",                                                \
     (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount))                \
   X(MemcpyDtoH, 3020, "cuMemcpyDtoH_v2",                                                \
-    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount))
+    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount))                      \
+  X(MemcpyDtoD, 3020, "cuMemcpyDtoD_v2",                                                \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount))              \
+  X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                      \
+    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream)) \
+  X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                      \
+    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))    \
+  X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                      \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream)) \
+  X(MemsetD8, 3020, "cuMemsetD8_v2", (CUdeviceptr dstDevice, unsigned char uc, std::size_t N)) \
+  X(MemsetD32, 3020, "cuMemsetD32_v2", (CUdeviceptr dstDevice, unsigned int ui, std::size_t N)) \
+  X(MemsetD8Async, 3020, "cuMemsetD8Async",                                             \
+    (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))         \
+  X(MemsetD32Async, 3020, "cuMemsetD32Async",                                           \
+    (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))          \
+  X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags)) \
+  X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                      \
+  X(MemAllocAsync, 11020, "cuMemAllocAsync",                                            \
+    (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))                       \
+  X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))        \
+  X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool",                        \
+    (CUmemoryPool * pool_out, CUdevice dev))                                            \
+  X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute",                                \
+    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
+  X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute",                                \
+    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
+  X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
 // One enumerator per entry point, in table order.
 enum class Entry : int {

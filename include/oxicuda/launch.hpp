@@ -1,12 +1,16 @@
-// oxicuda/launch.hpp — launching a kernel on a stream.
+// oxicuda/launch.hpp — launching kernels: LaunchConfig, the untyped variadic
+// launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 #pragma once
 
 #include "memory.hpp"
 #include "module.hpp"
 
+#include <tuple>
+#include <utility>
+
 OXICUDA_NAMESPACE_BEGIN
 
-// Grid or block dimensions; `Dim3{256}` is 256 x 1 x 1.
+// Grid, block or cluster dimensions; `Dim3{256}` is 256 x 1 x 1.
 struct Dim3 {
   unsigned x = 1;
   unsigned y = 1;
@@ -17,6 +21,21 @@ struct Dim3 {
     return static_cast<unsigned long long>(x) * y * z;
   }
   friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// How to launch, taken by designated initializers:
+//   launch(stream, kernel, {.grid = blocks, .block = 256, .shared_bytes = 4096}, args...)
+// A plain configuration is one cuLaunchKernel. Thread-block clusters (a
+// non-zero `cluster`, compute capability 9.0+) and cooperative launches go
+// through cuLaunchKernelEx with the matching attributes. Dynamic shared
+// memory above what the kernel allows (48 KiB until raised) raises the
+// kernel's limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.
+struct LaunchConfig {
+  Dim3 grid{1};
+  Dim3 block{1};
+  unsigned shared_bytes = 0;
+  Dim3 cluster{0, 0, 0};  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x
+  bool cooperative = false;
 };
 
 namespace detail {
@@ -32,38 +51,112 @@ struct Located {
 };
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::CUresult r, const Function& fn, Dim3 grid, Dim3 block,
-                                                   unsigned shared_bytes, SourceLocation where) {
-  auto dims = [](Dim3 d) {
-    return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
-  };
-  std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(grid) + ", block " + dims(block) +
-                    ", " + std::to_string(shared_bytes) + " bytes of dynamic shared memory";
-  if (grid.volume() == 0 || block.volume() == 0)
+[[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
+                                                   const LaunchConfig& cfg, SourceLocation where) {
+  auto dims = [](Dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); };
+  std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
+                    ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
+  if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
+  if (cfg.cooperative) why += ", cooperative";
+  if (cfg.grid.volume() == 0 || cfg.block.volume() == 0)
     why += ": a grid or block dimension is zero";
   else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT)
     why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
-  raise(Error(r, "cuLaunchKernel", std::move(why), where));
+  fail(entry, r, where, std::move(why));
+}
+
+// Enqueues the kernel with its packed arguments: one driver call on the
+// plain path. `params` points to the arguments, in parameter order.
+inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                    SourceLocation where) {
+  CUstream s = stream.checked("oxicuda::launch", where);
+  CUfunction f = fn.checked("oxicuda::launch", where);
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes())
+    fn.allow_dynamic_shared_bytes(cfg.shared_bytes, where);
+  ffi::CUresult r;
+  ffi::Entry entry;
+  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
+    entry = ffi::Entry::LaunchKernel;
+    r = call_result<ffi::Entry::LaunchKernel>(where, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x,
+                                              cfg.block.y, cfg.block.z, cfg.shared_bytes, s, params, nullptr);
+  } else {
+    ffi::CUlaunchAttribute attrs[2] = {};
+    unsigned n = 0;
+    if (cfg.cluster.x) {
+      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
+      ++n;
+    }
+    if (cfg.cooperative) {
+      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attrs[n].value.cooperative = 1;
+      ++n;
+    }
+    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,  cfg.grid.z,       cfg.block.x, cfg.block.y,
+                                     cfg.block.z, cfg.shared_bytes, s, attrs, n};
+    entry = ffi::Entry::LaunchKernelEx;
+    r = call_result<ffi::Entry::LaunchKernelEx>(where, &config, f, params, nullptr);
+  }
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+}
+
+// How an argument becomes a parameter of type P: device buffers and spans
+// become their T*, anything else converts as in a function call.
+template <class P, class A>
+concept passable_as =
+    std::is_convertible_v<A, P> ||
+    (std::is_pointer_v<P> && device_range<std::remove_cvref_t<A>> &&
+     std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
+
+template <class P, class A>
+P to_parameter(A&& a) noexcept {
+  if constexpr (std::is_convertible_v<A, P>)
+    return static_cast<P>(std::forward<A>(a));
+  else
+    return a.device_span().data();
 }
 
 }  // namespace detail
 
-// Launches `fn` on `stream` with the given grid, block and dynamic shared
-// memory; each argument is passed by address and must have exactly the
-// type of the kernel's parameter (a DeviceBuffer's data(), an unsigned, ...).
-// One cuLaunchKernel; no allocation, no context switch.
+// Launches an untyped Function: each argument is passed by address and must
+// have exactly the type of the kernel's parameter (a device pointer, an
+// unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
+// plain path; no allocation, no context switch.
+template <class... Args>
+inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
+                   const Args&... args) {
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
+}
+
+// The same with grid, block and dynamic shared memory spelled out.
 template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  const SourceLocation where = stream.where;
-  CUstream s = stream.value.checked("oxicuda::launch", where);
-  CUfunction f = fn.checked("oxicuda::launch", where);
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {
-      const_cast<void*>(static_cast<const void*>(&args))...};
-  const ffi::CUresult r = detail::call_result<ffi::Entry::LaunchKernel>(
-      where, f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, s,
-      sizeof...(Args) > 0 ? params : nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::launch_failed(r, fn, grid, block, shared_bytes, where);
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  detail::enqueue(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, sizeof...(Args) > 0 ? params : nullptr,
+                  stream.where);
+}
+
+// Launches a typed Kernel: each argument is converted to its parameter type
+// (an int literal where an unsigned is declared; a DeviceBuffer<T> or
+// DeviceSpan<T> where a T* is declared). An argument that cannot convert,
+// or the wrong number of them, does not compile. One cuLaunchKernel on the
+// plain path; no allocation, no context switch.
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  if constexpr (sizeof...(Params) == 0) {
+    detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
+  } else {
+    std::tuple<Params...> values{detail::to_parameter<Params>(std::forward<Args>(args))...};
+    void* params[sizeof...(Params)];
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((params[I] = static_cast<void*>(&std::get<I>(values))), ...);
+    }(std::index_sequence_for<Params...>{});
+    detail::enqueue(stream.value, kernel.function(), cfg, params, stream.where);
+  }
 }
 
 OXICUDA_NAMESPACE_END

@@ -1,15 +1,58 @@
-// oxicuda/memory.hpp — device memory: DeviceBuffer<T> and copies.
+// oxicuda/memory.hpp — device memory (DeviceBuffer<T>, DeviceSpan<T>),
+// page-locked host memory (PinnedBuffer<T>), copies and fills, synchronous
+// and stream-ordered, and the device's memory pool.
 #pragma once
 
 #include "stream.hpp"
 
+#include <bit>
+#include <concepts>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 
 OXICUDA_NAMESPACE_BEGIN
 
-// `count` elements of T in device memory, allocated in a context and freed
-// when the buffer is destroyed. Move-only, like std::vector's storage.
+// A view of `size()` elements of T in device memory. Passes to a typed
+// kernel parameter `T*` (and converts to T* wherever one is wanted).
+template <class T>
+class DeviceSpan {
+ public:
+  using element_type = T;
+
+  constexpr DeviceSpan() noexcept = default;
+  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count) noexcept : ptr_(ptr), count_(count) {}
+  // A span of T converts to a span of const T.
+  template <class U>
+    requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : ptr_(other.device_ptr()), count_(other.size()) {}
+
+  [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
+  // Elements [offset, offset + count); clamped to the span.
+  [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    if (offset > count_) offset = count_;
+    if (count > count_ - offset) count = count_ - offset;
+    return {ptr_ + offset * sizeof(T), count};
+  }
+  [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
+  // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
+  operator T*() const noexcept { return data(); }
+
+ private:
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+};
+
+// `count` elements of T in device memory, freed when the buffer is
+// destroyed. Move-only, like std::vector's storage; the elements are not
+// initialized. Allocated either synchronously in a context (cuMemAlloc; freed
+// with cuMemFree) or stream-ordered on a stream (allocate_async:
+// cuMemAllocAsync; freed with cuMemFreeAsync on the stream given to free_on,
+// by default the allocating one).
 template <class T>
 class DeviceBuffer {
   static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
@@ -18,17 +61,14 @@ class DeviceBuffer {
   using value_type = T;
 
   DeviceBuffer() noexcept = default;
-  // Uninitialized storage for `count` elements, allocated with `ctx` current.
   DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : ctx_(std::move(other.ctx_)), ptr_(std::exchange(other.ptr_, 0)), count_(std::exchange(other.count_, 0)) {}
+  // Stream-ordered: usable by work enqueued on `stream` after this call (and
+  // on other streams once they wait for an event recorded after it).
+  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
+                                                   SourceLocation where = SourceLocation::current());
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-      release();
-      ctx_ = std::move(other.ctx_);
-      ptr_ = std::exchange(other.ptr_, 0);
-      count_ = std::exchange(other.count_, 0);
-    }
+    DeviceBuffer(std::move(other)).swap(*this);
     return *this;
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -38,29 +78,180 @@ class DeviceBuffer {
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  // The device address, as the driver API spells it.
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
-  // The device address as a T* for a kernel argument (not dereferenceable on the host).
+  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
   [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  [[nodiscard]] bool stream_ordered() const noexcept { return static_cast<bool>(free_stream_); }
 
-  // Synchronous copies between this buffer and host memory; the host range
-  // must have exactly size() elements.
+  // For a stream-ordered buffer: free it on `stream` instead (after the work
+  // enqueued there before the buffer's end). The caller orders that stream
+  // after every use of the buffer, as for cuMemFreeAsync.
+  void free_on(const Stream& stream, SourceLocation where = SourceLocation::current());
+  // Frees now (stream-ordered on the free stream, or synchronously); the
+  // buffer is then empty.
+  void reset() noexcept { release(); }
+
+  // Synchronous copies to and from host memory (sizes must match).
   void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
   void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
 
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(free_stream_, other.free_stream_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(count_, other.count_);
+  }
+
  private:
   void release() noexcept;
-  void check_size(std::size_t n, const char* operation, SourceLocation where) const;
 
   Context ctx_;
+  Stream free_stream_;  // set: stream-ordered
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
 };
 
+// Options for page-locked host memory, taken by designated initializers.
+struct PinnedOptions {
+  bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+};
+
+// `count` elements of T in page-locked (pinned) host memory: copies to and
+// from it run at full bus speed and truly asynchronously. A contiguous range
+// (data, size, begin/end, operator[]); move-only; elements not initialized.
+// Allocated portable (usable with every context).
+template <class T>
+class PinnedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  PinnedBuffer() noexcept = default;
+  PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options = {},
+               SourceLocation where = SourceLocation::current());
+  PinnedBuffer(PinnedBuffer&& other) noexcept { swap(other); }
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    PinnedBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { release(); }
+
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] T* begin() noexcept { return data_; }
+  [[nodiscard]] T* end() noexcept { return data_ + count_; }
+  [[nodiscard]] const T* begin() const noexcept { return data_; }
+  [[nodiscard]] const T* end() const noexcept { return data_ + count_; }
+  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
+  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<T>() noexcept { return {data_, count_}; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<const T>() const noexcept { return {data_, count_}; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+
+  void swap(PinnedBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// The device's default memory pool, which stream-ordered allocations draw
+// from. Not owned: the driver keeps it for the device's lifetime.
+class MemoryPool {
+ public:
+  [[nodiscard]] static MemoryPool device_default(const Device& device,
+                                                 SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUmemoryPool raw() const noexcept { return raw_; }
+  // Memory the pool keeps reserved after a synchronization instead of
+  // returning it to the system (default 0: everything is returned).
+  void set_release_threshold(std::uint64_t bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t release_threshold(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, where);
+  }
+  // Returns reserved memory beyond `keep_bytes` to the system now.
+  void trim_to(std::size_t keep_bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t reserved_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, where);
+  }
+  [[nodiscard]] std::uint64_t used_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, where);
+  }
+
+ private:
+  explicit MemoryPool(CUmemoryPool raw) noexcept : raw_(raw) {}
+  [[nodiscard]] std::uint64_t get(ffi::CUmemPool_attribute attr, SourceLocation where) const;
+  CUmemoryPool raw_ = nullptr;
+};
+
+// --- copies and fills ---------------------------------------------------------
+//
+// copy(dst, src) and copy_async(stream, dst, src) copy between host memory
+// (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
+// and device memory (DeviceBuffer, DeviceSpan), in any direction, after
+// checking that both sides have the same element type and count. The async
+// forms are one driver call each, with no allocation and no context switch;
+// from pageable host memory the driver stages the copy, so it may return
+// before or after the copy is done — use a PinnedBuffer for truly async copies.
+
 namespace detail {
 
-// ScopedCurrent for destructors: never throws, reports failures.
+template <class R>
+concept device_range = requires(const R& r) { r.device_span(); };
+
+template <class R>
+concept host_range = !device_range<R> && requires(R& r) {
+  { std::data(r) };
+  { std::size(r) } -> std::convertible_to<std::size_t>;
+};
+
+template <class R>
+using device_element_t = typename decltype(std::declval<const R&>().device_span())::element_type;
+
+template <class R>
+using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
+
+template <class A, class B>
+inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
+
+[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+                                                    std::size_t element_size, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
+                  std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)",
+              where));
+}
+
+inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
+                        SourceLocation where) {
+  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+}
+
+// ScopedCurrent for destructors: never throws; failures go to the diagnostic hook.
 class ScopedCurrentNothrow {
  public:
   explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
@@ -80,58 +271,239 @@ class ScopedCurrentNothrow {
   bool switched_ = false;
 };
 
-[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t expected, std::size_t got,
-                                                    std::size_t element_size, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-              "size mismatch: the device side has " + std::to_string(expected) + " elements, the other side " +
-                  std::to_string(got) + " (element size " + std::to_string(element_size) + " bytes)",
-              where));
+}  // namespace detail
+
+// Synchronous copy: returns once the bytes have arrived.
+template <class Dst, class Src>
+  requires(detail::device_range<Dst> || detail::device_range<Src>) &&
+          (detail::device_range<Dst> || detail::host_range<Dst>) &&
+          (detail::device_range<Src> || detail::host_range<Src>)
+void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  constexpr const char* op = "oxicuda::copy";
+  if constexpr (detail::device_range<Dst> && detail::device_range<Src>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::device_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    if (d.size()) detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
+  } else if constexpr (detail::device_range<Dst>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    if (d.size()) detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
+  } else {
+    using T = detail::device_element_t<Src>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy: element types differ");
+    static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy: the destination is const");
+    const auto s = src.device_span();
+    detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    if (s.size()) detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
+  }
 }
 
+// Stream-ordered copy: enqueued on `stream`, one driver call.
+template <class Dst, class Src>
+  requires(detail::device_range<Dst> || detail::device_range<Src>) &&
+          (detail::device_range<Dst> || detail::host_range<Dst>) &&
+          (detail::device_range<Src> || detail::host_range<Src>)
+void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  constexpr const char* op = "oxicuda::copy_async";
+  CUstream q = stream.checked(op, where);
+  if constexpr (detail::device_range<Dst> && detail::device_range<Src>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::device_element_t<Src>>, "copy_async: element types differ");
+    static_assert(!std::is_const_v<T>, "copy_async: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    detail::call<ffi::Entry::MemcpyDtoDAsync>(where, d.device_ptr(), s.device_ptr(), d.size_bytes(), q);
+  } else if constexpr (detail::device_range<Dst>) {
+    using T = detail::device_element_t<Dst>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy_async: element types differ");
+    static_assert(!std::is_const_v<T>, "copy_async: the destination is const");
+    const auto d = dst.device_span();
+    detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    detail::call<ffi::Entry::MemcpyHtoDAsync>(where, d.device_ptr(), std::data(src), d.size_bytes(), q);
+  } else {
+    using T = detail::device_element_t<Src>;
+    static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy_async: element types differ");
+    static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy_async: the destination is const");
+    const auto s = src.device_span();
+    detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    detail::call<ffi::Entry::MemcpyDtoHAsync>(where, std::data(dst), s.device_ptr(), s.size_bytes(), q);
+  }
+}
+
+// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
+// cuMemsetD8 / cuMemsetD32). fill_bytes sets every byte, whatever T.
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill(Dst&& dst, detail::device_element_t<Dst> value, SourceLocation where = SourceLocation::current()) {
+  using T = detail::device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
+  else
+    detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
+}
+
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<Dst> value,
+                SourceLocation where = SourceLocation::current()) {
+  using T = detail::device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill_async: elements of 1 or 4 bytes; use fill_bytes_async otherwise");
+  CUstream q = stream.checked("oxicuda::fill_async", where);
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    detail::call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q);
+  else
+    detail::call<ffi::Entry::MemsetD32Async>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q);
+}
+
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  const auto d = dst.device_span();
+  detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
+}
+
+template <class Dst>
+  requires detail::device_range<Dst>
+void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+                      SourceLocation where = SourceLocation::current()) {
+  CUstream q = stream.checked("oxicuda::fill_bytes_async", where);
+  const auto d = dst.device_span();
+  detail::call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), byte, d.size_bytes(), q);
+}
+
+// --- DeviceBuffer -----------------------------------------------------------------
+
+namespace detail {
+inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
+                                 SourceLocation where) {
+  if (count > static_cast<std::size_t>(-1) / element_size)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                std::to_string(count) + " elements of " + std::to_string(element_size) + " bytes overflow size_t",
+                where));
+  return count * element_size;
+}
 }  // namespace detail
 
 template <class T>
 DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where) : ctx_(ctx) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
-  if (count > static_cast<std::size_t>(-1) / sizeof(T))
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::DeviceBuffer",
-                        std::to_string(count) + " elements of " + std::to_string(sizeof(T)) +
-                            " bytes overflow size_t",
-                        where));
   ScopedCurrent current(ctx, where);
-  detail::call<ffi::Entry::MemAlloc>(where, &ptr_, count * sizeof(T));
+  detail::call<ffi::Entry::MemAlloc>(where, &ptr_, bytes);
   count_ = count;
 }
 
 template <class T>
-void DeviceBuffer<T>::release() noexcept {
-  if (ptr_ == 0) return;
-  detail::ScopedCurrentNothrow current(ctx_.raw());
-  detail::call_nothrow<ffi::Entry::MemFree>(ptr_);
-  ptr_ = 0;
-  count_ = 0;
+DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
+  CUstream q = stream.checked("oxicuda::DeviceBuffer::allocate_async", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
+  DeviceBuffer b;
+  b.ctx_ = stream.context();
+  if (count == 0) return b;
+  detail::call<ffi::Entry::MemAllocAsync>(where, &b.ptr_, bytes, q);
+  b.free_stream_ = stream;
+  b.count_ = count;
+  return b;
 }
 
 template <class T>
-void DeviceBuffer<T>::check_size(std::size_t n, const char* operation, SourceLocation where) const {
-  if (OXICUDA_UNLIKELY(n != count_)) detail::size_mismatch(operation, count_, n, sizeof(T), where);
+void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
+  (void)stream.checked("oxicuda::DeviceBuffer::free_on", where);
+  if (!free_stream_)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
+                        "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
+                        where));
+  free_stream_ = stream;
+}
+
+template <class T>
+void DeviceBuffer<T>::release() noexcept {
+  if (ptr_ != 0) {
+    if (free_stream_) {
+      detail::call_nothrow<ffi::Entry::MemFreeAsync>(ptr_, free_stream_.raw());
+    } else {
+      detail::ScopedCurrentNothrow current(ctx_.raw());
+      detail::call_nothrow<ffi::Entry::MemFree>(ptr_);
+    }
+  }
+  ptr_ = 0;
+  count_ = 0;
+  free_stream_ = Stream();
 }
 
 template <class T>
 void DeviceBuffer<T>::copy_from(std::span<const T> host, SourceLocation where) {
-  check_size(host.size(), "oxicuda::DeviceBuffer::copy_from", where);
-  if (count_ == 0) return;
   ScopedCurrent current(ctx_, where);
-  detail::call<ffi::Entry::MemcpyHtoD>(where, ptr_, host.data(), size_bytes());
+  copy(*this, host, where);
 }
 
 template <class T>
 void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
-  check_size(host.size(), "oxicuda::DeviceBuffer::copy_to", where);
-  if (count_ == 0) return;
   ScopedCurrent current(ctx_, where);
-  detail::call<ffi::Entry::MemcpyDtoH>(where, host.data(), ptr_, size_bytes());
+  copy(host, *this, where);
+}
+
+// --- PinnedBuffer ---------------------------------------------------------------
+
+template <class T>
+PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options, SourceLocation where)
+    : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::PinnedBuffer::PinnedBuffer", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::PinnedBuffer::PinnedBuffer", where);
+  if (count == 0) return;
+  unsigned flags = ffi::memhostalloc_portable;
+  if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
+  void* p = nullptr;
+  ScopedCurrent current(ctx, where);
+  detail::call<ffi::Entry::MemHostAlloc>(where, &p, bytes, flags);
+  data_ = static_cast<T*>(p);
+  count_ = count;
+}
+
+template <class T>
+void PinnedBuffer<T>::release() noexcept {
+  if (data_ != nullptr) {
+    detail::ScopedCurrentNothrow current(ctx_.raw());
+    detail::call_nothrow<ffi::Entry::MemFreeHost>(static_cast<void*>(data_));
+  }
+  data_ = nullptr;
+  count_ = 0;
+}
+
+// --- MemoryPool -------------------------------------------------------------------
+
+inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
+  CUmemoryPool pool = nullptr;
+  detail::call<ffi::Entry::DeviceGetDefaultMemPool>(where, &pool, device.raw());
+  return MemoryPool(pool);
+}
+
+inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
+  ffi::cuuint64_t v = bytes;
+  detail::call<ffi::Entry::MemPoolSetAttribute>(where, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                                static_cast<void*>(&v));
+}
+
+inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
+  detail::call<ffi::Entry::MemPoolTrimTo>(where, raw_, keep_bytes);
+}
+
+inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
+  ffi::cuuint64_t v = 0;
+  detail::call<ffi::Entry::MemPoolGetAttribute>(where, raw_, attr, static_cast<void*>(&v));
+  return v;
 }
 
 OXICUDA_NAMESPACE_END

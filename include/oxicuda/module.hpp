@@ -4,7 +4,9 @@
 
 #include "context.hpp"
 
+#include <atomic>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 OXICUDA_NAMESPACE_BEGIN
@@ -20,6 +22,26 @@ struct JitOptions {
 };
 
 class Function;
+template <class Signature>
+class Kernel;
+
+// Whether T may be a kernel parameter type: passed to the kernel by copying
+// its bytes. True for trivially copyable types; specialize it to
+// std::true_type for a type of your own whose bytes are safe to copy even
+// though it is not trivially copyable (a handle with a user-written copy
+// constructor, say). References never qualify.
+template <class T>
+struct is_kernel_parameter : std::bool_constant<std::is_trivially_copyable_v<T>> {};
+
+template <class T>
+inline constexpr bool is_kernel_parameter_v =
+    !std::is_reference_v<T> && is_kernel_parameter<std::remove_cv_t<T>>::value;
+
+// A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
+struct BlockSizeSuggestion {
+  int min_grid_size = 0;  // the smallest grid that reaches full occupancy
+  int block_size = 0;     // the block size that maximizes occupancy
+};
 
 // A loaded module. Copies share it; it is unloaded (cuModuleUnload) when the
 // last Module or Function that uses it drops.
@@ -44,6 +66,13 @@ class Module {
   // The kernel called `name` (its mangled name for a C++ kernel not declared
   // extern "C"). An unknown name is an Error that names it.
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+  // The kernel called `name`, typed by its signature, e.g.
+  // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
+  // cuFuncGetParamInfo (CUDA 12.4+), the kernel's parameter count, sizes and
+  // offsets are checked against the signature here, and a mismatch is an
+  // Error naming the kernel and both layouts; older drivers skip the check.
+  template <class Signature>
+  [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
@@ -112,6 +141,23 @@ class Function {
     return attribute(ffi::CU_FUNC_ATTRIBUTE_BINARY_VERSION, where);
   }
 
+  // Occupancy: how many blocks of `block_size` threads (with this much
+  // dynamic shared memory) fit on one multiprocessor at once.
+  [[nodiscard]] int max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+  // The block size that maximizes occupancy, and the grid that fills the device with it.
+  [[nodiscard]] BlockSizeSuggestion suggested_block_size(std::size_t dynamic_shared_bytes = 0, int block_size_limit = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+
+  // Lets launches use up to `bytes` of dynamic shared memory (above 48 KiB a
+  // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+  // Launches do this themselves when they ask for more than was allowed.
+  void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
+  // What launches may currently use without raising the limit.
+  [[nodiscard]] unsigned allowed_dynamic_shared_bytes() const noexcept {
+    return state_ ? state_->dynamic_shared_allowed.load(std::memory_order_relaxed) : 0;
+  }
+
   // The checked handle for code that launches the function.
   [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
     if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
@@ -125,6 +171,9 @@ class Function {
   struct State {
     Module module;
     std::string name;
+    // Dynamic shared memory launches may use without setting the attribute.
+    mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
+    State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, std::shared_ptr<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
 
@@ -286,7 +335,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
                      ? "the module has no kernel named '" + n +
                            "' (a C++ kernel not declared extern \"C\" has a mangled name)"
                      : "looking up kernel '" + n + "'");
-  return Function(raw, std::make_shared<const Function::State>(Function::State{*this, std::move(n)}));
+  return Function(raw, std::make_shared<const Function::State>(*this, std::move(n)));
 }
 
 inline const Module& Function::module() const noexcept {
@@ -303,6 +352,154 @@ inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation wh
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
   detail::call<ffi::Entry::FuncSetAttribute>(where, checked("oxicuda::Function::set_attribute", where), attr, value);
+}
+
+inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
+                                                          SourceLocation where) const {
+  CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
+  ScopedCurrent current(module().context(), where);
+  int blocks = 0;
+  detail::call<ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor>(where, &blocks, f, block_size,
+                                                                       dynamic_shared_bytes);
+  return blocks;
+}
+
+inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
+                                                          SourceLocation where) const {
+  CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
+  ScopedCurrent current(module().context(), where);
+  BlockSizeSuggestion s;
+  detail::call<ffi::Entry::OccupancyMaxPotentialBlockSize>(where, &s.min_grid_size, &s.block_size, f, nullptr,
+                                                            dynamic_shared_bytes, block_size_limit);
+  return s;
+}
+
+inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
+  CUfunction f = checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
+  detail::call<ffi::Entry::FuncSetAttribute>(where, f, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             static_cast<int>(bytes));
+  unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+  while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
+  }
+}
+
+// A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
+// Launching it (launch.hpp) converts each argument to its parameter type and
+// refuses, at compile time, arguments that cannot convert.
+template <class... Params>
+class Kernel<void(Params...)> {
+  static_assert((is_kernel_parameter_v<Params> && ...),
+                "oxicuda::Kernel: every parameter type must be trivially copyable and not a reference "
+                "(specialize oxicuda::is_kernel_parameter<T> for a type whose bytes are safe to copy)");
+
+ public:
+  using signature = void(Params...);
+  static constexpr std::size_t arity = sizeof...(Params);
+
+  Kernel() noexcept = default;
+  // Types an untyped Function without checking its parameters (see
+  // Module::kernel for the checked way).
+  explicit Kernel(Function fn) noexcept : fn_(std::move(fn)) {}
+
+  [[nodiscard]] const Function& function() const noexcept { return fn_; }
+  [[nodiscard]] CUfunction raw() const noexcept { return fn_.raw(); }
+  [[nodiscard]] std::string_view name() const noexcept { return fn_.name(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+
+ private:
+  Function fn_;
+};
+
+namespace detail {
+
+// The spelling of a type, from the compiler (for error messages).
+template <class T>
+constexpr std::string_view type_name() noexcept {
+#if defined(__clang__) || defined(__GNUC__)
+  constexpr std::string_view p = __PRETTY_FUNCTION__;
+  constexpr std::size_t start = p.find("T = ") + 4;
+  return p.substr(start, p.find_first_of(";]", start) - start);
+#elif defined(_MSC_VER)
+  constexpr std::string_view p = __FUNCSIG__;
+  constexpr std::size_t start = p.find("type_name<") + 10;
+  return p.substr(start, p.rfind(">(") - start);
+#else
+  return "the declared signature";
+#endif
+}
+
+struct ParamSlot {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
+
+inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
+  std::string s = std::to_string(n) + (n == 1 ? " parameter" : " parameters");
+  for (std::size_t i = 0; i < n; ++i)
+    s += (i ? ", " : " (") + std::to_string(slots[i].size) + " bytes at " + std::to_string(slots[i].offset);
+  return n ? s + ")" : s;
+}
+
+// Compares the kernel's parameter layout, as the driver reports it, with the
+// declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
+// or it declines for this function).
+[[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
+                                                      const ParamSlot* want, std::size_t n_want,
+                                                      const ParamSlot* got, std::size_t n_got, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
+              "kernel '" + std::string(fn.name()) + "' is declared " + std::string(signature) + ", " +
+                  describe_layout(want, n_want) + ", but the module's kernel takes " + describe_layout(got, n_got),
+              where));
+}
+
+template <class... Params>
+void check_parameters(const Function& fn, SourceLocation where) {
+  auto info = api().FuncGetParamInfo;
+  if (!info) return;
+  constexpr std::size_t n = sizeof...(Params);
+  ParamSlot want[n + 1] = {};
+  {
+    constexpr std::size_t sizes[n + 1] = {sizeof(Params)..., 0};
+    constexpr std::size_t aligns[n + 1] = {alignof(Params)..., 1};
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      offset = (offset + aligns[i] - 1) / aligns[i] * aligns[i];
+      want[i] = {offset, sizes[i]};
+      offset += sizes[i];
+    }
+  }
+  std::vector<ParamSlot> got;
+  for (std::size_t i = 0;; ++i) {
+    ParamSlot slot;
+    const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
+    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (r != ffi::CUDA_SUCCESS) {
+      if (i == 0) return;  // the driver cannot tell for this function
+      break;
+    }
+    got.push_back(slot);
+    if (got.size() > n + 64) break;  // clearly not the declared kernel; enough to say so
+  }
+  bool same = got.size() == n;
+  for (std::size_t i = 0; same && i < n; ++i)
+    same = got[i].offset == want[i].offset && got[i].size == want[i].size;
+  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got.data(), got.size(), where);
+}
+
+template <class Signature>
+struct kernel_checker;
+template <class... Params>
+struct kernel_checker<void(Params...)> {
+  static void check(const Function& fn, SourceLocation where) { check_parameters<Params...>(fn, where); }
+};
+
+}  // namespace detail
+
+template <class Signature>
+Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) const {
+  Function fn = function(name, where);
+  detail::kernel_checker<Signature>::check(fn, where);
+  return Kernel<Signature>(std::move(fn));
 }
 
 OXICUDA_NAMESPACE_END

@@ -58,7 +58,12 @@ static_assert(std::is_same_v<oxicuda::ffi::CUdevice, ::CUdevice>);
 static_assert(std::is_same_v<oxicuda::ffi::CUdeviceptr, ::CUdeviceptr>);
 static_assert(std::is_same_v<oxicuda::ffi::cuuint64_t, ::cuuint64_t>);
 static_assert(abi::same<oxicuda::ffi::CUhostFn, ::CUhostFn>);
+static_assert(abi::same<oxicuda::ffi::CUoccupancyB2DSize, ::CUoccupancyB2DSize>);
 static_assert(sizeof(oxicuda::ffi::CUresult) == sizeof(::CUresult));
+// Constants that are macros in cuda.h.
+static_assert(oxicuda::ffi::memhostalloc_portable == CU_MEMHOSTALLOC_PORTABLE);
+static_assert(oxicuda::ffi::memhostalloc_devicemap == CU_MEMHOSTALLOC_DEVICEMAP);
+static_assert(oxicuda::ffi::memhostalloc_writecombined == CU_MEMHOSTALLOC_WRITECOMBINED);
 
 #include "abi_checks.inc"
 

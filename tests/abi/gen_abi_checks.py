@@ -23,14 +23,14 @@ def main():
     enumerators = 0
     for m in re.finditer(r"\benum\s+(\w+)\s*:\s*[\w ]+\{(.*?)\};", text, re.S):
         enum = m.group(1)
-        for e in re.finditer(r"\b([A-Z][A-Z0-9_]+)\s*=", m.group(2)):
+        for e in re.finditer(r"\b(CU(?:DA)?_[A-Z0-9_]+)\s*=", m.group(2)):
             name = e.group(1)
             lines.append(f"static_assert(static_cast<long long>(oxicuda::ffi::{name}) == "
                          f"static_cast<long long>(::{name}), \"{enum}::{name} differs from cuda.h\");")
             enumerators += 1
     structs = 0
-    for m in re.finditer(r"\bstruct\s+(CU\w+)\s*\{(.*?)\};", text, re.S):
-        name, body = m.group(1), m.group(2)
+    for m in re.finditer(r"\b(?:struct|union)\s+(CU\w+)\s*\{(.*?)\};", text, re.S):
+        name, body = m.group(1), re.sub(r"struct\s*\{[^}]*\}", "NESTED", m.group(2))
         lines.append(f"static_assert(sizeof(oxicuda::ffi::{name}) == sizeof(::{name}), \"sizeof {name}\");")
         lines.append(f"static_assert(alignof(oxicuda::ffi::{name}) == alignof(::{name}), \"alignof {name}\");")
         for field in re.finditer(r"(\w+)\s*(?:\[[^\]]*\])?\s*;", body):

@@ -4,6 +4,8 @@
 
 #include "fake_control.hpp"
 
+#include <vector>
+
 using namespace oxicuda;
 
 namespace {
@@ -16,7 +18,7 @@ struct Counted {
 };
 }  // namespace
 
-TEST_CASE("hot path: launch, record, wait and query are one driver call each, and allocate nothing") {
+TEST_CASE("hot path: launch, record, wait, query, copy and fill enqueues are one driver call each, and allocate nothing") {
   FakeScope scope;
   Context ctx = Context::primary(Device::get(0));
   Stream s(ctx), t(ctx);
@@ -56,6 +58,21 @@ TEST_CASE("hot path: launch, record, wait and query are one driver call each, an
     Counted c(scope.fake);
     s.synchronize();
     CHECK(c.driver_calls() == 1);
+    CHECK(c.heap() == 0);
+  }
+  {
+    // A typed launch (plain configuration), an async copy and an async fill.
+    auto typed = m.kernel<void(float*, unsigned)>("dbl");
+    std::vector<float> host(64, 1.0f);
+    Counted c(scope.fake);
+    launch(s, typed, {.grid = 1, .block = 64}, buf, 64);
+    CHECK(c.driver_calls() == 1);
+    copy_async(s, buf, host);
+    CHECK(c.driver_calls() == 2);
+    fill_async(s, buf, 0.0f);
+    CHECK(c.driver_calls() == 3);
+    copy_async(s, host, buf);
+    CHECK(c.driver_calls() == 4);
     CHECK(c.heap() == 0);
   }
   {

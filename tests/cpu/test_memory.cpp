@@ -4,7 +4,12 @@
 
 #include "fake_control.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
+#include <span>
+#include <utility>
 #include <vector>
 
 using namespace oxicuda;
@@ -51,8 +56,8 @@ TEST_CASE("device buffer: copies round-trip and sizes are checked") {
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
-    CHECK(e.call() == "oxicuda::DeviceBuffer::copy_to");
-    CHECK(e.detail() == "size mismatch: the device side has 257 elements, the other side 256 (element size 4 bytes)");
+    CHECK(e.call() == "oxicuda::copy");
+    CHECK(e.detail() == "size mismatch: the destination has 256 elements, the source 257 (element size 4 bytes)");
   }
   CHECK_THROWS_AS(d.copy_from(wrong), Error);
   CHECK(scope.fake.calls("cuMemcpyHtoD") == 1);
@@ -104,6 +109,123 @@ TEST_CASE("the seed's two-stream test runs on the fake") {
       REQUIRE(a_out[i] == 4.0f * float(i));
       REQUIRE(b_out[i] == 2.0f * (float(i) + 1000.0f));
     }
+  }
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("copies: every direction, sync and async, between vectors, pinned buffers and device memory") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    Stream s(ctx);
+    std::vector<std::uint32_t> host(1000);
+    std::iota(host.begin(), host.end(), 7u);
+    PinnedBuffer<std::uint32_t> pinned(ctx, 1000);
+    CHECK(pinned.size() == 1000);
+    CHECK(scope.fake.live("pinned") == 1);
+    DeviceBuffer<std::uint32_t> a(ctx, 1000), b(ctx, 1000);
+    copy(a, host);                        // H -> D
+    copy(b, a);                           // D -> D
+    copy(pinned, b);                      // D -> pinned H
+    CHECK(std::equal(pinned.begin(), pinned.end(), host.begin()));
+    fill(a, 0u);
+    copy_async(s, a, pinned);             // pinned H -> D
+    copy_async(s, b.subspan(0, 500), a.subspan(500));  // D -> D, part
+    std::vector<std::uint32_t> back(500);
+    copy_async(s, back, b.subspan(0, 500));  // D -> H
+    s.synchronize();
+    CHECK(std::equal(back.begin(), back.end(), host.begin() + 500));
+    CHECK(scope.fake.calls("cuMemcpyHtoD") == 1);
+    CHECK(scope.fake.calls("cuMemcpyDtoD") == 1);
+    CHECK(scope.fake.calls("cuMemcpyDtoH") == 1);
+    CHECK(scope.fake.calls("cuMemcpyHtoDAsync") == 1);
+    CHECK(scope.fake.calls("cuMemcpyDtoDAsync") == 1);
+    CHECK(scope.fake.calls("cuMemcpyDtoHAsync") == 1);
+    std::vector<std::uint32_t> small(10);
+    CHECK_THROWS_WITH_AS(copy_async(s, small, a), doctest::Contains("the destination has 10 elements, the source 1000"),
+                         Error);
+    CHECK_THROWS_AS(copy_async(Stream(), a, host), Error);
+  }
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("fills: 1- and 4-byte elements, and bytes of any element") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    Stream s(ctx);
+    DeviceBuffer<float> f(ctx, 64);
+    DeviceBuffer<unsigned char> c(ctx, 64);
+    DeviceBuffer<double> d(ctx, 8);
+    fill(f, 1.5f);
+    std::vector<float> fh(64);
+    copy(fh, f);
+    CHECK(fh[63] == 1.5f);
+    fill_async(s, c, static_cast<unsigned char>(9));
+    fill_bytes_async(s, d, 0xff);
+    std::vector<unsigned char> ch(64);
+    std::vector<double> dh(8);
+    copy(ch, c);
+    copy(dh, d);
+    CHECK(ch[10] == 9);
+    std::uint64_t bits;
+    std::memcpy(&bits, &dh[3], 8);
+    CHECK(bits == ~std::uint64_t{0});
+    fill_bytes(f.subspan(0, 1), 0);
+    copy(fh, f);
+    CHECK(fh[0] == 0.0f);
+    CHECK(fh[1] == 1.5f);
+    CHECK(scope.fake.calls("cuMemsetD32") == 1);
+    CHECK(scope.fake.calls("cuMemsetD8Async") == 2);
+    CHECK(scope.fake.calls("cuMemsetD8") == 1);
+  }
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("pinned buffer: move-only, freed once, a contiguous range") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    PinnedBuffer<int> p(ctx, 16, {.write_combined = true});
+    for (int& x : p) x = 3;
+    std::span<const int> view = std::as_const(p);
+    CHECK(view.size() == 16);
+    CHECK(p[15] == 3);
+    PinnedBuffer<int> q = std::move(p);
+    CHECK(p.empty());  // NOLINT(bugprone-use-after-move)
+    CHECK(q.size() == 16);
+    CHECK(Context::current().raw() == nullptr);
+  }
+  CHECK(scope.fake.calls("cuMemHostAlloc") == 1);
+  CHECK(scope.fake.calls("cuMemFreeHost") == 1);
+  CHECK(scope.balanced());
+}
+
+TEST_CASE("stream-ordered allocation: allocate on one stream, use and free on another after an event") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    Stream producer(ctx), consumer(ctx);
+    MemoryPool pool = MemoryPool::device_default(Device::get(0));
+    pool.set_release_threshold(std::uint64_t{1} << 30);
+    CHECK(pool.release_threshold() == (std::uint64_t{1} << 30));
+    {
+      auto buf = DeviceBuffer<int>::allocate_async(producer, 256);
+      CHECK(buf.stream_ordered());
+      CHECK(pool.used_bytes() == 1024);
+      fill_async(producer, buf, 5);
+      Event ready(ctx, {.timing = false});
+      producer.record(ready);
+      consumer.wait(ready);
+      std::vector<int> host(256);
+      copy_async(consumer, host, buf);
+      buf.free_on(consumer);
+    }
+    CHECK(scope.fake.calls("cuMemFreeAsync") == 1);
+    CHECK(pool.used_bytes() == 0);
+    pool.trim_to(0);
+    DeviceBuffer<int> sync(ctx, 4);
+    CHECK_THROWS_WITH_AS(sync.free_on(consumer), doctest::Contains("not allocated stream-ordered"), Error);
   }
   CHECK(scope.balanced());
 }

@@ -16,6 +16,9 @@ struct FakeLaunch {
   unsigned grid[3];
   unsigned block[3];
   unsigned shared_bytes;
+  unsigned cluster[3];  // cuLaunchKernelEx's cluster dimension, 0 when none
+  int cooperative;      // cuLaunchKernelEx's cooperative attribute
+  int via_ex;           // launched with cuLaunchKernelEx
   size_t param_count;
   size_t param_offsets[32];
   size_t param_sizes[32];
@@ -31,7 +34,7 @@ typedef long (*fake_calls_fn)(const char* name);
 // nth = 0 every call fails until fake_reset.
 typedef int (*fake_fail_fn)(const char* name, long nth, int result);
 // Live handles of a kind: "context", "primary" (retain count), "stream",
-// "event", "module", "memory".
+// "event", "module", "memory" (device allocations), "pinned" (host allocations).
 typedef long (*fake_live_fn)(const char* kind);
 // Destroy/release/free calls on a handle that was not live (a double destroy).
 typedef long (*fake_invalid_destroys_fn)(void);

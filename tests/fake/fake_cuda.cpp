@@ -3,6 +3,7 @@
 #include "fake_cuda.hpp"
 
 #include "fake_control.h"
+#include "fake_state.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -34,42 +35,10 @@ CUresult enter(Entry e) noexcept {
   return CUDA_SUCCESS;
 }
 
-enum class Kind { context, stream, event, module, function };
-
-struct Ctx {
-  int device;
-  bool primary;
-  long retains;  // primary only
-};
-struct Stream {
-  CUcontext ctx;
-  unsigned flags;
-  int priority;
-};
-struct Event {
-  CUcontext ctx;
-  unsigned flags;
-  bool recorded;
-  double time_ms;
-};
-struct Param {
-  std::size_t offset, size;
-};
-struct Module;
-struct Func {
-  Module* module;
-  std::string name;
-  std::vector<Param> params;
-  int max_dynamic_shared;
-};
-struct Module {
-  CUcontext ctx;
-  std::vector<Func*> funcs;
-};
-
 std::mutex mu;
 std::unordered_map<const void*, Kind> live;
 std::map<std::uintptr_t, std::size_t> allocations;
+std::map<std::uintptr_t, std::size_t> host_allocations;
 long invalid_destroys = 0;
 long host_funcs_run = 0;
 int device_count = [] {
@@ -77,6 +46,7 @@ int device_count = [] {
   return e ? std::atoi(e) : 1;
 }();
 Ctx primaries[8];
+Pool pools[8];
 double clock_ms = 0;
 FakeLaunch last_launch;
 thread_local std::vector<CUcontext> ctx_stack;
@@ -218,6 +188,7 @@ FAKE_EXPORT int fake_fail(const char* name, long nth, int result) {
 FAKE_EXPORT long fake_live(const char* kind) {
   std::lock_guard lock(mu);
   if (std::strcmp(kind, "memory") == 0) return static_cast<long>(allocations.size());
+  if (std::strcmp(kind, "pinned") == 0) return static_cast<long>(host_allocations.size());
   if (std::strcmp(kind, "primary") == 0) {
     long n = 0;
     for (auto& p : primaries) n += p.retains;
@@ -717,24 +688,28 @@ static void run_kernel(const Func& f, void** params) {
   }
 }
 
-CUresult fake_LaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                           unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
-                           void** extra) {
-  FAKE_ENTRY(LaunchKernel);
+static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
+                       void** params, void** extra, const unsigned cluster[3], int cooperative, int via_ex) {
   std::lock_guard lock(mu);
   if (!alive(fn, Kind::function) || !valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
   const Func& f = *reinterpret_cast<Func*>(fn);
-  if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
-  if (std::uint64_t{bx} * by * bz > 1024 || bz > 64) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < 3; ++i)
+    if (!grid[i] || !block[i]) return CUDA_ERROR_INVALID_VALUE;
+  if (std::uint64_t{block[0]} * block[1] * block[2] > 1024 || block[2] > 64) return CUDA_ERROR_INVALID_VALUE;
   if (shared > static_cast<unsigned>(f.max_dynamic_shared)) return CUDA_ERROR_INVALID_VALUE;
   if (extra) return CUDA_ERROR_NOT_SUPPORTED;
   if (!f.params.empty() && !params) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < 3; ++i)
+    if (cluster[i] && grid[i] % cluster[i]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (std::uint64_t{cluster[0]} * cluster[1] * cluster[2] > 8) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (cooperative && std::uint64_t{grid[0]} * grid[1] * grid[2] > 132 * 2) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   FakeLaunch& l = last_launch;
   l.function = fn;
   l.stream = s;
-  l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz;
-  l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
+  for (int i = 0; i < 3; ++i) l.grid[i] = grid[i], l.block[i] = block[i], l.cluster[i] = cluster[i];
   l.shared_bytes = shared;
+  l.cooperative = cooperative;
+  l.via_ex = via_ex;
   l.param_count = f.params.size();
   for (std::size_t i = 0; i < f.params.size() && i < 32; ++i) {
     l.param_offsets[i] = f.params[i].offset;
@@ -743,6 +718,71 @@ CUresult fake_LaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsi
       std::memcpy(l.params + f.params[i].offset, params[i], f.params[i].size);
   }
   run_kernel(f, params);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_LaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                           unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
+                           void** extra) {
+  FAKE_ENTRY(LaunchKernel);
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, none[3] = {0, 0, 0};
+  return launch(fn, grid, block, shared, s, params, extra, none, 0, 0);
+}
+
+CUresult fake_LaunchKernelEx(const CUlaunchConfig* c, CUfunction fn, void** params, void** extra) {
+  FAKE_ENTRY(LaunchKernelEx);
+  if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  unsigned cluster[3] = {0, 0, 0};
+  int cooperative = 0;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute& a = c->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      cluster[0] = a.value.clusterDim.x, cluster[1] = a.value.clusterDim.y, cluster[2] = a.value.clusterDim.z;
+      if (!cluster[0] || !cluster[1] || !cluster[2]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      cooperative = a.value.cooperative;
+    } else if (a.id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+  const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+  return launch(fn, grid, block, c->sharedMemBytes, c->hStream, params, extra, cluster, cooperative, 1);
+}
+
+// The fake's occupancy model: 2048 threads, 32 blocks and 228 KiB of shared
+// memory per multiprocessor; 16 registers per thread never limit.
+static int blocks_per_sm(int block_size, std::size_t shared) {
+  if (block_size <= 0 || block_size > 1024) return 0;
+  int blocks = 2048 / block_size;
+  if (blocks > 32) blocks = 32;
+  if (shared) {
+    const auto by_shared = static_cast<int>((228u * 1024u) / shared);
+    if (by_shared < blocks) blocks = by_shared;
+  }
+  return blocks;
+}
+
+CUresult fake_OccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction fn, int block_size, std::size_t shared) {
+  FAKE_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function) || !n) return CUDA_ERROR_INVALID_HANDLE;
+  *n = blocks_per_sm(block_size, shared);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_OccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction fn, CUoccupancyB2DSize to_shared,
+                                             std::size_t shared, int limit) {
+  FAKE_ENTRY(OccupancyMaxPotentialBlockSize);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function) || !min_grid || !block) return CUDA_ERROR_INVALID_HANDLE;
+  int best = 0, best_threads = -1;
+  for (int b = 32; b <= 1024 && (limit <= 0 || b <= limit); b += 32) {
+    const int threads = b * blocks_per_sm(b, to_shared ? to_shared(b) : shared);
+    if (threads > best_threads) best = b, best_threads = threads;
+  }
+  *block = best;
+  *min_grid = 132 * blocks_per_sm(best, to_shared ? to_shared(best) : shared);
   return CUDA_SUCCESS;
 }
 
@@ -799,4 +839,166 @@ CUresult fake_MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
   if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
   return CUDA_SUCCESS;
+}
+
+CUresult fake_MemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, std::size_t n) {
+  FAKE_ENTRY(MemcpyDtoD);
+  std::lock_guard lock(mu);
+  if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  return CUDA_SUCCESS;
+}
+
+// The fake's streams are always drained: async work happens at once.
+CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemcpyHtoDAsync);
+  std::lock_guard lock(mu);
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemcpyDtoHAsync);
+  std::lock_guard lock(mu);
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemcpyDtoDAsync);
+  std::lock_guard lock(mu);
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  return CUDA_SUCCESS;
+}
+
+template <class T>
+static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
+  std::lock_guard lock(mu);
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!in_allocation(dst, n * sizeof(T)) || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+  auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
+  for (std::size_t i = 0; i < n; ++i) p[i] = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemsetD8(CUdeviceptr dst, unsigned char v, std::size_t n) {
+  FAKE_ENTRY(MemsetD8);
+  return memset(dst, v, n, nullptr);
+}
+CUresult fake_MemsetD32(CUdeviceptr dst, unsigned int v, std::size_t n) {
+  FAKE_ENTRY(MemsetD32);
+  return memset(dst, v, n, nullptr);
+}
+CUresult fake_MemsetD8Async(CUdeviceptr dst, unsigned char v, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemsetD8Async);
+  return memset(dst, v, n, s);
+}
+CUresult fake_MemsetD32Async(CUdeviceptr dst, unsigned int v, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemsetD32Async);
+  return memset(dst, v, n, s);
+}
+
+CUresult fake_MemHostAlloc(void** pp, std::size_t bytes, unsigned int flags) {
+  FAKE_ENTRY(MemHostAlloc);
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!pp || bytes == 0 || flags > 7) return CUDA_ERROR_INVALID_VALUE;
+  void* mem = std::malloc(bytes);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(mu);
+  host_allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  *pp = mem;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemFreeHost(void* p) {
+  FAKE_ENTRY(MemFreeHost);
+  std::lock_guard lock(mu);
+  auto it = host_allocations.find(reinterpret_cast<std::uintptr_t>(p));
+  if (it == host_allocations.end()) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  host_allocations.erase(it);
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
+  FAKE_ENTRY(MemAllocAsync);
+  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  void* mem = std::malloc(bytes);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  pools[0].used += bytes;
+  *p = reinterpret_cast<std::uintptr_t>(mem);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
+  FAKE_ENTRY(MemFreeAsync);
+  std::lock_guard lock(mu);
+  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  auto it = allocations.find(p);
+  if (it == allocations.end()) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  pools[0].used -= it->second;
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
+  FAKE_ENTRY(DeviceGetDefaultMemPool);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = reinterpret_cast<CUmemoryPool>(&pools[dev]);
+  return CUDA_SUCCESS;
+}
+
+static Pool* pool_of(CUmemoryPool p) {
+  for (auto& pool : pools)
+    if (reinterpret_cast<CUmemoryPool>(&pool) == p) return &pool;
+  return nullptr;
+}
+
+CUresult fake_MemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
+  FAKE_ENTRY(MemPoolSetAttribute);
+  std::lock_guard lock(mu);
+  Pool* pool = pool_of(p);
+  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  if (attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+  pool->release_threshold = *static_cast<cuuint64_t*>(value);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
+  FAKE_ENTRY(MemPoolGetAttribute);
+  std::lock_guard lock(mu);
+  Pool* pool = pool_of(p);
+  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  auto* out = static_cast<cuuint64_t*>(value);
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *out = pool->release_threshold; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = pool->used; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *out = pool->used; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemPoolTrimTo(CUmemoryPool p, std::size_t) {
+  FAKE_ENTRY(MemPoolTrimTo);
+  std::lock_guard lock(mu);
+  return pool_of(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

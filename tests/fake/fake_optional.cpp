@@ -1,14 +1,7 @@
 // Entry points the fake leaves out of the variant that models an older
 // driver: the loader must treat each as missing, and only the calls that
 // need one may fail.
-#include "fake_cuda.hpp"
-
-#include <mutex>
-
-namespace fake {
-extern std::mutex mu;
-extern long host_funcs_run;
-}  // namespace fake
+#include "fake_state.hpp"
 
 CUresult fake_LaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
   FAKE_ENTRY(LaunchHostFunc);
@@ -17,5 +10,16 @@ CUresult fake_LaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
   fn(data);  // the fake's queues are always drained: run it now
   std::lock_guard lock(fake::mu);
   ++fake::host_funcs_run;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_FuncGetParamInfo(CUfunction fn, std::size_t index, std::size_t* offset, std::size_t* size) {
+  FAKE_ENTRY(FuncGetParamInfo);
+  std::lock_guard lock(fake::mu);
+  if (!fake::alive(fn, fake::Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& params = reinterpret_cast<fake::Func*>(fn)->params;
+  if (index >= params.size()) return CUDA_ERROR_INVALID_VALUE;
+  if (offset) *offset = params[index].offset;
+  if (size) *size = params[index].size;
   return CUDA_SUCCESS;
 }

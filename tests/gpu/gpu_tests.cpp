@@ -4,6 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include "gpu_common.hpp"
 #include "oxicuda.hpp"
 #include "two_stream_check.hpp"
 
@@ -27,10 +28,7 @@ using oxicuda_examples::kDoublePtx;
 
 namespace {
 
-Context& ctx() {
-  static Context c = Context::primary(Device::get(0));
-  return c;
-}
+using gpu::ctx;
 
 // Spins for about `cycles` clock cycles: a kernel that keeps a stream busy.
 constexpr const char* kSpinPtx = R"(.version 7.0
@@ -307,8 +305,16 @@ TEST_CASE("hot path: enqueueing works on a thread with no current context") {
     attempt("query", [&] { (void)s.ready(); });
     attempt("synchronize", [&] { s.synchronize(); });
     attempt("event synchronize", [&] { e.synchronize(); });
+    std::vector<float> host(1024, 1.0f);
+    attempt("copy_async H->D", [&] { copy_async(s, buf, host); });
+    attempt("fill_async", [&] { fill_async(s, buf, 2.0f); });
+    attempt("copy_async D->H", [&] { copy_async(s, host, buf); });
+    attempt("copy (sync) H->D", [&] { copy(buf, host); });
+    attempt("copy (sync) D->H", [&] { copy(host, buf); });
+    attempt("fill (sync)", [&] { fill(buf, 3.0f); });
+    attempt("allocate_async + free", [&] { auto b = DeviceBuffer<float>::allocate_async(s, 1024); });
   }).join();
-  REQUIRE(results.size() == 6);
+  REQUIRE(results.size() == 13);
   for (const auto& r : results) {
     INFO(r);
     CHECK(r.substr(r.size() - 4) == ": ok");

@@ -1,0 +1,159 @@
+// oxicuda against the raw driver call, side by side in one run (Catch2
+// BENCHMARK). Each pair is named "<what>: raw" and "<what>: oxicuda";
+// bench/ratios.py turns the XML report into a table of ratios.
+// "raw" calls the driver's own function pointers (resolved once, as any
+// program using the driver API would), with no wrapper in between.
+// Without a GPU it says so and exits 0.
+#define CATCH_CONFIG_RUNNER
+#define CATCH_CONFIG_ENABLE_BENCHMARKING
+#include <catch2/catch.hpp>
+
+#include "oxicuda.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+using namespace oxicuda;
+
+namespace {
+
+constexpr const char* kEmptyPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry empty()
+{
+    ret;
+}
+)";
+
+struct Fixture {
+  Context ctx = Context::primary(Device::get(0));
+  ScopedCurrent current{ctx};
+  Stream stream{ctx};
+  Module module = Module::from_ptx(ctx, kEmptyPtx);
+  Function fn = module.function("empty");
+  Kernel<void()> kernel = module.kernel<void()>("empty");
+  Event event{ctx, {.timing = false}};
+};
+
+Fixture& fx() {
+  static Fixture f;
+  return f;
+}
+
+const ffi::DriverApi& raw() { return detail::api(); }
+
+void check(ffi::CUresult r) {
+  if (r != ffi::CUDA_SUCCESS) throw Error(r, "raw driver call");
+}
+
+}  // namespace
+
+TEST_CASE("launch enqueue of an empty kernel, 1000 launches per synchronize") {
+  Fixture& f = fx();
+  CUfunction fn = f.fn.raw();
+  CUstream s = f.stream.raw();
+  BENCHMARK("launch x1000 + sync: raw") {
+    for (int i = 0; i < 1000; ++i) check(raw().LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
+    check(raw().StreamSynchronize(s));
+  };
+  BENCHMARK("launch x1000 + sync: oxicuda") {
+    for (int i = 0; i < 1000; ++i) launch(f.stream, f.kernel, {});
+    f.stream.synchronize();
+  };
+  BENCHMARK("launch x1000 + sync: oxicuda untyped") {
+    for (int i = 0; i < 1000; ++i) launch(f.stream, f.fn, 1, 1, 0);
+    f.stream.synchronize();
+  };
+}
+
+TEST_CASE("launch + synchronize") {
+  Fixture& f = fx();
+  CUfunction fn = f.fn.raw();
+  CUstream s = f.stream.raw();
+  BENCHMARK("launch + sync: raw") {
+    check(raw().LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
+    check(raw().StreamSynchronize(s));
+  };
+  BENCHMARK("launch + sync: oxicuda") {
+    launch(f.stream, f.kernel, {});
+    f.stream.synchronize();
+  };
+}
+
+TEST_CASE("event record") {
+  Fixture& f = fx();
+  CUevent e = f.event.raw();
+  CUstream s = f.stream.raw();
+  BENCHMARK("event record x100: raw") {
+    for (int i = 0; i < 100; ++i) check(raw().EventRecord(e, s));
+  };
+  BENCHMARK("event record x100: oxicuda") {
+    for (int i = 0; i < 100; ++i) f.stream.record(f.event);
+  };
+  f.stream.synchronize();
+}
+
+TEST_CASE("stream create + destroy") {
+  Fixture& f = fx();
+  BENCHMARK("stream create + destroy: raw") {
+    CUstream s = nullptr;
+    check(raw().StreamCreate(&s, ffi::CU_STREAM_NON_BLOCKING));
+    check(raw().StreamDestroy(s));
+  };
+  BENCHMARK("stream create + destroy: oxicuda") {
+    Stream s(f.ctx);
+    return s.raw();
+  };
+}
+
+TEST_CASE("copying and dropping a Stream handle") {
+  Fixture& f = fx();
+  // The raw comparison is a std::shared_ptr copy (what the Rust original's
+  // Arc clone is); copying a bare CUstream costs nothing and shares nothing.
+  std::shared_ptr<CUstream_st> shared(f.stream.raw(), [](CUstream_st*) {});
+  BENCHMARK("stream handle copy + drop: raw") {
+    std::shared_ptr<CUstream_st> copy = shared;
+    return copy.get();
+  };
+  BENCHMARK("stream handle copy + drop: oxicuda") {
+    Stream copy = f.stream;
+    return copy.raw();
+  };
+}
+
+TEST_CASE("host-to-device copy of 256 MiB") {
+  Fixture& f = fx();
+  constexpr std::size_t bytes = std::size_t{256} << 20;
+  DeviceBuffer<unsigned char> device(f.ctx, bytes);
+  PinnedBuffer<unsigned char> pinned(f.ctx, bytes);
+  std::vector<unsigned char> pageable(bytes, 1);
+  for (std::size_t i = 0; i < bytes; ++i) pinned[i] = static_cast<unsigned char>(i);
+  const ffi::CUdeviceptr d = device.device_ptr();
+  BENCHMARK("H2D 256 MiB pinned: raw") { check(raw().MemcpyHtoD(d, pinned.data(), bytes)); };
+  BENCHMARK("H2D 256 MiB pinned: oxicuda") { copy(device, pinned); };
+  BENCHMARK("H2D 256 MiB pageable: raw") { check(raw().MemcpyHtoD(d, pageable.data(), bytes)); };
+  BENCHMARK("H2D 256 MiB pageable: oxicuda") { copy(device, pageable); };
+}
+
+int main(int argc, char** argv) {
+  const DriverInfo& info = driver_info();
+  int devices = 0;
+  if (info.available()) {
+    try {
+      devices = Device::count();
+    } catch (const Error&) {
+      devices = 0;
+    }
+  }
+  if (!info.available() || devices == 0) {
+    std::printf("oxicuda-bench: no GPU here (%s); nothing to measure\n",
+                info.available() ? "the driver sees no device" : info.reason.c_str());
+    return 0;
+  }
+  const Device d = Device::get(0);
+  std::fprintf(stderr, "oxicuda-bench on %s, driver %s (CUDA %d.%d)\n", d.name().c_str(), info.library.c_str(),
+               info.version / 1000, info.version % 1000 / 10);
+  return Catch::Session().run(argc, argv);
+}
