@@ -623,7 +623,6 @@ struct CUuuid {
      CUdriverProcAddressQueryResult* symbolStatus))                                     \
   X(Init, 2000, "cuInit", (unsigned int Flags))                                         \
   X(DriverGetVersion, 2020, "cuDriverGetVersion", (int* driverVersion))                 \
-  X(GetErrorName, 6000, "cuGetErrorName", (CUresult error, const char** pStr))          \
   X(GetErrorString, 6000, "cuGetErrorString", (CUresult error, const char** pStr))      \
   X(DeviceGetCount, 2000, "cuDeviceGetCount", (int* count))                             \
   X(DeviceGet, 2000, "cuDeviceGet", (CUdevice * device, int ordinal))                   \
@@ -1204,12 +1203,16 @@ template <ffi::Entry E, class... A>
 }
 
 // One driver call from a destructor: never throws; a failure (or a missing
-// driver) goes to the diagnostic hook.
+// driver) goes to the diagnostic hook. Returns whether it succeeded.
 template <ffi::Entry E, class... A>
-inline void call_nothrow(A&&... args) noexcept {
+inline bool call_nothrow(A&&... args) noexcept {
   auto fn = api().*entry_fn<E>::ptr;
   const ffi::CUresult r = fn ? fn(std::forward<A>(args)...) : ffi::CUDA_ERROR_NOT_INITIALIZED;
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) report(r, ffi::entry_info(E).name);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+    report(r, ffi::entry_info(E).name);
+    return false;
+  }
+  return true;
 }
 
 // The error for using an empty handle (default-constructed or moved-from).
@@ -1527,6 +1530,75 @@ class ScopedCurrent {
   bool switched_ = false;
 };
 
+namespace detail {
+
+// The state behind a driver object that lives in a context (a stream, an
+// event): the raw handle, the context it keeps alive, and how to destroy it
+// (null: borrowed, never destroyed). Destroying the state destroys the
+// object first, then releases the context.
+template <class Object, class Extra>
+struct InContext {
+  Context ctx;
+  Object* raw;
+  void (*destroy)(Object*) noexcept;
+  Extra extra;
+  InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
+      : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
+  InContext(const InContext&) = delete;
+  InContext& operator=(const InContext&) = delete;
+  ~InContext() {
+    if (destroy) destroy(raw);
+  }
+};
+
+// A shared handle to such an object: a std::shared_ptr<Object> whose
+// control block owns the InContext state (so the last copy's drop runs the
+// destroy exactly once), plus a plain pointer to that state. A copy is one
+// atomic increment; get() reads the handle without an indirection.
+template <class Object, class Extra = bool>
+class SharedHandle {
+ public:
+  SharedHandle() noexcept = default;
+  // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
+  // state cannot be allocated, `raw` is destroyed before the error leaves.
+  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) {
+    std::shared_ptr<InContext<Object, Extra>> state;
+#if OXICUDA_EXCEPTIONS
+    try {
+      state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+    } catch (...) {
+      if (destroy) destroy(raw);
+      throw;
+    }
+#else
+    state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+#endif
+    state_ = state.get();
+    ptr_ = std::shared_ptr<Object>(std::move(state), raw);
+  }
+
+  [[nodiscard]] Object* get() const noexcept { return ptr_.get(); }
+  [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
+  [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
+  [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
+  [[nodiscard]] long use_count() const noexcept { return ptr_.use_count(); }
+
+ private:
+  static const Context& empty() noexcept {
+    static const Context none;
+    return none;
+  }
+  std::shared_ptr<Object> ptr_;
+  const InContext<Object, Extra>* state_ = nullptr;
+};
+
+template <ffi::Entry Destroy, class Object>
+void destroy_with(Object* raw) noexcept {
+  call_nothrow<Destroy>(raw);
+}
+
+}  // namespace detail
+
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());
@@ -1632,14 +1704,8 @@ struct EventOptions {
 // Time between two events, as the driver measures it (about 0.5 µs resolution).
 using Milliseconds = std::chrono::duration<float, std::milli>;
 
-namespace detail {
-struct EventDestroyer {
-  void operator()(CUevent_st* e) const noexcept { call_nothrow<ffi::Entry::EventDestroy>(e); }
-};
-}  // namespace detail
-
 // A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
-// when the last copy drops; every copy keeps the event's context alive.
+// once, when the last copy drops; every copy keeps the event's context alive.
 class Event {
  public:
   Event() noexcept = default;
@@ -1647,9 +1713,10 @@ class Event {
                  SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
-  [[nodiscard]] explicit operator bool() const noexcept { return event_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  [[nodiscard]] bool timing() const noexcept { return timing_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return event_.get() != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return event_.context(); }
+  // Whether the event records time (created with {.timing = true}).
+  [[nodiscard]] bool timing() const noexcept { return event_.extra(); }
   [[nodiscard]] long use_count() const noexcept { return event_.use_count(); }
 
   // Blocks until the work before the event's last record has completed.
@@ -1665,17 +1732,15 @@ class Event {
 
  private:
   [[nodiscard]] CUevent checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(!event_)) detail::empty_handle("oxicuda::Event", operation, where);
-    return event_.get();
+    CUevent e = event_.get();
+    if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", operation, where);
+    return e;
   }
 
-  Context ctx_;  // declared first: released after the event is destroyed
-  std::shared_ptr<CUevent_st> event_;
-  bool timing_ = false;
+  detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
 };
 
-inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
-    : ctx_(ctx), timing_(options.timing) {
+inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where) {
   unsigned flags = ffi::CU_EVENT_DEFAULT;
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
@@ -1685,8 +1750,7 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
     ScopedCurrent current(ctx, where);
     detail::call<ffi::Entry::EventCreate>(where, &raw, flags);
   }
-  // shared_ptr calls the destroyer itself if its control block cannot be allocated.
-  event_.reset(raw, detail::EventDestroyer{});
+  event_ = {ctx, raw, &detail::destroy_with<ffi::Entry::EventDestroy, CUevent_st>, options.timing};
 }
 
 inline void Event::synchronize(SourceLocation where) const {
@@ -1743,12 +1807,6 @@ struct StreamOptions {
   bool non_blocking = true;
 };
 
-namespace detail {
-struct StreamDestroyer {
-  void operator()(CUstream_st* s) const noexcept { call_nothrow<ffi::Entry::StreamDestroy>(s); }
-};
-}  // namespace detail
-
 // A CUDA stream (a GPU command queue).
 //
 // A Stream is a shared handle, not a unique owner: a copy is another handle
@@ -1756,7 +1814,8 @@ struct StreamDestroyer {
 // is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
 // subsystems that each hold "their" stream can be given one queue, and their
 // work is ordered by stream order alone. Every handle keeps the stream's
-// context alive.
+// context alive. The handle is a std::shared_ptr<CUstream_st> whose control
+// block owns the queue and its context; a copy costs one atomic increment.
 //
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
@@ -1775,22 +1834,20 @@ class Stream {
   // (cuStreamGetCtx); the second takes your word for it. A null handle means
   // the legacy default stream.
   [[nodiscard]] static Stream borrow(CUstream raw, SourceLocation where = SourceLocation::current());
-  [[nodiscard]] static Stream borrow(CUstream raw, Context ctx) noexcept;
+  [[nodiscard]] static Stream borrow(CUstream raw, Context ctx);
   // The legacy default stream (CU_STREAM_LEGACY) and the per-thread default
   // stream (CU_STREAM_PER_THREAD) of `ctx`, borrowed.
-  [[nodiscard]] static Stream legacy_default(Context ctx) noexcept {
-    return borrow(ffi::stream_legacy(), std::move(ctx));
-  }
-  [[nodiscard]] static Stream per_thread_default(Context ctx) noexcept {
+  [[nodiscard]] static Stream legacy_default(Context ctx) { return borrow(ffi::stream_legacy(), std::move(ctx)); }
+  [[nodiscard]] static Stream per_thread_default(Context ctx) {
     return borrow(ffi::stream_per_thread(), std::move(ctx));
   }
 
   [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
-  [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  // Whether this handle destroys the queue when it is the last one.
-  [[nodiscard]] bool owns() const noexcept { return queue_.use_count() > 0; }
-  // How many handles share the queue (0 for a borrowed or empty stream).
+  [[nodiscard]] explicit operator bool() const noexcept { return queue_.get() != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return queue_.context(); }
+  // Whether the queue is destroyed when its last handle drops (false: borrowed).
+  [[nodiscard]] bool owns() const noexcept { return queue_.owns(); }
+  // How many handles share the queue (0 for an empty stream).
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
   // Whether both handles are the same driver queue: work on one queue is
   // ordered by stream order; across two it needs an event.
@@ -1821,11 +1878,10 @@ class Stream {
   }
 
  private:
-  Context ctx_;  // declared first: released after the queue is destroyed
-  std::shared_ptr<CUstream_st> queue_;
+  detail::SharedHandle<CUstream_st> queue_;
 };
 
-inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) : ctx_(ctx) {
+inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
   const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
   CUstream raw = nullptr;
@@ -1836,15 +1892,12 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
     else
       detail::call<ffi::Entry::StreamCreateWithPriority>(where, &raw, flags, options.priority);
   }
-  // shared_ptr calls the destroyer itself if its control block cannot be allocated.
-  queue_.reset(raw, detail::StreamDestroyer{});
+  queue_ = {ctx, raw, &detail::destroy_with<ffi::Entry::StreamDestroy, CUstream_st>};
 }
 
-inline Stream Stream::borrow(CUstream raw, Context ctx) noexcept {
+inline Stream Stream::borrow(CUstream raw, Context ctx) {
   Stream s;
-  s.ctx_ = std::move(ctx);
-  // An aliasing handle with no owner: no control block, never destroyed.
-  s.queue_ = std::shared_ptr<CUstream_st>(std::shared_ptr<CUstream_st>(), raw ? raw : ffi::stream_legacy());
+  s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), nullptr};
   return s;
 }
 
@@ -2081,6 +2134,8 @@ class Function {
   // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
   // Launches do this themselves when they ask for more than was allowed.
   void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
+  // The same, reporting the driver's answer instead of throwing.
+  [[nodiscard]] ffi::CUresult try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept;
   // What launches may currently use without raising the limit.
   [[nodiscard]] unsigned allowed_dynamic_shared_bytes() const noexcept {
     return state_ ? state_->dynamic_shared_allowed.load(std::memory_order_relaxed) : 0;
@@ -2302,13 +2357,23 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   return s;
 }
 
-inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  detail::call<ffi::Entry::FuncSetAttribute>(where, f, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                             static_cast<int>(bytes));
-  unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
-  while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
+inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept {
+  auto set = detail::api().FuncSetAttribute;
+  if (!raw_ || !set) return raw_ ? ffi::CUDA_ERROR_NOT_FOUND : ffi::CUDA_ERROR_INVALID_HANDLE;
+  const ffi::CUresult r = set(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+  if (r == ffi::CUDA_SUCCESS) {
+    unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
+    }
   }
+  return r;
+}
+
+inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
+  (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
+  (void)detail::entry<ffi::Entry::FuncSetAttribute>(where);  // a missing entry point explains itself
+  const ffi::CUresult r = try_allow_dynamic_shared_bytes(bytes);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
 }
 
 // A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
@@ -2370,7 +2435,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 
 // Compares the kernel's parameter layout, as the driver reports it, with the
 // declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
-// or it declines for this function).
+// or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
+// query is an Error.
 [[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
                                                       const ParamSlot* want, std::size_t n_want,
                                                       const ParamSlot* got, std::size_t n_got, SourceLocation where) {
@@ -2400,11 +2466,10 @@ void check_parameters(const Function& fn, SourceLocation where) {
   for (std::size_t i = 0;; ++i) {
     ParamSlot slot;
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
-    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
-    if (r != ffi::CUDA_SUCCESS) {
-      if (i == 0) return;  // the driver cannot tell for this function
-      break;
-    }
+    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;      // past the last parameter
+    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;     // the driver cannot tell for this function
+    if (r != ffi::CUDA_SUCCESS)
+      fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
     got.push_back(slot);
     if (got.size() > n + 64) break;  // clearly not the declared kernel; enough to say so
   }
@@ -2448,29 +2513,35 @@ OXICUDA_NAMESPACE_END
 OXICUDA_NAMESPACE_BEGIN
 
 // A view of `size()` elements of T in device memory. Passes to a typed
-// kernel parameter `T*` (and converts to T* wherever one is wanted).
+// kernel parameter `T*` (and converts to T* wherever one is wanted). It may
+// know the context of its memory (a span of a DeviceBuffer does), which
+// synchronous copies and fills make current for their call.
 template <class T>
 class DeviceSpan {
  public:
   using element_type = T;
 
   constexpr DeviceSpan() noexcept = default;
-  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count) noexcept : ptr_(ptr), count_(count) {}
+  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr) noexcept
+      : ptr_(ptr), count_(count), ctx_(ctx) {}
   // A span of T converts to a span of const T.
   template <class U>
     requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
-  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : ptr_(other.device_ptr()), count_(other.size()) {}
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+      : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
   [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
   [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
   [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
+  // The context of the memory, when known (else null).
+  [[nodiscard]] constexpr CUcontext context() const noexcept { return ctx_; }
   // Elements [offset, offset + count); clamped to the span.
   [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     if (offset > count_) offset = count_;
     if (count > count_ - offset) count = count_ - offset;
-    return {ptr_ + offset * sizeof(T), count};
+    return {ptr_ + offset * sizeof(T), count, ctx_};
   }
   [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
   // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
@@ -2479,6 +2550,7 @@ class DeviceSpan {
  private:
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
+  CUcontext ctx_ = nullptr;
 };
 
 // `count` elements of T in device memory, freed when the buffer is
@@ -2515,7 +2587,7 @@ class DeviceBuffer {
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_}; }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
   [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     return device_span().subspan(offset, count);
   }
@@ -2674,10 +2746,10 @@ inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::
 
 [[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
                                                     std::size_t element_size, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-              "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
-                  std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)",
-              where));
+  std::string why = "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
+                    std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)";
+  if (dst == 0 || src == 0) why += "; an empty device buffer is default-constructed or moved-from";
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, std::move(why), where));
 }
 
 inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
@@ -2689,10 +2761,8 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 class ScopedCurrentNothrow {
  public:
   explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
-    auto get = api().CtxGetCurrent;
-    auto set = api().CtxSetCurrent;
-    if (get && set && get(&previous_) == ffi::CUDA_SUCCESS && previous_ != ctx)
-      switched_ = set(ctx) == ffi::CUDA_SUCCESS;
+    if (ctx && call_nothrow<ffi::Entry::CtxGetCurrent>(&previous_) && previous_ != ctx)
+      switched_ = call_nothrow<ffi::Entry::CtxSetCurrent>(ctx);
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
@@ -2707,7 +2777,22 @@ class ScopedCurrentNothrow {
 
 }  // namespace detail
 
-// Synchronous copy: returns once the bytes have arrived.
+namespace detail {
+// Runs `op` with `ctx` current when it is known: synchronous copies and
+// fills need a current context (stream-ordered ones take the stream's).
+template <class Op>
+void with_context(CUcontext ctx, SourceLocation where, Op&& op) {
+  if (ctx) {
+    ScopedCurrent current(ctx, where);
+    op();
+  } else {
+    op();
+  }
+}
+}  // namespace detail
+
+// Synchronous copy: returns once the bytes have arrived. The device side's
+// context (when its span knows it) is current for the call.
 template <class Dst, class Src>
   requires(detail::device_range<Dst> || detail::device_range<Src>) &&
           (detail::device_range<Dst> || detail::host_range<Dst>) &&
@@ -2721,21 +2806,30 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
     const auto d = dst.device_span();
     const auto s = src.device_span();
     detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    if (d.size()) detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
+    if (d.size())
+      detail::with_context(d.context() ? d.context() : s.context(), where, [&] {
+        detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
+      });
   } else if constexpr (detail::device_range<Dst>) {
     using T = detail::device_element_t<Dst>;
     static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    if (d.size()) detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
+    if (d.size())
+      detail::with_context(d.context(), where, [&] {
+        detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
+      });
   } else {
     using T = detail::device_element_t<Src>;
     static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    if (s.size()) detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
+    if (s.size())
+      detail::with_context(s.context(), where, [&] {
+        detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
+      });
   }
 }
 
@@ -2780,10 +2874,12 @@ void fill(Dst&& dst, detail::device_element_t<Dst> value, SourceLocation where =
   using T = detail::device_element_t<Dst>;
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
-  if constexpr (sizeof(T) == 1)
-    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
-  else
-    detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
+  detail::with_context(d.context(), where, [&] {
+    if constexpr (sizeof(T) == 1)
+      detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
+    else
+      detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
+  });
 }
 
 template <class Dst>
@@ -2804,7 +2900,9 @@ template <class Dst>
   requires detail::device_range<Dst>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
   const auto d = dst.device_span();
-  detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
+  detail::with_context(d.context(), where, [&] {
+    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
+  });
 }
 
 template <class Dst>
@@ -2879,13 +2977,11 @@ void DeviceBuffer<T>::release() noexcept {
 
 template <class T>
 void DeviceBuffer<T>::copy_from(std::span<const T> host, SourceLocation where) {
-  ScopedCurrent current(ctx_, where);
   copy(*this, host, where);
 }
 
 template <class T>
 void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
-  ScopedCurrent current(ctx_, where);
   copy(host, *this, where);
 }
 
@@ -3001,10 +3097,19 @@ struct Located {
                     ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
   if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
   if (cfg.cooperative) why += ", cooperative";
-  if (cfg.grid.volume() == 0 || cfg.block.volume() == 0)
+  if (entry == ffi::Entry::FuncSetAttribute) {
+    why += ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
+    int optin = 0;
+    auto get = api().DeviceGetAttribute;
+    const Device device = fn.module().context().device(where);
+    if (get && get(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
+                   ffi::CUDA_SUCCESS)
+      why += "; this device allows at most " + std::to_string(optin) + " bytes per block";
+  } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why += ": a grid or block dimension is zero";
-  else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT)
+  } else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT) {
     why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
+  }
   fail(entry, r, where, std::move(why));
 }
 
@@ -3014,8 +3119,10 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
                     SourceLocation where) {
   CUstream s = stream.checked("oxicuda::launch", where);
   CUfunction f = fn.checked("oxicuda::launch", where);
-  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes())
-    fn.allow_dynamic_shared_bytes(cfg.shared_bytes, where);
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes()) {
+    const ffi::CUresult raised = fn.try_allow_dynamic_shared_bytes(cfg.shared_bytes);
+    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
+  }
   ffi::CUresult r;
   ffi::Entry entry;
   if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {

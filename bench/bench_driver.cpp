@@ -2,7 +2,9 @@
 // BENCHMARK). Each pair is named "<what>: raw" and "<what>: oxicuda";
 // bench/ratios.py turns the XML report into a table of ratios.
 // "raw" calls the driver's own function pointers (resolved once, as any
-// program using the driver API would), with no wrapper in between.
+// program using the driver API would), with no wrapper in between. Every
+// pair runs twice, the second time in the opposite order ("(again)"), so
+// that an order effect shows instead of passing for overhead.
 // Without a GPU it says so and exits 0.
 #define CATCH_CONFIG_RUNNER
 #define CATCH_CONFIG_ENABLE_BENCHMARKING
@@ -15,6 +17,14 @@
 #include <vector>
 
 using namespace oxicuda;
+
+// Runs `raw` and `ox` as "<what>: raw" / "<what>: oxicuda", then again in
+// the opposite order as "<what> (again): ...".
+#define OXI_BENCH_PAIR(what, raw_body, ox_body) \
+  BENCHMARK(what ": raw") raw_body;             \
+  BENCHMARK(what ": oxicuda") ox_body;          \
+  BENCHMARK(what " (again): oxicuda") ox_body;  \
+  BENCHMARK(what " (again): raw") raw_body
 
 namespace {
 
@@ -54,58 +64,57 @@ TEST_CASE("launch enqueue of an empty kernel, 1000 launches per synchronize") {
   Fixture& f = fx();
   CUfunction fn = f.fn.raw();
   CUstream s = f.stream.raw();
-  BENCHMARK("launch x1000 + sync: raw") {
+  OXI_BENCH_PAIR("launch x1000 + sync", {
     for (int i = 0; i < 1000; ++i) check(raw().LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
     check(raw().StreamSynchronize(s));
-  };
-  BENCHMARK("launch x1000 + sync: oxicuda") {
+  }, {
     for (int i = 0; i < 1000; ++i) launch(f.stream, f.kernel, {});
     f.stream.synchronize();
-  };
-  BENCHMARK("launch x1000 + sync: oxicuda untyped") {
+  });
+  OXI_BENCH_PAIR("untyped launch x1000 + sync", {
+    for (int i = 0; i < 1000; ++i) check(raw().LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
+    check(raw().StreamSynchronize(s));
+  }, {
     for (int i = 0; i < 1000; ++i) launch(f.stream, f.fn, 1, 1, 0);
     f.stream.synchronize();
-  };
+  });
 }
 
 TEST_CASE("launch + synchronize") {
   Fixture& f = fx();
   CUfunction fn = f.fn.raw();
   CUstream s = f.stream.raw();
-  BENCHMARK("launch + sync: raw") {
+  OXI_BENCH_PAIR("launch + sync", {
     check(raw().LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
     check(raw().StreamSynchronize(s));
-  };
-  BENCHMARK("launch + sync: oxicuda") {
+  }, {
     launch(f.stream, f.kernel, {});
     f.stream.synchronize();
-  };
+  });
 }
 
 TEST_CASE("event record") {
   Fixture& f = fx();
   CUevent e = f.event.raw();
   CUstream s = f.stream.raw();
-  BENCHMARK("event record x100: raw") {
+  OXI_BENCH_PAIR("event record x100", {
     for (int i = 0; i < 100; ++i) check(raw().EventRecord(e, s));
-  };
-  BENCHMARK("event record x100: oxicuda") {
+  }, {
     for (int i = 0; i < 100; ++i) f.stream.record(f.event);
-  };
+  });
   f.stream.synchronize();
 }
 
 TEST_CASE("stream create + destroy") {
   Fixture& f = fx();
-  BENCHMARK("stream create + destroy: raw") {
+  OXI_BENCH_PAIR("stream create + destroy", {
     CUstream s = nullptr;
     check(raw().StreamCreate(&s, ffi::CU_STREAM_NON_BLOCKING));
     check(raw().StreamDestroy(s));
-  };
-  BENCHMARK("stream create + destroy: oxicuda") {
+  }, {
     Stream s(f.ctx);
     return s.raw();
-  };
+  });
 }
 
 TEST_CASE("copying and dropping a Stream handle") {
@@ -113,14 +122,13 @@ TEST_CASE("copying and dropping a Stream handle") {
   // The raw comparison is a std::shared_ptr copy (what the Rust original's
   // Arc clone is); copying a bare CUstream costs nothing and shares nothing.
   std::shared_ptr<CUstream_st> shared(f.stream.raw(), [](CUstream_st*) {});
-  BENCHMARK("stream handle copy + drop: raw") {
+  OXI_BENCH_PAIR("stream handle copy + drop", {
     std::shared_ptr<CUstream_st> copy = shared;
     return copy.get();
-  };
-  BENCHMARK("stream handle copy + drop: oxicuda") {
+  }, {
     Stream copy = f.stream;
     return copy.raw();
-  };
+  });
 }
 
 TEST_CASE("host-to-device copy of 256 MiB") {
@@ -131,10 +139,10 @@ TEST_CASE("host-to-device copy of 256 MiB") {
   std::vector<unsigned char> pageable(bytes, 1);
   for (std::size_t i = 0; i < bytes; ++i) pinned[i] = static_cast<unsigned char>(i);
   const ffi::CUdeviceptr d = device.device_ptr();
-  BENCHMARK("H2D 256 MiB pinned: raw") { check(raw().MemcpyHtoD(d, pinned.data(), bytes)); };
-  BENCHMARK("H2D 256 MiB pinned: oxicuda") { copy(device, pinned); };
-  BENCHMARK("H2D 256 MiB pageable: raw") { check(raw().MemcpyHtoD(d, pageable.data(), bytes)); };
-  BENCHMARK("H2D 256 MiB pageable: oxicuda") { copy(device, pageable); };
+  OXI_BENCH_PAIR("H2D 256 MiB pinned", { check(raw().MemcpyHtoD(d, pinned.data(), bytes)); },
+                 { copy(device, pinned); });
+  OXI_BENCH_PAIR("H2D 256 MiB pageable", { check(raw().MemcpyHtoD(d, pageable.data(), bytes)); },
+                 { copy(device, pageable); });
 }
 
 int main(int argc, char** argv) {

@@ -4,8 +4,9 @@
   oxicuda-bench -r xml > bench.xml && python3 bench/ratios.py bench.xml
 
 Benchmarks come in pairs "<what>: raw" / "<what>: oxicuda[ variant]"; the
-ratio is oxicuda's mean over raw's (1.00 = no overhead). For the 256 MiB
-copies the bandwidth is printed too. Stdlib only.
+ratio is oxicuda's mean over raw's (1.00 = no overhead). Each pair also runs
+a second time in the opposite order ("<what> (again): ..."), reported as its
+own row. For the 256 MiB copies the bandwidth is printed too. Stdlib only.
 """
 import sys
 import xml.etree.ElementTree as ET

@@ -49,7 +49,7 @@ struct Fake {
 // that the test left no handle alive and destroyed nothing twice.
 struct FakeScope {
   Fake& fake = Fake::get();
-  long streams, events, contexts, primaries, modules, memory;
+  long streams, events, contexts, primaries, modules, memory, pinned;
   FakeScope() {
     fake.reset();
     streams = fake.live("stream");
@@ -58,10 +58,11 @@ struct FakeScope {
     primaries = fake.live("primary");
     modules = fake.live("module");
     memory = fake.live("memory");
+    pinned = fake.live("pinned");
   }
   bool balanced() const {
     const bool ok = fake.live("stream") == streams && fake.live("event") == events && fake.live("context") == contexts &&
-           fake.live("primary") == primaries && fake.live("module") == modules && fake.live("memory") == memory &&
+           fake.live("primary") == primaries && fake.live("module") == modules && fake.live("memory") == memory && fake.live("pinned") == pinned &&
            fake.invalid_destroys() == 0;
     if (!ok)
       std::fprintf(stderr,

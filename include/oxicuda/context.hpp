@@ -125,6 +125,75 @@ class ScopedCurrent {
   bool switched_ = false;
 };
 
+namespace detail {
+
+// The state behind a driver object that lives in a context (a stream, an
+// event): the raw handle, the context it keeps alive, and how to destroy it
+// (null: borrowed, never destroyed). Destroying the state destroys the
+// object first, then releases the context.
+template <class Object, class Extra>
+struct InContext {
+  Context ctx;
+  Object* raw;
+  void (*destroy)(Object*) noexcept;
+  Extra extra;
+  InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
+      : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
+  InContext(const InContext&) = delete;
+  InContext& operator=(const InContext&) = delete;
+  ~InContext() {
+    if (destroy) destroy(raw);
+  }
+};
+
+// A shared handle to such an object: a std::shared_ptr<Object> whose
+// control block owns the InContext state (so the last copy's drop runs the
+// destroy exactly once), plus a plain pointer to that state. A copy is one
+// atomic increment; get() reads the handle without an indirection.
+template <class Object, class Extra = bool>
+class SharedHandle {
+ public:
+  SharedHandle() noexcept = default;
+  // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
+  // state cannot be allocated, `raw` is destroyed before the error leaves.
+  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) {
+    std::shared_ptr<InContext<Object, Extra>> state;
+#if OXICUDA_EXCEPTIONS
+    try {
+      state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+    } catch (...) {
+      if (destroy) destroy(raw);
+      throw;
+    }
+#else
+    state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+#endif
+    state_ = state.get();
+    ptr_ = std::shared_ptr<Object>(std::move(state), raw);
+  }
+
+  [[nodiscard]] Object* get() const noexcept { return ptr_.get(); }
+  [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
+  [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
+  [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
+  [[nodiscard]] long use_count() const noexcept { return ptr_.use_count(); }
+
+ private:
+  static const Context& empty() noexcept {
+    static const Context none;
+    return none;
+  }
+  std::shared_ptr<Object> ptr_;
+  const InContext<Object, Extra>* state_ = nullptr;
+};
+
+template <ffi::Entry Destroy, class Object>
+void destroy_with(Object* raw) noexcept {
+  call_nothrow<Destroy>(raw);
+}
+
+}  // namespace detail
+
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());

@@ -239,12 +239,16 @@ template <ffi::Entry E, class... A>
 }
 
 // One driver call from a destructor: never throws; a failure (or a missing
-// driver) goes to the diagnostic hook.
+// driver) goes to the diagnostic hook. Returns whether it succeeded.
 template <ffi::Entry E, class... A>
-inline void call_nothrow(A&&... args) noexcept {
+inline bool call_nothrow(A&&... args) noexcept {
   auto fn = api().*entry_fn<E>::ptr;
   const ffi::CUresult r = fn ? fn(std::forward<A>(args)...) : ffi::CUDA_ERROR_NOT_INITIALIZED;
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) report(r, ffi::entry_info(E).name);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+    report(r, ffi::entry_info(E).name);
+    return false;
+  }
+  return true;
 }
 
 // The error for using an empty handle (default-constructed or moved-from).

@@ -19,14 +19,8 @@ struct EventOptions {
 // Time between two events, as the driver measures it (about 0.5 µs resolution).
 using Milliseconds = std::chrono::duration<float, std::milli>;
 
-namespace detail {
-struct EventDestroyer {
-  void operator()(CUevent_st* e) const noexcept { call_nothrow<ffi::Entry::EventDestroy>(e); }
-};
-}  // namespace detail
-
 // A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
-// when the last copy drops; every copy keeps the event's context alive.
+// once, when the last copy drops; every copy keeps the event's context alive.
 class Event {
  public:
   Event() noexcept = default;
@@ -34,9 +28,10 @@ class Event {
                  SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
-  [[nodiscard]] explicit operator bool() const noexcept { return event_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  [[nodiscard]] bool timing() const noexcept { return timing_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return event_.get() != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return event_.context(); }
+  // Whether the event records time (created with {.timing = true}).
+  [[nodiscard]] bool timing() const noexcept { return event_.extra(); }
   [[nodiscard]] long use_count() const noexcept { return event_.use_count(); }
 
   // Blocks until the work before the event's last record has completed.
@@ -52,17 +47,15 @@ class Event {
 
  private:
   [[nodiscard]] CUevent checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(!event_)) detail::empty_handle("oxicuda::Event", operation, where);
-    return event_.get();
+    CUevent e = event_.get();
+    if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", operation, where);
+    return e;
   }
 
-  Context ctx_;  // declared first: released after the event is destroyed
-  std::shared_ptr<CUevent_st> event_;
-  bool timing_ = false;
+  detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
 };
 
-inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
-    : ctx_(ctx), timing_(options.timing) {
+inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where) {
   unsigned flags = ffi::CU_EVENT_DEFAULT;
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
@@ -72,8 +65,7 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
     ScopedCurrent current(ctx, where);
     detail::call<ffi::Entry::EventCreate>(where, &raw, flags);
   }
-  // shared_ptr calls the destroyer itself if its control block cannot be allocated.
-  event_.reset(raw, detail::EventDestroyer{});
+  event_ = {ctx, raw, &detail::destroy_with<ffi::Entry::EventDestroy, CUevent_st>, options.timing};
 }
 
 inline void Event::synchronize(SourceLocation where) const {

@@ -553,7 +553,6 @@ struct CUuuid {
      CUdriverProcAddressQueryResult* symbolStatus))                                     \
   X(Init, 2000, "cuInit", (unsigned int Flags))                                         \
   X(DriverGetVersion, 2020, "cuDriverGetVersion", (int* driverVersion))                 \
-  X(GetErrorName, 6000, "cuGetErrorName", (CUresult error, const char** pStr))          \
   X(GetErrorString, 6000, "cuGetErrorString", (CUresult error, const char** pStr))      \
   X(DeviceGetCount, 2000, "cuDeviceGetCount", (int* count))                             \
   X(DeviceGet, 2000, "cuDeviceGet", (CUdevice * device, int ordinal))                   \

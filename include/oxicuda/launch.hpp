@@ -58,10 +58,19 @@ struct Located {
                     ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
   if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
   if (cfg.cooperative) why += ", cooperative";
-  if (cfg.grid.volume() == 0 || cfg.block.volume() == 0)
+  if (entry == ffi::Entry::FuncSetAttribute) {
+    why += ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
+    int optin = 0;
+    auto get = api().DeviceGetAttribute;
+    const Device device = fn.module().context().device(where);
+    if (get && get(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
+                   ffi::CUDA_SUCCESS)
+      why += "; this device allows at most " + std::to_string(optin) + " bytes per block";
+  } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why += ": a grid or block dimension is zero";
-  else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT)
+  } else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT) {
     why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
+  }
   fail(entry, r, where, std::move(why));
 }
 
@@ -71,8 +80,10 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
                     SourceLocation where) {
   CUstream s = stream.checked("oxicuda::launch", where);
   CUfunction f = fn.checked("oxicuda::launch", where);
-  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes())
-    fn.allow_dynamic_shared_bytes(cfg.shared_bytes, where);
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes()) {
+    const ffi::CUresult raised = fn.try_allow_dynamic_shared_bytes(cfg.shared_bytes);
+    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
+  }
   ffi::CUresult r;
   ffi::Entry entry;
   if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {

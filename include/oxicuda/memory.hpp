@@ -14,29 +14,35 @@
 OXICUDA_NAMESPACE_BEGIN
 
 // A view of `size()` elements of T in device memory. Passes to a typed
-// kernel parameter `T*` (and converts to T* wherever one is wanted).
+// kernel parameter `T*` (and converts to T* wherever one is wanted). It may
+// know the context of its memory (a span of a DeviceBuffer does), which
+// synchronous copies and fills make current for their call.
 template <class T>
 class DeviceSpan {
  public:
   using element_type = T;
 
   constexpr DeviceSpan() noexcept = default;
-  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count) noexcept : ptr_(ptr), count_(count) {}
+  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr) noexcept
+      : ptr_(ptr), count_(count), ctx_(ctx) {}
   // A span of T converts to a span of const T.
   template <class U>
     requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
-  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : ptr_(other.device_ptr()), count_(other.size()) {}
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+      : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
   [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
   [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
   [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
+  // The context of the memory, when known (else null).
+  [[nodiscard]] constexpr CUcontext context() const noexcept { return ctx_; }
   // Elements [offset, offset + count); clamped to the span.
   [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     if (offset > count_) offset = count_;
     if (count > count_ - offset) count = count_ - offset;
-    return {ptr_ + offset * sizeof(T), count};
+    return {ptr_ + offset * sizeof(T), count, ctx_};
   }
   [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
   // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
@@ -45,6 +51,7 @@ class DeviceSpan {
  private:
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
+  CUcontext ctx_ = nullptr;
 };
 
 // `count` elements of T in device memory, freed when the buffer is
@@ -81,7 +88,7 @@ class DeviceBuffer {
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_}; }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
   [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     return device_span().subspan(offset, count);
   }
@@ -240,10 +247,10 @@ inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::
 
 [[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
                                                     std::size_t element_size, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-              "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
-                  std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)",
-              where));
+  std::string why = "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
+                    std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)";
+  if (dst == 0 || src == 0) why += "; an empty device buffer is default-constructed or moved-from";
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, std::move(why), where));
 }
 
 inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
@@ -255,10 +262,8 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 class ScopedCurrentNothrow {
  public:
   explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
-    auto get = api().CtxGetCurrent;
-    auto set = api().CtxSetCurrent;
-    if (get && set && get(&previous_) == ffi::CUDA_SUCCESS && previous_ != ctx)
-      switched_ = set(ctx) == ffi::CUDA_SUCCESS;
+    if (ctx && call_nothrow<ffi::Entry::CtxGetCurrent>(&previous_) && previous_ != ctx)
+      switched_ = call_nothrow<ffi::Entry::CtxSetCurrent>(ctx);
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
@@ -273,7 +278,22 @@ class ScopedCurrentNothrow {
 
 }  // namespace detail
 
-// Synchronous copy: returns once the bytes have arrived.
+namespace detail {
+// Runs `op` with `ctx` current when it is known: synchronous copies and
+// fills need a current context (stream-ordered ones take the stream's).
+template <class Op>
+void with_context(CUcontext ctx, SourceLocation where, Op&& op) {
+  if (ctx) {
+    ScopedCurrent current(ctx, where);
+    op();
+  } else {
+    op();
+  }
+}
+}  // namespace detail
+
+// Synchronous copy: returns once the bytes have arrived. The device side's
+// context (when its span knows it) is current for the call.
 template <class Dst, class Src>
   requires(detail::device_range<Dst> || detail::device_range<Src>) &&
           (detail::device_range<Dst> || detail::host_range<Dst>) &&
@@ -287,21 +307,30 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
     const auto d = dst.device_span();
     const auto s = src.device_span();
     detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    if (d.size()) detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
+    if (d.size())
+      detail::with_context(d.context() ? d.context() : s.context(), where, [&] {
+        detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
+      });
   } else if constexpr (detail::device_range<Dst>) {
     using T = detail::device_element_t<Dst>;
     static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    if (d.size()) detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
+    if (d.size())
+      detail::with_context(d.context(), where, [&] {
+        detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
+      });
   } else {
     using T = detail::device_element_t<Src>;
     static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    if (s.size()) detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
+    if (s.size())
+      detail::with_context(s.context(), where, [&] {
+        detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
+      });
   }
 }
 
@@ -346,10 +375,12 @@ void fill(Dst&& dst, detail::device_element_t<Dst> value, SourceLocation where =
   using T = detail::device_element_t<Dst>;
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
-  if constexpr (sizeof(T) == 1)
-    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
-  else
-    detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
+  detail::with_context(d.context(), where, [&] {
+    if constexpr (sizeof(T) == 1)
+      detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
+    else
+      detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
+  });
 }
 
 template <class Dst>
@@ -370,7 +401,9 @@ template <class Dst>
   requires detail::device_range<Dst>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
   const auto d = dst.device_span();
-  detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
+  detail::with_context(d.context(), where, [&] {
+    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
+  });
 }
 
 template <class Dst>
@@ -445,13 +478,11 @@ void DeviceBuffer<T>::release() noexcept {
 
 template <class T>
 void DeviceBuffer<T>::copy_from(std::span<const T> host, SourceLocation where) {
-  ScopedCurrent current(ctx_, where);
   copy(*this, host, where);
 }
 
 template <class T>
 void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
-  ScopedCurrent current(ctx_, where);
   copy(host, *this, where);
 }
 

@@ -153,6 +153,8 @@ class Function {
   // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
   // Launches do this themselves when they ask for more than was allowed.
   void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
+  // The same, reporting the driver's answer instead of throwing.
+  [[nodiscard]] ffi::CUresult try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept;
   // What launches may currently use without raising the limit.
   [[nodiscard]] unsigned allowed_dynamic_shared_bytes() const noexcept {
     return state_ ? state_->dynamic_shared_allowed.load(std::memory_order_relaxed) : 0;
@@ -374,13 +376,23 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   return s;
 }
 
-inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  detail::call<ffi::Entry::FuncSetAttribute>(where, f, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                             static_cast<int>(bytes));
-  unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
-  while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
+inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept {
+  auto set = detail::api().FuncSetAttribute;
+  if (!raw_ || !set) return raw_ ? ffi::CUDA_ERROR_NOT_FOUND : ffi::CUDA_ERROR_INVALID_HANDLE;
+  const ffi::CUresult r = set(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+  if (r == ffi::CUDA_SUCCESS) {
+    unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
+    }
   }
+  return r;
+}
+
+inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
+  (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
+  (void)detail::entry<ffi::Entry::FuncSetAttribute>(where);  // a missing entry point explains itself
+  const ffi::CUresult r = try_allow_dynamic_shared_bytes(bytes);
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
 }
 
 // A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
@@ -442,7 +454,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 
 // Compares the kernel's parameter layout, as the driver reports it, with the
 // declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
-// or it declines for this function).
+// or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
+// query is an Error.
 [[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
                                                       const ParamSlot* want, std::size_t n_want,
                                                       const ParamSlot* got, std::size_t n_got, SourceLocation where) {
@@ -472,11 +485,10 @@ void check_parameters(const Function& fn, SourceLocation where) {
   for (std::size_t i = 0;; ++i) {
     ParamSlot slot;
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
-    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
-    if (r != ffi::CUDA_SUCCESS) {
-      if (i == 0) return;  // the driver cannot tell for this function
-      break;
-    }
+    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;      // past the last parameter
+    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;     // the driver cannot tell for this function
+    if (r != ffi::CUDA_SUCCESS)
+      fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
     got.push_back(slot);
     if (got.size() > n + 64) break;  // clearly not the declared kernel; enough to say so
   }

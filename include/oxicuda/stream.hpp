@@ -19,12 +19,6 @@ struct StreamOptions {
   bool non_blocking = true;
 };
 
-namespace detail {
-struct StreamDestroyer {
-  void operator()(CUstream_st* s) const noexcept { call_nothrow<ffi::Entry::StreamDestroy>(s); }
-};
-}  // namespace detail
-
 // A CUDA stream (a GPU command queue).
 //
 // A Stream is a shared handle, not a unique owner: a copy is another handle
@@ -32,7 +26,8 @@ struct StreamDestroyer {
 // is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
 // subsystems that each hold "their" stream can be given one queue, and their
 // work is ordered by stream order alone. Every handle keeps the stream's
-// context alive.
+// context alive. The handle is a std::shared_ptr<CUstream_st> whose control
+// block owns the queue and its context; a copy costs one atomic increment.
 //
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
@@ -51,22 +46,20 @@ class Stream {
   // (cuStreamGetCtx); the second takes your word for it. A null handle means
   // the legacy default stream.
   [[nodiscard]] static Stream borrow(CUstream raw, SourceLocation where = SourceLocation::current());
-  [[nodiscard]] static Stream borrow(CUstream raw, Context ctx) noexcept;
+  [[nodiscard]] static Stream borrow(CUstream raw, Context ctx);
   // The legacy default stream (CU_STREAM_LEGACY) and the per-thread default
   // stream (CU_STREAM_PER_THREAD) of `ctx`, borrowed.
-  [[nodiscard]] static Stream legacy_default(Context ctx) noexcept {
-    return borrow(ffi::stream_legacy(), std::move(ctx));
-  }
-  [[nodiscard]] static Stream per_thread_default(Context ctx) noexcept {
+  [[nodiscard]] static Stream legacy_default(Context ctx) { return borrow(ffi::stream_legacy(), std::move(ctx)); }
+  [[nodiscard]] static Stream per_thread_default(Context ctx) {
     return borrow(ffi::stream_per_thread(), std::move(ctx));
   }
 
   [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
-  [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  // Whether this handle destroys the queue when it is the last one.
-  [[nodiscard]] bool owns() const noexcept { return queue_.use_count() > 0; }
-  // How many handles share the queue (0 for a borrowed or empty stream).
+  [[nodiscard]] explicit operator bool() const noexcept { return queue_.get() != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return queue_.context(); }
+  // Whether the queue is destroyed when its last handle drops (false: borrowed).
+  [[nodiscard]] bool owns() const noexcept { return queue_.owns(); }
+  // How many handles share the queue (0 for an empty stream).
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
   // Whether both handles are the same driver queue: work on one queue is
   // ordered by stream order; across two it needs an event.
@@ -97,11 +90,10 @@ class Stream {
   }
 
  private:
-  Context ctx_;  // declared first: released after the queue is destroyed
-  std::shared_ptr<CUstream_st> queue_;
+  detail::SharedHandle<CUstream_st> queue_;
 };
 
-inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) : ctx_(ctx) {
+inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
   const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
   CUstream raw = nullptr;
@@ -112,15 +104,12 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
     else
       detail::call<ffi::Entry::StreamCreateWithPriority>(where, &raw, flags, options.priority);
   }
-  // shared_ptr calls the destroyer itself if its control block cannot be allocated.
-  queue_.reset(raw, detail::StreamDestroyer{});
+  queue_ = {ctx, raw, &detail::destroy_with<ffi::Entry::StreamDestroy, CUstream_st>};
 }
 
-inline Stream Stream::borrow(CUstream raw, Context ctx) noexcept {
+inline Stream Stream::borrow(CUstream raw, Context ctx) {
   Stream s;
-  s.ctx_ = std::move(ctx);
-  // An aliasing handle with no owner: no control block, never destroyed.
-  s.queue_ = std::shared_ptr<CUstream_st>(std::shared_ptr<CUstream_st>(), raw ? raw : ffi::stream_legacy());
+  s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), nullptr};
   return s;
 }
 

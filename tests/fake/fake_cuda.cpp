@@ -25,6 +25,24 @@ std::atomic<long> fail_countdown[N];
 std::atomic<int> fail_result[N];
 std::atomic<bool> fail_sticky[N];
 
+// FAKE_CUDA_FAIL="cuInit:1:100" injects a failure before the first call
+// (for the entry points only the loader calls, in a process of their own).
+const bool env_faults = [] {
+  if (const char* spec = std::getenv("FAKE_CUDA_FAIL")) {
+    const char* c1 = std::strchr(spec, ':');
+    const char* c2 = c1 ? std::strchr(c1 + 1, ':') : nullptr;
+    if (c2) {
+      const std::string name(spec, c1);
+      for (std::size_t i = 0; i < N; ++i)
+        if (name == entries[i].name) {
+          fail_countdown[i] = std::atol(c1 + 1);
+          fail_result[i] = std::atoi(c2 + 1);
+        }
+    }
+  }
+  return true;
+}();
+
 CUresult enter(Entry e) noexcept {
   const auto i = static_cast<std::size_t>(e);
   calls[i].fetch_add(1, std::memory_order_relaxed);
@@ -236,13 +254,6 @@ CUresult fake_DriverGetVersion(int* v) {
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   *v = 13000;
   return CUDA_SUCCESS;
-}
-
-CUresult fake_GetErrorName(CUresult error, const char** s) {
-  FAKE_ENTRY(GetErrorName);
-  for (const auto& t : result_texts)
-    if (t.code == error) return *s = t.name, CUDA_SUCCESS;
-  return CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult fake_GetErrorString(CUresult error, const char** s) {

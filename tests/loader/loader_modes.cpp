@@ -148,3 +148,43 @@ TEST_CASE("loader: concurrent first use") {
   CHECK(Fake::get().calls("cuDriverGetVersion") == 1);
   CHECK(Fake::get().calls("cuDeviceGetCount") == 16);
 }
+
+// Run by the fault-injection test with FAKE_CUDA_FAIL=cuInit:1:999.
+TEST_CASE("loader: injected failure of cuInit") {
+  const DriverInfo& info = driver_info();
+  CHECK(info.status == DriverStatus::init_failed);
+  CHECK(info.init_result == ffi::CUDA_ERROR_UNKNOWN);
+  const Error e = first_error();
+  CHECK(e.result() == ffi::CUDA_ERROR_UNKNOWN);
+  CHECK(e.detail().find("cuInit(0) failed with CUDA_ERROR_UNKNOWN (999)") == 0);
+}
+
+// Run by the fault-injection test with FAKE_CUDA_FAIL=cuGetProcAddress:1:999:
+// the entry point whose lookup failed comes from dlsym instead; all work.
+TEST_CASE("loader: injected failure of cuGetProcAddress") {
+  const DriverInfo& info = driver_info();
+  REQUIRE(info.available());
+  CHECK(info.via_get_proc_address);
+  CHECK(Fake::get().calls("cuGetProcAddress") == static_cast<long>(ffi::entry_count) - 1);
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  Event e(ctx);
+  s.record(e);
+  CHECK(e.ready());
+  CHECK(driver_version() == 13000);
+}
+
+// No OXICUDA_LIBCUDA_PATH and no driver installed: the default candidates
+// are tried and listed. Skipped (exit 77) on a machine that has a driver.
+TEST_CASE("loader: no library at all") {
+  if (void* real = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+    dlclose(real);
+    std::puts("SKIP: this machine has a CUDA driver installed");
+    std::exit(77);
+  }
+  const DriverInfo& info = driver_info();
+  CHECK(info.status == DriverStatus::no_library);
+  CHECK(info.reason.find("no CUDA driver library could be opened (tried libcuda.so.1 (") == 0);
+  CHECK(info.reason.find("); libcuda.so (") != std::string::npos);
+  CHECK(info.reason.find("Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH") != std::string::npos);
+}
