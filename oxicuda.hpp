@@ -1968,9 +1968,9 @@ template <class F>
 void Stream::launch_host_func(F&& fn, SourceLocation where) const {
   using Fn = std::decay_t<F>;
   CUstream s = checked("oxicuda::Stream::launch_host_func", where);
+  auto enqueue = detail::entry<ffi::Entry::LaunchHostFunc>(where);  // before allocating: a missing one throws
   Fn* boxed = new Fn(std::forward<F>(fn));
-  const ffi::CUresult r =
-      detail::call_result<ffi::Entry::LaunchHostFunc>(where, s, &detail::host_func_trampoline<Fn>, boxed);
+  const ffi::CUresult r = enqueue(s, &detail::host_func_trampoline<Fn>, boxed);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     delete boxed;
     detail::fail(ffi::Entry::LaunchHostFunc, r, where);

@@ -54,9 +54,9 @@ CUresult enter(Entry e) noexcept {
 }
 
 std::mutex mu;
-std::unordered_map<const void*, Kind> live;
-std::map<std::uintptr_t, std::size_t> allocations;
-std::map<std::uintptr_t, std::size_t> host_allocations;
+std::unordered_map<const void*, Kind>& live = *new std::unordered_map<const void*, Kind>;
+std::map<std::uintptr_t, std::size_t>& allocations = *new std::map<std::uintptr_t, std::size_t>;
+std::map<std::uintptr_t, std::size_t>& host_allocations = *new std::map<std::uintptr_t, std::size_t>;
 long invalid_destroys = 0;
 long host_funcs_run = 0;
 int device_count = [] {

@@ -52,9 +52,12 @@ struct Pool {
 };
 
 extern std::mutex mu;
-extern std::unordered_map<const void*, Kind> live;
-extern std::map<std::uintptr_t, std::size_t> allocations;       // device memory (cuMemAlloc, cuMemAllocAsync)
-extern std::map<std::uintptr_t, std::size_t> host_allocations;  // pinned host memory
+// Never destroyed, so that objects a test leaves alive in the fake on
+// purpose (a destroy the fake was told to refuse) stay reachable at exit
+// for LeakSanitizer.
+extern std::unordered_map<const void*, Kind>& live;
+extern std::map<std::uintptr_t, std::size_t>& allocations;       // device memory (cuMemAlloc, cuMemAllocAsync)
+extern std::map<std::uintptr_t, std::size_t>& host_allocations;  // pinned host memory
 extern long invalid_destroys;
 extern long host_funcs_run;
 extern int device_count;
