@@ -620,20 +620,12 @@ struct CUuuid {
   X(MemGetInfo, 3020, "cuMemGetInfo_v2", (std::size_t * free, std::size_t * total))     \
   X(MemAlloc, 3020, "cuMemAlloc_v2", (CUdeviceptr * dptr, std::size_t bytesize))        \
   X(MemFree, 3020, "cuMemFree_v2", (CUdeviceptr dptr))                                  \
-  X(MemcpyHtoD, 3020, "cuMemcpyHtoD_v2",                                                \
-    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount))                \
-  X(MemcpyDtoH, 3020, "cuMemcpyDtoH_v2",                                                \
-    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount))                      \
-  X(MemcpyDtoD, 3020, "cuMemcpyDtoD_v2",                                                \
-    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount))              \
   X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                      \
     (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream)) \
   X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                      \
     (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))    \
   X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                      \
     (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream)) \
-  X(MemsetD8, 3020, "cuMemsetD8_v2", (CUdeviceptr dstDevice, unsigned char uc, std::size_t N)) \
-  X(MemsetD32, 3020, "cuMemsetD32_v2", (CUdeviceptr dstDevice, unsigned int ui, std::size_t N)) \
   X(MemsetD8Async, 3020, "cuMemsetD8Async",                                             \
     (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))         \
   X(MemsetD32Async, 3020, "cuMemsetD32Async",                                           \

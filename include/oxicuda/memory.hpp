@@ -279,140 +279,133 @@ class ScopedCurrentNothrow {
 }  // namespace detail
 
 namespace detail {
-// Runs `op` with `ctx` current when it is known: synchronous copies and
-// fills need a current context (stream-ordered ones take the stream's).
-template <class Op>
-void with_context(CUcontext ctx, SourceLocation where, Op&& op) {
-  if (ctx) {
-    ScopedCurrent current(ctx, where);
-    op();
+
+// The one implementation of every copy direction, enqueued on queue `q`.
+template <class Dst, class Src>
+void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  if constexpr (device_range<Dst> && device_range<Src>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    call<ffi::Entry::MemcpyDtoDAsync>(where, d.device_ptr(), s.device_ptr(), d.size_bytes(), q);
+  } else if constexpr (device_range<Dst>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    call<ffi::Entry::MemcpyHtoDAsync>(where, d.device_ptr(), std::data(src), d.size_bytes(), q);
   } else {
-    op();
+    using T = device_element_t<Src>;
+    static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
+    static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
+    const auto s = src.device_span();
+    check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    call<ffi::Entry::MemcpyDtoHAsync>(where, std::data(dst), s.device_ptr(), s.size_bytes(), q);
   }
 }
+
+template <class Dst>
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation where) {
+  using T = device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q);
+  else
+    call<ffi::Entry::MemsetD32Async>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q);
+}
+
+template <class Dst>
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
+  const auto d = dst.device_span();
+  call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), byte, d.size_bytes(), q);
+}
+
+template <class R>
+CUcontext context_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().context();
+  else
+    return nullptr;
+}
+
+// A synchronous operation: `enqueue` on the calling thread's per-thread
+// default stream, with the memory's context current (when known), then wait
+// for that stream. Unlike the driver's own "synchronous" cuMemcpy/cuMemset
+// (which may return before a pageable copy or a memset has landed, and are
+// not ordered with non-blocking streams), the bytes are in place when this
+// returns, for every stream to see.
+template <class Enqueue>
+void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
+  auto run = [&] {
+    enqueue(ffi::stream_per_thread());
+    call<ffi::Entry::StreamSynchronize>(where, ffi::stream_per_thread());
+  };
+  if (ctx) {
+    ScopedCurrent current(ctx, where);
+    run();
+  } else {
+    run();
+  }
+}
+
+template <class Dst, class Src>
+concept copyable = (device_range<Dst> || device_range<Src>) && (device_range<Dst> || host_range<Dst>) &&
+                   (device_range<Src> || host_range<Src>);
+
 }  // namespace detail
 
-// Synchronous copy: returns once the bytes have arrived. The device side's
-// context (when its span knows it) is current for the call.
+// Synchronous copy: when it returns, the bytes are in place (see
+// detail::synchronously). The device side's context, when its span knows
+// it, is current for the call.
 template <class Dst, class Src>
-  requires(detail::device_range<Dst> || detail::device_range<Src>) &&
-          (detail::device_range<Dst> || detail::host_range<Dst>) &&
-          (detail::device_range<Src> || detail::host_range<Src>)
+  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  constexpr const char* op = "oxicuda::copy";
-  if constexpr (detail::device_range<Dst> && detail::device_range<Src>) {
-    using T = detail::device_element_t<Dst>;
-    static_assert(detail::same_element_v<T, detail::device_element_t<Src>>, "copy: element types differ");
-    static_assert(!std::is_const_v<T>, "copy: the destination is const");
-    const auto d = dst.device_span();
-    const auto s = src.device_span();
-    detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    if (d.size())
-      detail::with_context(d.context() ? d.context() : s.context(), where, [&] {
-        detail::call<ffi::Entry::MemcpyDtoD>(where, d.device_ptr(), s.device_ptr(), d.size_bytes());
-      });
-  } else if constexpr (detail::device_range<Dst>) {
-    using T = detail::device_element_t<Dst>;
-    static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy: element types differ");
-    static_assert(!std::is_const_v<T>, "copy: the destination is const");
-    const auto d = dst.device_span();
-    detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    if (d.size())
-      detail::with_context(d.context(), where, [&] {
-        detail::call<ffi::Entry::MemcpyHtoD>(where, d.device_ptr(), std::data(src), d.size_bytes());
-      });
-  } else {
-    using T = detail::device_element_t<Src>;
-    static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy: element types differ");
-    static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy: the destination is const");
-    const auto s = src.device_span();
-    detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    if (s.size())
-      detail::with_context(s.context(), where, [&] {
-        detail::call<ffi::Entry::MemcpyDtoH>(where, std::data(dst), s.device_ptr(), s.size_bytes());
-      });
-  }
+  const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
+  detail::synchronously(ctx, where, [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
 }
 
 // Stream-ordered copy: enqueued on `stream`, one driver call.
 template <class Dst, class Src>
-  requires(detail::device_range<Dst> || detail::device_range<Src>) &&
-          (detail::device_range<Dst> || detail::host_range<Dst>) &&
-          (detail::device_range<Src> || detail::host_range<Src>)
+  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  constexpr const char* op = "oxicuda::copy_async";
-  CUstream q = stream.checked(op, where);
-  if constexpr (detail::device_range<Dst> && detail::device_range<Src>) {
-    using T = detail::device_element_t<Dst>;
-    static_assert(detail::same_element_v<T, detail::device_element_t<Src>>, "copy_async: element types differ");
-    static_assert(!std::is_const_v<T>, "copy_async: the destination is const");
-    const auto d = dst.device_span();
-    const auto s = src.device_span();
-    detail::check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    detail::call<ffi::Entry::MemcpyDtoDAsync>(where, d.device_ptr(), s.device_ptr(), d.size_bytes(), q);
-  } else if constexpr (detail::device_range<Dst>) {
-    using T = detail::device_element_t<Dst>;
-    static_assert(detail::same_element_v<T, detail::host_element_t<Src>>, "copy_async: element types differ");
-    static_assert(!std::is_const_v<T>, "copy_async: the destination is const");
-    const auto d = dst.device_span();
-    detail::check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    detail::call<ffi::Entry::MemcpyHtoDAsync>(where, d.device_ptr(), std::data(src), d.size_bytes(), q);
-  } else {
-    using T = detail::device_element_t<Src>;
-    static_assert(detail::same_element_v<T, detail::host_element_t<Dst>>, "copy_async: element types differ");
-    static_assert(!std::is_const_v<detail::host_element_t<Dst>>, "copy_async: the destination is const");
-    const auto s = src.device_span();
-    detail::check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    detail::call<ffi::Entry::MemcpyDtoHAsync>(where, std::data(dst), s.device_ptr(), s.size_bytes(), q);
-  }
+  detail::copy_on(stream.checked("oxicuda::copy_async", where), dst, src, "oxicuda::copy_async", where);
 }
 
 // Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8 / cuMemsetD32). fill_bytes sets every byte, whatever T.
+// cuMemsetD8 / cuMemsetD32); fill_bytes sets every byte, whatever T. The
+// synchronous forms return with the memory set; the _async ones are one
+// driver call on `stream`.
 template <class Dst>
-  requires detail::device_range<Dst>
-void fill(Dst&& dst, detail::device_element_t<Dst> value, SourceLocation where = SourceLocation::current()) {
-  using T = detail::device_element_t<Dst>;
-  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
-  const auto d = dst.device_span();
-  detail::with_context(d.context(), where, [&] {
-    if constexpr (sizeof(T) == 1)
-      detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size());
-    else
-      detail::call<ffi::Entry::MemsetD32>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size());
-  });
+  requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
 }
 
 template <class Dst>
-  requires detail::device_range<Dst>
-void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<Dst> value,
+  requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
-  using T = detail::device_element_t<Dst>;
-  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill_async: elements of 1 or 4 bytes; use fill_bytes_async otherwise");
-  CUstream q = stream.checked("oxicuda::fill_async", where);
-  const auto d = dst.device_span();
-  if constexpr (sizeof(T) == 1)
-    detail::call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q);
-  else
-    detail::call<ffi::Entry::MemsetD32Async>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q);
+  detail::fill_on(stream.checked("oxicuda::fill_async", where), dst, value, where);
 }
 
 template <class Dst>
-  requires detail::device_range<Dst>
+  requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  const auto d = dst.device_span();
-  detail::with_context(d.context(), where, [&] {
-    detail::call<ffi::Entry::MemsetD8>(where, d.device_ptr(), byte, d.size_bytes());
-  });
+  detail::synchronously(detail::context_of(dst), where,
+                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
 }
 
 template <class Dst>
-  requires detail::device_range<Dst>
+  requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
-  CUstream q = stream.checked("oxicuda::fill_bytes_async", where);
-  const auto d = dst.device_span();
-  detail::call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), byte, d.size_bytes(), q);
+  detail::fill_bytes_on(stream.checked("oxicuda::fill_bytes_async", where), dst, byte, where);
 }
 
 // --- DeviceBuffer -----------------------------------------------------------------

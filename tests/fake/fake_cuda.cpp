@@ -836,31 +836,6 @@ CUresult fake_MemFree(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
-CUresult fake_MemcpyHtoD(CUdeviceptr dst, const void* src, std::size_t n) {
-  FAKE_ENTRY(MemcpyHtoD);
-  std::lock_guard lock(mu);
-  if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemcpyDtoH(void* dst, CUdeviceptr src, std::size_t n) {
-  FAKE_ENTRY(MemcpyDtoH);
-  std::lock_guard lock(mu);
-  if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, std::size_t n) {
-  FAKE_ENTRY(MemcpyDtoD);
-  std::lock_guard lock(mu);
-  if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
-               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
-  return CUDA_SUCCESS;
-}
-
 // The fake's streams are always drained: async work happens at once.
 CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemcpyHtoDAsync);
@@ -900,14 +875,6 @@ static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
   return CUDA_SUCCESS;
 }
 
-CUresult fake_MemsetD8(CUdeviceptr dst, unsigned char v, std::size_t n) {
-  FAKE_ENTRY(MemsetD8);
-  return memset(dst, v, n, nullptr);
-}
-CUresult fake_MemsetD32(CUdeviceptr dst, unsigned int v, std::size_t n) {
-  FAKE_ENTRY(MemsetD32);
-  return memset(dst, v, n, nullptr);
-}
 CUresult fake_MemsetD8Async(CUdeviceptr dst, unsigned char v, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemsetD8Async);
   return memset(dst, v, n, s);
