@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """One compile test: run a compiler on a translation unit and judge the result.
 
-  compile.py --compiler CXX [--include H]... [--source F] [--expect-fail TEXT]
-             [--skip-unless PATH] -- FLAGS...
+  compile.py --compiler CXX [--include H]... [--source F] [--link]
+             [--expect-fail TEXT] [--skip-unless PATH] -- FLAGS...
 
 With --include, the translation unit is generated: one #include line per H,
 in order. With --expect-fail, the test passes only when compilation fails
 and the diagnostics contain TEXT (a misuse that must not compile).
---skip-unless exits 77 (meson's SKIP) when PATH does not exist.
+--link compiles and links a program (in a temporary directory) instead of
+checking syntax only. --skip-unless exits 77 (meson's SKIP) when PATH does not exist.
 """
 import argparse
 import os
@@ -29,6 +30,7 @@ def main():
     ap.add_argument("--source")
     ap.add_argument("--expect-fail")
     ap.add_argument("--skip-unless")
+    ap.add_argument("--link", action="store_true")
     args = ap.parse_args(argv)
     if args.skip_unless and not os.path.exists(args.skip_unless):
         print(f"SKIP: {args.skip_unless} not found")
@@ -42,7 +44,8 @@ def main():
                 for h in args.include:
                     f.write(f"#include {h}\n")
                 f.write("int main() { return 0; }\n")
-        cmd = compiler + flags + ["-fsyntax-only", source]
+        output = ["-o", os.path.join(tmp, "program")] if args.link else ["-fsyntax-only"]
+        cmd = compiler + flags + output + [source]
         print("$", " ".join(shlex.quote(c) for c in cmd))
         if args.include:
             print("translation unit:", " ".join(f"#include {h}" for h in args.include))
