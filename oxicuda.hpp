@@ -1405,6 +1405,57 @@ OXICUDA_NAMESPACE_END
 
 OXICUDA_NAMESPACE_BEGIN
 
+namespace detail {
+
+// The shared state behind oxicuda's handles (a context's owner, a stream's
+// or event's InContext, a module's or function's State) derives from Owned
+// and is held through Shared<T>: every such state then shares one
+// control-block type, std::shared_ptr<const Owned>, which keeps the header
+// cheap to compile (each std::shared_ptr<T> or std::make_shared<T>
+// instantiates a family of templates per T).
+struct Owned {
+  Owned() noexcept = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  virtual ~Owned() = default;
+};
+
+template <class T>
+class Shared {
+ public:
+  Shared() noexcept = default;
+  // new T(args...), shared. If the control block cannot be allocated, the T
+  // is deleted (its destructor releases what it holds) before the error leaves.
+  template <class... A>
+  [[nodiscard]] static Shared make(A&&... args) {
+    Shared s;
+    T* p = new T(std::forward<A>(args)...);
+    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(p));
+    s.ptr_ = p;
+    return s;
+  }
+  Shared(const Shared&) noexcept = default;
+  Shared& operator=(const Shared&) noexcept = default;
+  Shared(Shared&& o) noexcept : owner_(std::move(o.owner_)), ptr_(std::exchange(o.ptr_, nullptr)) {}
+  Shared& operator=(Shared&& o) noexcept {
+    owner_ = std::move(o.owner_);
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    return *this;
+  }
+
+  [[nodiscard]] T* get() const noexcept { return ptr_; }
+  T* operator->() const noexcept { return ptr_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  [[nodiscard]] long use_count() const noexcept { return owner_.use_count(); }
+  [[nodiscard]] const std::shared_ptr<const Owned>& owner() const noexcept { return owner_; }
+
+ private:
+  std::shared_ptr<const Owned> owner_;
+  T* ptr_ = nullptr;
+};
+
+}  // namespace detail
+
 enum class Schedule : unsigned {
   automatic = ffi::CU_CTX_SCHED_AUTO,
   spin = ffi::CU_CTX_SCHED_SPIN,
@@ -1447,7 +1498,7 @@ class Context {
   [[nodiscard]] static Context create(const Device& device, ContextOptions options = {},
                                       SourceLocation where = SourceLocation::current());
   // A handle to a context that other code owns; oxicuda never releases it.
-  [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, nullptr); }
+  [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, {}); }
   // The calling thread's current context, borrowed; empty when none is current.
   [[nodiscard]] static Context current(SourceLocation where = SourceLocation::current());
 
@@ -1468,14 +1519,12 @@ class Context {
   friend bool operator==(const Context& a, const Context& b) noexcept { return a.raw_ == b.raw_; }
 
  private:
-  struct Owner {
+  struct Owner : detail::Owned {
     CUcontext raw;
     ffi::CUdevice device;
     Kind kind;
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
-    Owner(const Owner&) = delete;
-    Owner& operator=(const Owner&) = delete;
-    ~Owner() {
+    ~Owner() override {
       if (kind == Kind::primary)
         detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device);
       else
@@ -1483,7 +1532,7 @@ class Context {
     }
   };
 
-  Context(CUcontext raw, ffi::CUdevice device, std::shared_ptr<Owner> owner) noexcept
+  Context(CUcontext raw, ffi::CUdevice device, detail::Shared<Owner> owner) noexcept
       : raw_(raw), device_(device), owner_(std::move(owner)) {}
   [[nodiscard]] CUcontext checked(const char* operation, SourceLocation where) const {
     if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Context", operation, where);
@@ -1492,7 +1541,7 @@ class Context {
 
   CUcontext raw_ = nullptr;
   ffi::CUdevice device_ = -1;  // -1: not known yet (borrowed)
-  std::shared_ptr<Owner> owner_;
+  detail::Shared<Owner> owner_;
 };
 
 // Makes a context current on the calling thread for the guard's lifetime and
@@ -1529,16 +1578,14 @@ namespace detail {
 // (null: borrowed, never destroyed). Destroying the state destroys the
 // object first, then releases the context.
 template <class Object, class Extra>
-struct InContext {
+struct InContext : Owned {
   Context ctx;
   Object* raw;
   void (*destroy)(Object*) noexcept;
   Extra extra;
   InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
       : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
-  InContext(const InContext&) = delete;
-  InContext& operator=(const InContext&) = delete;
-  ~InContext() {
+  ~InContext() override {
     if (destroy) destroy(raw);
   }
 };
@@ -1554,19 +1601,19 @@ class SharedHandle {
   // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
   // state cannot be allocated, `raw` is destroyed before the error leaves.
   SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) {
-    std::shared_ptr<InContext<Object, Extra>> state;
+    Shared<InContext<Object, Extra>> state;
 #if OXICUDA_EXCEPTIONS
     try {
-      state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+      state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
     } catch (...) {
       if (destroy) destroy(raw);
       throw;
     }
 #else
-    state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+    state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
 #endif
     state_ = state.get();
-    ptr_ = std::shared_ptr<Object>(std::move(state), raw);
+    ptr_ = std::shared_ptr<Object>(state.owner(), raw);
   }
 
   [[nodiscard]] Object* get() const noexcept { return ptr_.get(); }
@@ -1594,16 +1641,16 @@ void destroy_with(Object* raw) noexcept {
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());
-  std::shared_ptr<Owner> owner;
+  detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
-    owner = std::make_shared<Owner>(raw, device.raw(), Kind::primary);
+    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
     detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device.raw());
     throw;
   }
 #else
-  owner = std::make_shared<Owner>(raw, device.raw(), Kind::primary);
+  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
 #endif
   return Context(raw, device.raw(), std::move(owner));
 }
@@ -1621,16 +1668,16 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
     detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
     detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
   }
-  std::shared_ptr<Owner> owner;
+  detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
-    owner = std::make_shared<Owner>(raw, device.raw(), Kind::created);
+    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
     detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
     throw;
   }
 #else
-  owner = std::make_shared<Owner>(raw, device.raw(), Kind::created);
+  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
 #endif
   return Context(raw, device.raw(), std::move(owner));
 }
@@ -1980,7 +2027,6 @@ OXICUDA_NAMESPACE_END
 #include <atomic>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -2048,7 +2094,7 @@ class Module {
   [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
-  [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
   [[nodiscard]] const Context& context() const noexcept;
   // The JIT's info log from loading (empty for a cubin or when it said nothing).
   [[nodiscard]] std::string_view info_log() const noexcept {
@@ -2059,22 +2105,20 @@ class Module {
   friend bool operator==(const Module& a, const Module& b) noexcept { return a.raw() == b.raw(); }
 
  private:
-  struct State {
+  struct State : detail::Owned {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
     State(Context c, CUmodule r, std::string log) noexcept
         : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
-    State(const State&) = delete;
-    State& operator=(const State&) = delete;
-    ~State() { detail::call_nothrow<ffi::Entry::ModuleUnload>(raw); }
+    ~State() override { detail::call_nothrow<ffi::Entry::ModuleUnload>(raw); }
   };
   friend class Function;
 
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                      const JitOptions& options, SourceLocation where);
 
-  std::shared_ptr<const State> state_;
+  detail::Shared<const State> state_;
 };
 
 // A kernel. Copies share it and keep its module (and context) alive.
@@ -2143,17 +2187,17 @@ class Function {
 
  private:
   friend class Module;
-  struct State {
+  struct State : detail::Owned {
     Module module;
     std::string name;
     // Dynamic shared memory launches may use without setting the attribute.
     mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
-  Function(CUfunction raw, std::shared_ptr<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
+  Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
 
   CUfunction raw_ = nullptr;
-  std::shared_ptr<const State> state_;
+  detail::Shared<const State> state_;
 };
 
 namespace detail {
@@ -2200,7 +2244,7 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
-  std::vector<char> info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
+  std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
   ffi::CUjit_option keys[10];
   void* values[10];
   unsigned n = 0;
@@ -2237,13 +2281,13 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   Module m;
 #if OXICUDA_EXCEPTIONS
   try {
-    m.state_ = std::make_shared<const State>(ctx, raw, std::move(log));
+    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
     detail::call_nothrow<ffi::Entry::ModuleUnload>(raw);
     throw;
   }
 #else
-  m.state_ = std::make_shared<const State>(ctx, raw, std::move(log));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
 #endif
   return m;
 }
@@ -2275,10 +2319,10 @@ inline Module Module::from_file(const Context& ctx, const std::string& path, Jit
   if (!f)
     detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
                         "cannot open '" + path + "'", where));
-  std::vector<char> bytes;
+  std::string bytes;
   char chunk[1 << 14];
   std::size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(chunk, got);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
@@ -2310,7 +2354,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
                      ? "the module has no kernel named '" + n +
                            "' (a C++ kernel not declared extern \"C\" has a mangled name)"
                      : "looking up kernel '" + n + "'");
-  return Function(raw, std::make_shared<const Function::State>(*this, std::move(n)));
+  return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
 inline const Module& Function::module() const noexcept {
@@ -2454,21 +2498,22 @@ void check_parameters(const Function& fn, SourceLocation where) {
       offset += sizes[i];
     }
   }
-  std::vector<ParamSlot> got;
-  for (std::size_t i = 0;; ++i) {
+  constexpr std::size_t most = n + 64;  // enough to say that it is clearly not the declared kernel
+  ParamSlot got[most];
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
     if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;      // past the last parameter
     if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;     // the driver cannot tell for this function
     if (r != ffi::CUDA_SUCCESS)
       fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
-    got.push_back(slot);
-    if (got.size() > n + 64) break;  // clearly not the declared kernel; enough to say so
+    got[count++] = slot;
   }
-  bool same = got.size() == n;
+  bool same = count == n;
   for (std::size_t i = 0; same && i < n; ++i)
     same = got[i].offset == want[i].offset && got[i].size == want[i].size;
-  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got.data(), got.size(), where);
+  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
 }
 
 template <class Signature>

@@ -8,6 +8,57 @@
 
 OXICUDA_NAMESPACE_BEGIN
 
+namespace detail {
+
+// The shared state behind oxicuda's handles (a context's owner, a stream's
+// or event's InContext, a module's or function's State) derives from Owned
+// and is held through Shared<T>: every such state then shares one
+// control-block type, std::shared_ptr<const Owned>, which keeps the header
+// cheap to compile (each std::shared_ptr<T> or std::make_shared<T>
+// instantiates a family of templates per T).
+struct Owned {
+  Owned() noexcept = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  virtual ~Owned() = default;
+};
+
+template <class T>
+class Shared {
+ public:
+  Shared() noexcept = default;
+  // new T(args...), shared. If the control block cannot be allocated, the T
+  // is deleted (its destructor releases what it holds) before the error leaves.
+  template <class... A>
+  [[nodiscard]] static Shared make(A&&... args) {
+    Shared s;
+    T* p = new T(std::forward<A>(args)...);
+    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(p));
+    s.ptr_ = p;
+    return s;
+  }
+  Shared(const Shared&) noexcept = default;
+  Shared& operator=(const Shared&) noexcept = default;
+  Shared(Shared&& o) noexcept : owner_(std::move(o.owner_)), ptr_(std::exchange(o.ptr_, nullptr)) {}
+  Shared& operator=(Shared&& o) noexcept {
+    owner_ = std::move(o.owner_);
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    return *this;
+  }
+
+  [[nodiscard]] T* get() const noexcept { return ptr_; }
+  T* operator->() const noexcept { return ptr_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  [[nodiscard]] long use_count() const noexcept { return owner_.use_count(); }
+  [[nodiscard]] const std::shared_ptr<const Owned>& owner() const noexcept { return owner_; }
+
+ private:
+  std::shared_ptr<const Owned> owner_;
+  T* ptr_ = nullptr;
+};
+
+}  // namespace detail
+
 enum class Schedule : unsigned {
   automatic = ffi::CU_CTX_SCHED_AUTO,
   spin = ffi::CU_CTX_SCHED_SPIN,
@@ -50,7 +101,7 @@ class Context {
   [[nodiscard]] static Context create(const Device& device, ContextOptions options = {},
                                       SourceLocation where = SourceLocation::current());
   // A handle to a context that other code owns; oxicuda never releases it.
-  [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, nullptr); }
+  [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, {}); }
   // The calling thread's current context, borrowed; empty when none is current.
   [[nodiscard]] static Context current(SourceLocation where = SourceLocation::current());
 
@@ -71,14 +122,12 @@ class Context {
   friend bool operator==(const Context& a, const Context& b) noexcept { return a.raw_ == b.raw_; }
 
  private:
-  struct Owner {
+  struct Owner : detail::Owned {
     CUcontext raw;
     ffi::CUdevice device;
     Kind kind;
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
-    Owner(const Owner&) = delete;
-    Owner& operator=(const Owner&) = delete;
-    ~Owner() {
+    ~Owner() override {
       if (kind == Kind::primary)
         detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device);
       else
@@ -86,7 +135,7 @@ class Context {
     }
   };
 
-  Context(CUcontext raw, ffi::CUdevice device, std::shared_ptr<Owner> owner) noexcept
+  Context(CUcontext raw, ffi::CUdevice device, detail::Shared<Owner> owner) noexcept
       : raw_(raw), device_(device), owner_(std::move(owner)) {}
   [[nodiscard]] CUcontext checked(const char* operation, SourceLocation where) const {
     if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Context", operation, where);
@@ -95,7 +144,7 @@ class Context {
 
   CUcontext raw_ = nullptr;
   ffi::CUdevice device_ = -1;  // -1: not known yet (borrowed)
-  std::shared_ptr<Owner> owner_;
+  detail::Shared<Owner> owner_;
 };
 
 // Makes a context current on the calling thread for the guard's lifetime and
@@ -132,16 +181,14 @@ namespace detail {
 // (null: borrowed, never destroyed). Destroying the state destroys the
 // object first, then releases the context.
 template <class Object, class Extra>
-struct InContext {
+struct InContext : Owned {
   Context ctx;
   Object* raw;
   void (*destroy)(Object*) noexcept;
   Extra extra;
   InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
       : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
-  InContext(const InContext&) = delete;
-  InContext& operator=(const InContext&) = delete;
-  ~InContext() {
+  ~InContext() override {
     if (destroy) destroy(raw);
   }
 };
@@ -157,19 +204,19 @@ class SharedHandle {
   // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
   // state cannot be allocated, `raw` is destroyed before the error leaves.
   SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) {
-    std::shared_ptr<InContext<Object, Extra>> state;
+    Shared<InContext<Object, Extra>> state;
 #if OXICUDA_EXCEPTIONS
     try {
-      state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+      state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
     } catch (...) {
       if (destroy) destroy(raw);
       throw;
     }
 #else
-    state = std::make_shared<InContext<Object, Extra>>(std::move(ctx), raw, destroy, extra);
+    state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
 #endif
     state_ = state.get();
-    ptr_ = std::shared_ptr<Object>(std::move(state), raw);
+    ptr_ = std::shared_ptr<Object>(state.owner(), raw);
   }
 
   [[nodiscard]] Object* get() const noexcept { return ptr_.get(); }
@@ -197,16 +244,16 @@ void destroy_with(Object* raw) noexcept {
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());
-  std::shared_ptr<Owner> owner;
+  detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
-    owner = std::make_shared<Owner>(raw, device.raw(), Kind::primary);
+    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
     detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device.raw());
     throw;
   }
 #else
-  owner = std::make_shared<Owner>(raw, device.raw(), Kind::primary);
+  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
 #endif
   return Context(raw, device.raw(), std::move(owner));
 }
@@ -224,16 +271,16 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
     detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
     detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
   }
-  std::shared_ptr<Owner> owner;
+  detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
-    owner = std::make_shared<Owner>(raw, device.raw(), Kind::created);
+    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
     detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
     throw;
   }
 #else
-  owner = std::make_shared<Owner>(raw, device.raw(), Kind::created);
+  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
 #endif
   return Context(raw, device.raw(), std::move(owner));
 }

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -75,7 +74,7 @@ class Module {
   [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
-  [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
   [[nodiscard]] const Context& context() const noexcept;
   // The JIT's info log from loading (empty for a cubin or when it said nothing).
   [[nodiscard]] std::string_view info_log() const noexcept {
@@ -86,22 +85,20 @@ class Module {
   friend bool operator==(const Module& a, const Module& b) noexcept { return a.raw() == b.raw(); }
 
  private:
-  struct State {
+  struct State : detail::Owned {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
     State(Context c, CUmodule r, std::string log) noexcept
         : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
-    State(const State&) = delete;
-    State& operator=(const State&) = delete;
-    ~State() { detail::call_nothrow<ffi::Entry::ModuleUnload>(raw); }
+    ~State() override { detail::call_nothrow<ffi::Entry::ModuleUnload>(raw); }
   };
   friend class Function;
 
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                      const JitOptions& options, SourceLocation where);
 
-  std::shared_ptr<const State> state_;
+  detail::Shared<const State> state_;
 };
 
 // A kernel. Copies share it and keep its module (and context) alive.
@@ -170,17 +167,17 @@ class Function {
 
  private:
   friend class Module;
-  struct State {
+  struct State : detail::Owned {
     Module module;
     std::string name;
     // Dynamic shared memory launches may use without setting the attribute.
     mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
-  Function(CUfunction raw, std::shared_ptr<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
+  Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
 
   CUfunction raw_ = nullptr;
-  std::shared_ptr<const State> state_;
+  detail::Shared<const State> state_;
 };
 
 namespace detail {
@@ -227,7 +224,7 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
-  std::vector<char> info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
+  std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
   ffi::CUjit_option keys[10];
   void* values[10];
   unsigned n = 0;
@@ -264,13 +261,13 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   Module m;
 #if OXICUDA_EXCEPTIONS
   try {
-    m.state_ = std::make_shared<const State>(ctx, raw, std::move(log));
+    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
     detail::call_nothrow<ffi::Entry::ModuleUnload>(raw);
     throw;
   }
 #else
-  m.state_ = std::make_shared<const State>(ctx, raw, std::move(log));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
 #endif
   return m;
 }
@@ -302,10 +299,10 @@ inline Module Module::from_file(const Context& ctx, const std::string& path, Jit
   if (!f)
     detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
                         "cannot open '" + path + "'", where));
-  std::vector<char> bytes;
+  std::string bytes;
   char chunk[1 << 14];
   std::size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(chunk, got);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
@@ -337,7 +334,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
                      ? "the module has no kernel named '" + n +
                            "' (a C++ kernel not declared extern \"C\" has a mangled name)"
                      : "looking up kernel '" + n + "'");
-  return Function(raw, std::make_shared<const Function::State>(*this, std::move(n)));
+  return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
 inline const Module& Function::module() const noexcept {
@@ -481,21 +478,22 @@ void check_parameters(const Function& fn, SourceLocation where) {
       offset += sizes[i];
     }
   }
-  std::vector<ParamSlot> got;
-  for (std::size_t i = 0;; ++i) {
+  constexpr std::size_t most = n + 64;  // enough to say that it is clearly not the declared kernel
+  ParamSlot got[most];
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
     if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;      // past the last parameter
     if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;     // the driver cannot tell for this function
     if (r != ffi::CUDA_SUCCESS)
       fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
-    got.push_back(slot);
-    if (got.size() > n + 64) break;  // clearly not the declared kernel; enough to say so
+    got[count++] = slot;
   }
-  bool same = got.size() == n;
+  bool same = count == n;
   for (std::size_t i = 0; same && i < n; ++i)
     same = got[i].offset == want[i].offset && got[i].size == want[i].size;
-  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got.data(), got.size(), where);
+  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
 }
 
 template <class Signature>
