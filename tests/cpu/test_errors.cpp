@@ -127,3 +127,39 @@ TEST_CASE("using an empty handle is a clear error, not a crash") {
   CHECK_THROWS_AS(moved.record(ev), Error);
   CHECK(scope.fake.calls("cuEventRecord") == 0);
 }
+
+TEST_CASE("what() reads well: the whole text of representative errors") {
+  FakeScope scope;
+  {
+    Context ctx = Context::primary(Device::get(0));
+    // A JIT failure: call, name, code, the driver's text, where, and ptxas's log.
+    try {
+      (void)Module::from_ptx(ctx, ".version 7.0\n.target sm_70\n.address_size 64\nfrob;\n");
+      FAIL("no error");
+    } catch (const Error& e) {
+      const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
+                             e.where().function_name();
+      CHECK(std::string(e.what()) ==
+            "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed [fake driver]\n"
+            "  at " + at + "\n"
+            "  PTX source of 50 bytes; JIT error log:\n"
+            "  ptxas application ptx input, line 4; error   : Not a name of any known instruction: 'frob'");
+    }
+    // A typed kernel whose signature does not match the module's kernel.
+    try {
+      (void)Module::from_ptx(ctx, kFakePtx).kernel<void(float*)>("dbl");
+      FAIL("no error");
+    } catch (const Error& e) {
+      const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
+                             e.where().function_name();
+      const std::string sig(detail::type_name<void(float*)>());
+      CHECK(std::string(e.what()) ==
+            "oxicuda::Module::kernel failed: CUDA_ERROR_INVALID_VALUE (1): one or more of the parameters passed to "
+            "the API call is not within an acceptable range of values [fake driver]\n"
+            "  at " + at + "\n"
+            "  kernel 'dbl' is declared " + sig + ", 1 parameter (8 bytes at 0), but the module's kernel takes 2 "
+            "parameters (8 bytes at 0, 4 bytes at 8)");
+    }
+  }
+  CHECK(scope.balanced());
+}
