@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "fake_control.hpp"
+#include "two_stream_check.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -76,39 +77,19 @@ TEST_CASE("device buffer: a failed allocation leaks nothing and restores the con
   CHECK(scope.balanced());
 }
 
-// The seed's two-stream test (seed/stream.rs), on the fake: the fake runs
-// kernels when they are launched, so this checks the wrapper's plumbing
-// (buffers, launch arguments, event record/wait); the GPU suite checks the
-// ordering on a real device.
+// The seed's two-stream test (seed/stream.rs) — the very code that
+// oxicuda-doctor and the GPU suite run — on the fake: the fake runs kernels
+// when they are launched, so this checks the wrapper's plumbing (buffers,
+// launch arguments, event record/wait); the GPU suite checks the ordering
+// on a real device.
 TEST_CASE("the seed's two-stream test runs on the fake") {
   FakeScope scope;
   {
-    Context ctx = Context::primary(Device::get(0));
-    ScopedCurrent current(ctx);
-    Stream a(ctx), b(ctx);
-    Module m = Module::from_ptx(ctx, kFakePtx);
-    Function dbl = m.function("dbl");
-    const unsigned n = 2048;
-    std::vector<float> a_in(n), b_in(n);
-    for (unsigned i = 0; i < n; ++i) a_in[i] = float(i), b_in[i] = float(i) + 1000.0f;
-    DeviceBuffer<float> da(ctx, n), db(ctx, n);
-    da.copy_from(a_in);
-    db.copy_from(b_in);
-    launch(a, dbl, 8, 128, 0, da.device_ptr(), n);
-    launch(b, dbl, 8, 128, 0, db.device_ptr(), n);
-    Event e(ctx, {.timing = false});
-    a.record(e);
-    b.wait(e);
-    launch(b, dbl, 8, 128, 0, da.device_ptr(), n);
-    a.synchronize();
-    b.synchronize();
-    std::vector<float> a_out(n), b_out(n);
-    da.copy_to(a_out);
-    db.copy_to(b_out);
-    for (unsigned i = 0; i < n; ++i) {
-      REQUIRE(a_out[i] == 4.0f * float(i));
-      REQUIRE(b_out[i] == 2.0f * (float(i) + 1000.0f));
-    }
+    const auto result = oxicuda_examples::two_stream_check(Context::primary(Device::get(0)));
+    INFO(result.message);
+    CHECK(result.passed);
+    CHECK(scope.fake.calls("cuLaunchKernel") == 3);
+    CHECK(scope.fake.calls("cuStreamWaitEvent") == 1);
   }
   CHECK(scope.balanced());
 }
