@@ -38,8 +38,7 @@
 #define OXICUDA_CUDAAPI
 #endif
 
-#if !defined(OXICUDA_NO_EXCEPTIONS) && \
-    (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+#if !defined(OXICUDA_NO_EXCEPTIONS) && (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
 #define OXICUDA_EXCEPTIONS 1
 #else
 #define OXICUDA_EXCEPTIONS 0
@@ -59,8 +58,7 @@
 // versions linked into one program cannot silently mix their layouts.
 #define OXICUDA_ABI_CONCAT_(a, b, c) v##a##_##b##_##c
 #define OXICUDA_ABI_CONCAT(a, b, c) OXICUDA_ABI_CONCAT_(a, b, c)
-#define OXICUDA_ABI_NAMESPACE \
-  OXICUDA_ABI_CONCAT(OXICUDA_VERSION_MAJOR, OXICUDA_VERSION_MINOR, OXICUDA_VERSION_PATCH)
+#define OXICUDA_ABI_NAMESPACE OXICUDA_ABI_CONCAT(OXICUDA_VERSION_MAJOR, OXICUDA_VERSION_MINOR, OXICUDA_VERSION_PATCH)
 #define OXICUDA_NAMESPACE_BEGIN \
   namespace oxicuda {           \
   inline namespace OXICUDA_ABI_NAMESPACE {
@@ -79,9 +77,9 @@
 // oxicuda::ffi, where it cannot collide with cuda.h included before or after.
 // The ABI test (tests/abi_agreement.cpp) checks all of it against cuda.h.
 
-
 #include <cstddef>
 #include <cstdint>
+
 
 // The toolkit's handle types, spelled exactly as cuda.h spells them (a
 // typedef may be repeated when it names the same type).
@@ -103,6 +101,7 @@ using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
 enum CUresult : int {
+  // clang-format off
   // <gen:results>
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
@@ -206,6 +205,7 @@ enum CUresult : int {
   CUDA_ERROR_KEY_ROTATION = 916,
   CUDA_ERROR_UNKNOWN = 999,
   // </gen:results>
+  // clang-format on
 };
 
 struct ResultText {
@@ -217,7 +217,8 @@ struct ResultText {
 // Names and texts of every CUresult. The driver's own text is preferred when
 // a driver is loaded; this table answers when none is (or it is the stub).
 inline constexpr ResultText result_texts[] = {
-  // <gen:result_texts>
+    // clang-format off
+    // <gen:result_texts>
   {0, "CUDA_SUCCESS", "the API call returned with no errors"},
   {1, "CUDA_ERROR_INVALID_VALUE", "one or more of the parameters passed to the API call is not within an acceptable range of values"},
   {2, "CUDA_ERROR_OUT_OF_MEMORY", "the API call failed because it was unable to allocate enough memory or other resources to perform the requested operation"},
@@ -319,10 +320,12 @@ inline constexpr ResultText result_texts[] = {
   {915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION", "this error indicates one or more resources are insufficient or non-applicable for the operation"},
   {916, "CUDA_ERROR_KEY_ROTATION", "an error happened during the key rotation sequence"},
   {999, "CUDA_ERROR_UNKNOWN", "an unknown internal error has occurred"},
-  // </gen:result_texts>
+    // </gen:result_texts>
+    // clang-format on
 };
 
 enum CUdevice_attribute : int {
+  // clang-format off
   // <gen:device_attr>
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
@@ -478,6 +481,7 @@ enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146,
   CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED = 147,
   // </gen:device_attr>
+  // clang-format on
 };
 
 enum CUfunction_attribute : int {
@@ -617,100 +621,84 @@ struct CUuuid {
 // hands us a newer ABI; the exported symbol is the dlsym fallback, spelled out
 // per entry because it cannot be derived from the name (cuGraphInstantiate).
 // Expand it inside namespace oxicuda::ffi.
-#define OXICUDA_DRIVER_API(X)                                                           \
-  X(GetProcAddress, 12000, "cuGetProcAddress_v2",                                       \
-    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,                \
-     CUdriverProcAddressQueryResult* symbolStatus))                                     \
-  X(Init, 2000, "cuInit", (unsigned int Flags))                                         \
-  X(DriverGetVersion, 2020, "cuDriverGetVersion", (int* driverVersion))                 \
-  X(GetErrorString, 6000, "cuGetErrorString", (CUresult error, const char** pStr))      \
-  X(DeviceGetCount, 2000, "cuDeviceGetCount", (int* count))                             \
-  X(DeviceGet, 2000, "cuDeviceGet", (CUdevice * device, int ordinal))                   \
-  X(DeviceGetName, 2000, "cuDeviceGetName", (char* name, int len, CUdevice dev))        \
-  X(DeviceGetAttribute, 2000, "cuDeviceGetAttribute",                                   \
-    (int* pi, CUdevice_attribute attrib, CUdevice dev))                                 \
-  X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))   \
-  X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))          \
-  X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain",                           \
-    (CUcontext * pctx, CUdevice dev))                                                   \
-  X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))     \
-  X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev)) \
-  X(CtxDestroy, 4000, "cuCtxDestroy_v2", (CUcontext ctx))                               \
-  X(CtxGetCurrent, 4000, "cuCtxGetCurrent", (CUcontext * pctx))                         \
-  X(CtxSetCurrent, 4000, "cuCtxSetCurrent", (CUcontext ctx))                            \
-  X(CtxPopCurrent, 4000, "cuCtxPopCurrent_v2", (CUcontext * pctx))                      \
-  X(CtxSynchronize, 2000, "cuCtxSynchronize", ())                                       \
-  X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                          \
-  X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange",                     \
-    (int* leastPriority, int* greatestPriority))                                        \
-  X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))    \
-  X(StreamCreateWithPriority, 5050, "cuStreamCreateWithPriority",                       \
-    (CUstream * phStream, unsigned int flags, int priority))                            \
-  X(StreamDestroy, 4000, "cuStreamDestroy_v2", (CUstream hStream))                      \
-  X(StreamSynchronize, 2000, "cuStreamSynchronize", (CUstream hStream))                 \
-  X(StreamQuery, 2000, "cuStreamQuery", (CUstream hStream))                             \
-  X(StreamWaitEvent, 3020, "cuStreamWaitEvent",                                         \
-    (CUstream hStream, CUevent hEvent, unsigned int Flags))                             \
-  X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))  \
-  X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))  \
-  X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))         \
-  X(LaunchHostFunc, 10000, "cuLaunchHostFunc",                                          \
-    (CUstream hStream, CUhostFn fn, void* userData))                                    \
-  X(EventCreate, 2000, "cuEventCreate", (CUevent * phEvent, unsigned int Flags))        \
-  X(EventDestroy, 4000, "cuEventDestroy_v2", (CUevent hEvent))                          \
-  X(EventRecord, 2000, "cuEventRecord", (CUevent hEvent, CUstream hStream))             \
-  X(EventSynchronize, 2000, "cuEventSynchronize", (CUevent hEvent))                     \
-  X(EventQuery, 2000, "cuEventQuery", (CUevent hEvent))                                 \
-  X(EventElapsedTime, 2000, "cuEventElapsedTime",                                       \
-    (float* pMilliseconds, CUevent hStart, CUevent hEnd))                               \
-  X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                       \
-    (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, \
-     void** optionValues))                                                              \
-  X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                              \
-  X(ModuleGetFunction, 2000, "cuModuleGetFunction",                                     \
-    (CUfunction * hfunc, CUmodule hmod, const char* name))                              \
-  X(FuncGetAttribute, 2020, "cuFuncGetAttribute",                                       \
-    (int* pi, CUfunction_attribute attrib, CUfunction hfunc))                           \
-  X(FuncSetAttribute, 9000, "cuFuncSetAttribute",                                       \
-    (CUfunction hfunc, CUfunction_attribute attrib, int value))                         \
-  X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                     \
-    (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize)) \
-  X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050,                                    \
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor",                                      \
-    (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))      \
-  X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",           \
-    (int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, \
-     std::size_t dynamicSMemSize, int blockSizeLimit))                                  \
-  X(LaunchKernelEx, 11060, "cuLaunchKernelEx",                                          \
-    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra))    \
-  X(LaunchKernel, 4000, "cuLaunchKernel",                                               \
-    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
-     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,            \
-     unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra)) \
-  X(MemGetInfo, 3020, "cuMemGetInfo_v2", (std::size_t * free, std::size_t * total))     \
-  X(MemAlloc, 3020, "cuMemAlloc_v2", (CUdeviceptr * dptr, std::size_t bytesize))        \
-  X(MemFree, 3020, "cuMemFree_v2", (CUdeviceptr dptr))                                  \
-  X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                      \
-    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream)) \
-  X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                      \
-    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))    \
-  X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                      \
-    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream)) \
-  X(MemsetD8Async, 3020, "cuMemsetD8Async",                                             \
-    (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))         \
-  X(MemsetD32Async, 3020, "cuMemsetD32Async",                                           \
-    (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))          \
-  X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags)) \
-  X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                      \
-  X(MemAllocAsync, 11020, "cuMemAllocAsync",                                            \
-    (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))                       \
-  X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))        \
-  X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool",                        \
-    (CUmemoryPool * pool_out, CUdevice dev))                                            \
-  X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute",                                \
-    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
-  X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute",                                \
-    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
+#define OXICUDA_DRIVER_API(X)                                                                                          \
+  X(GetProcAddress, 12000, "cuGetProcAddress_v2",                                                                      \
+    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult* symbolStatus)) \
+  X(Init, 2000, "cuInit", (unsigned int Flags))                                                                        \
+  X(DriverGetVersion, 2020, "cuDriverGetVersion", (int* driverVersion))                                                \
+  X(GetErrorString, 6000, "cuGetErrorString", (CUresult error, const char** pStr))                                     \
+  X(DeviceGetCount, 2000, "cuDeviceGetCount", (int* count))                                                            \
+  X(DeviceGet, 2000, "cuDeviceGet", (CUdevice * device, int ordinal))                                                  \
+  X(DeviceGetName, 2000, "cuDeviceGetName", (char* name, int len, CUdevice dev))                                       \
+  X(DeviceGetAttribute, 2000, "cuDeviceGetAttribute", (int* pi, CUdevice_attribute attrib, CUdevice dev))              \
+  X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))                                  \
+  X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))                                         \
+  X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
+  X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
+  X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev))                           \
+  X(CtxDestroy, 4000, "cuCtxDestroy_v2", (CUcontext ctx))                                                              \
+  X(CtxGetCurrent, 4000, "cuCtxGetCurrent", (CUcontext * pctx))                                                        \
+  X(CtxSetCurrent, 4000, "cuCtxSetCurrent", (CUcontext ctx))                                                           \
+  X(CtxPopCurrent, 4000, "cuCtxPopCurrent_v2", (CUcontext * pctx))                                                     \
+  X(CtxSynchronize, 2000, "cuCtxSynchronize", ())                                                                      \
+  X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
+  X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange", (int* leastPriority, int* greatestPriority))       \
+  X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))                                   \
+  X(StreamCreateWithPriority, 5050, "cuStreamCreateWithPriority",                                                      \
+    (CUstream * phStream, unsigned int flags, int priority))                                                           \
+  X(StreamDestroy, 4000, "cuStreamDestroy_v2", (CUstream hStream))                                                     \
+  X(StreamSynchronize, 2000, "cuStreamSynchronize", (CUstream hStream))                                                \
+  X(StreamQuery, 2000, "cuStreamQuery", (CUstream hStream))                                                            \
+  X(StreamWaitEvent, 3020, "cuStreamWaitEvent", (CUstream hStream, CUevent hEvent, unsigned int Flags))                \
+  X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))                                 \
+  X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))                                 \
+  X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))                                        \
+  X(LaunchHostFunc, 10000, "cuLaunchHostFunc", (CUstream hStream, CUhostFn fn, void* userData))                        \
+  X(EventCreate, 2000, "cuEventCreate", (CUevent * phEvent, unsigned int Flags))                                       \
+  X(EventDestroy, 4000, "cuEventDestroy_v2", (CUevent hEvent))                                                         \
+  X(EventRecord, 2000, "cuEventRecord", (CUevent hEvent, CUstream hStream))                                            \
+  X(EventSynchronize, 2000, "cuEventSynchronize", (CUevent hEvent))                                                    \
+  X(EventQuery, 2000, "cuEventQuery", (CUevent hEvent))                                                                \
+  X(EventElapsedTime, 2000, "cuEventElapsedTime", (float* pMilliseconds, CUevent hStart, CUevent hEnd))                \
+  X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                                                      \
+    (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues))       \
+  X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                                                             \
+  X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
+  X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
+  X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
+  X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
+    (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
+    (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
+  X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \
+    (int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize,                 \
+     std::size_t dynamicSMemSize, int blockSizeLimit))                                                                 \
+  X(LaunchKernelEx, 11060, "cuLaunchKernelEx",                                                                         \
+    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra))                                   \
+  X(LaunchKernel, 4000, "cuLaunchKernel",                                                                              \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,        \
+     unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,                    \
+     void** kernelParams, void** extra))                                                                               \
+  X(MemGetInfo, 3020, "cuMemGetInfo_v2", (std::size_t * freeBytes, std::size_t * total))                               \
+  X(MemAlloc, 3020, "cuMemAlloc_v2", (CUdeviceptr * dptr, std::size_t bytesize))                                       \
+  X(MemFree, 3020, "cuMemFree_v2", (CUdeviceptr dptr))                                                                 \
+  X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                                                     \
+    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream))                             \
+  X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                                                     \
+    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                                   \
+  X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                                                     \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                           \
+  X(MemsetD8Async, 3020, "cuMemsetD8Async",                                                                            \
+    (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))                                        \
+  X(MemsetD32Async, 3020, "cuMemsetD32Async",                                                                          \
+    (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))                                         \
+  X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
+  X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
+  X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
+  X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
+  X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
+  X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
+  X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
 // One enumerator per entry point, in table order.
@@ -728,7 +716,7 @@ struct EntryInfo {
 
 inline constexpr EntryInfo entries[] = {
 #define OXICUDA_X_INFO(member, version, symbol, params) {"cu" #member, version, symbol},
-  OXICUDA_DRIVER_API(OXICUDA_X_INFO)
+    OXICUDA_DRIVER_API(OXICUDA_X_INFO)
 #undef OXICUDA_X_INFO
 };
 
@@ -745,9 +733,9 @@ OXICUDA_NAMESPACE_END
 // entry point of the table at its pinned version, run cuInit(0) once, and
 // remember why not when any of it fails. Nothing here throws.
 
-
 #include <cstdlib>
 #include <string>
+
 
 #if OXICUDA_WINDOWS
 #ifndef NOMINMAX
@@ -785,11 +773,11 @@ enum class DriverStatus {
 // What the first use of the driver found. Filled once; read-only afterwards.
 struct DriverInfo {
   DriverStatus status = DriverStatus::no_library;
-  std::string library;   // the file that was opened, as it was named to the loader
-  std::string reason;    // when not ok: what was tried, what failed, what to do
-  int version = 0;       // cuDriverGetVersion (e.g. 13000), 0 when unknown
+  std::string library;                            // the file that was opened, as it was named to the loader
+  std::string reason;                             // when not ok: what was tried, what failed, what to do
+  int version = 0;                                // cuDriverGetVersion (e.g. 13000), 0 when unknown
   ffi::CUresult init_result = ffi::CUDA_SUCCESS;  // what cuInit(0) returned
-  bool via_get_proc_address = false;  // entry points came from cuGetProcAddress_v2
+  bool via_get_proc_address = false;              // entry points came from cuGetProcAddress_v2
 
   [[nodiscard]] bool available() const noexcept { return status == DriverStatus::ok; }
 };
@@ -800,11 +788,32 @@ struct DriverInfo {
 
 namespace ffi {
 
-// One function pointer per table entry; null when the driver lacks it or when
-// the driver as a whole is unusable.
+// Stand-ins for entry points the driver lacks (or every entry point, when no
+// usable driver was found): each answers CUDA_ERROR_NOT_FOUND, which
+// detail::fail turns into the error that explains why. So a wrapper never
+// tests a pointer before calling it.
+namespace missing {
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#elif defined(_MSC_VER)
+#pragma warning(push)
+#pragma warning(disable : 4100)
+#endif
+#define OXICUDA_X_MISSING(member, version, symbol, params) \
+  inline CUresult OXICUDA_CUDAAPI member params noexcept { return CUDA_ERROR_NOT_FOUND; }
+OXICUDA_DRIVER_API(OXICUDA_X_MISSING)
+#undef OXICUDA_X_MISSING
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#elif defined(_MSC_VER)
+#pragma warning(pop)
+#endif
+}  // namespace missing
+
+// One function pointer per table entry: the driver's, or its stand-in.
 struct DriverApi {
-#define OXICUDA_X_MEMBER(member, version, symbol, params) \
-  CUresult(OXICUDA_CUDAAPI* member) params = nullptr;
+#define OXICUDA_X_MEMBER(member, version, symbol, params) CUresult(OXICUDA_CUDAAPI* member) params = &missing::member;
   OXICUDA_DRIVER_API(OXICUDA_X_MEMBER)
 #undef OXICUDA_X_MEMBER
 };
@@ -848,8 +857,7 @@ inline const ffi::ResultText* result_text(int code) noexcept {
 
 inline std::string describe_result(ffi::CUresult r) {
   const ffi::ResultText* t = result_text(r);
-  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) +
-         ")";
+  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) + ")";
 }
 
 inline void resolve(Driver& d, LibHandle h) {
@@ -860,8 +868,7 @@ inline void resolve(Driver& d, LibHandle h) {
     void* p = nullptr;
     if (gpa && entry != ffi::Entry::GetProcAddress) {
       ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
-              ffi::CUDA_SUCCESS ||
+      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != ffi::CUDA_SUCCESS ||
           status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
         p = nullptr;
       any_from_gpa = any_from_gpa || p != nullptr;
@@ -869,10 +876,10 @@ inline void resolve(Driver& d, LibHandle h) {
     return p ? p : lib_symbol(h, e.symbol);
   };
 #define OXICUDA_X_RESOLVE(member, version, symbol, params) \
-  d.api.member = reinterpret_cast<decltype(d.api.member)>(find(ffi::Entry::member));
+  if (void* p = find(ffi::Entry::member)) d.api.member = reinterpret_cast<decltype(d.api.member)>(p);
   OXICUDA_DRIVER_API(OXICUDA_X_RESOLVE)
 #undef OXICUDA_X_RESOLVE
-  d.api.GetProcAddress = gpa;
+  if (gpa) d.api.GetProcAddress = gpa;
   d.info.via_get_proc_address = any_from_gpa;
 }
 
@@ -901,24 +908,22 @@ inline Driver* load_driver() {
   }
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env
-                      ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " +
-                            tried + ". Point it at the driver's libcuda.so.1 or unset it."
-                      : "no CUDA driver library could be opened (tried " + tried +
-                            "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
-                            "libcuda.so.1.";
+    info.reason = from_env ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " + tried +
+                                 ". Point it at the driver's libcuda.so.1 or unset it."
+                           : "no CUDA driver library could be opened (tried " + tried +
+                                 "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
+                                 "libcuda.so.1.";
     return d;
   }
   resolve(*d, h);
-  if (!d->api.Init) {
+  if (d->api.Init == &ffi::missing::Init) {
     info.status = DriverStatus::not_a_driver;
     info.reason = info.library + " was opened but exports no cuInit: it is not a CUDA driver library.";
     d->api = {};
     return d;
   }
   info.init_result = d->api.Init(0);
-  if (d->api.DriverGetVersion && d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS)
-    info.version = 0;
+  if (d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS) info.version = 0;
   if (info.init_result == ffi::CUDA_ERROR_STUB_LIBRARY) {
     info.status = DriverStatus::stub_library;
     info.reason = info.library +
@@ -948,6 +953,18 @@ inline const Driver& driver() noexcept {
 
 inline const ffi::DriverApi& api() noexcept { return driver().api; }
 
+// Whether the driver lacks this entry point (its slot holds the stand-in).
+inline bool missing(ffi::Entry entry) noexcept {
+  switch (entry) {
+#define OXICUDA_X_MISSING_CASE(member, version, symbol, params) \
+  case ffi::Entry::member:                                      \
+    return api().member == &ffi::missing::member;
+    OXICUDA_DRIVER_API(OXICUDA_X_MISSING_CASE)
+#undef OXICUDA_X_MISSING_CASE
+  }
+  return true;
+}
+
 }  // namespace detail
 
 inline const DriverInfo& driver_info() noexcept { return detail::driver().info; }
@@ -960,7 +977,6 @@ OXICUDA_NAMESPACE_END
 // handlers for builds without exceptions and for failures in destructors, and
 // the checked call through the entry-point table that every wrapper uses.
 
-
 #include <atomic>
 #include <cstdio>
 #include <source_location>
@@ -969,6 +985,7 @@ OXICUDA_NAMESPACE_END
 #include <system_error>
 #include <type_traits>
 #include <utility>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -1023,9 +1040,7 @@ class Error : public std::system_error {
   Error(ffi::CUresult result, std::string call, std::string detail = {},
         SourceLocation where = SourceLocation::current());
 
-  [[nodiscard]] ffi::CUresult result() const noexcept {
-    return static_cast<ffi::CUresult>(code().value());
-  }
+  [[nodiscard]] ffi::CUresult result() const noexcept { return static_cast<ffi::CUresult>(code().value()); }
   // "CUDA_ERROR_INVALID_VALUE"
   [[nodiscard]] std::string_view name() const noexcept;
   // The driver's text for the result (or the header's own when no driver is loaded).
@@ -1131,18 +1146,9 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
 #endif
 }
 
-template <ffi::Entry E>
-struct entry_fn;
-#define OXICUDA_X_FN(member, version, symbol, params)         \
-  template <>                                                 \
-  struct entry_fn<ffi::Entry::member> {                       \
-    static constexpr auto ptr = &ffi::DriverApi::member;      \
-  };
-OXICUDA_DRIVER_API(OXICUDA_X_FN)
-#undef OXICUDA_X_FN
-
-// The error for an entry point that is null: either no usable driver at all
-// (the loader's reason), or this one symbol is missing from an older driver.
+// The error for an entry point the driver does not provide: either no usable
+// driver at all (the loader's reason), or this one symbol is missing from an
+// older driver.
 [[noreturn]] OXICUDA_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
   const DriverInfo& info = driver_info();
   const ffi::EntryInfo& e = ffi::entry_info(entry);
@@ -1151,9 +1157,8 @@ OXICUDA_DRIVER_API(OXICUDA_X_FN)
       const int v = info.version;
       raise(Error(ffi::CUDA_ERROR_NOT_FOUND, e.name,
                   "the loaded driver (" + info.library + ", CUDA " + std::to_string(v / 1000) + "." +
-                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " +
-                      e.symbol + ", pinned version " + std::to_string(e.version) +
-                      "); this call needs a newer driver",
+                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " + e.symbol +
+                      ", pinned version " + std::to_string(e.version) + "); this call needs a newer driver",
                   where));
     }
     case DriverStatus::stub_library:
@@ -1168,59 +1173,41 @@ OXICUDA_DRIVER_API(OXICUDA_X_FN)
   raise(Error(ffi::CUDA_ERROR_NOT_INITIALIZED, e.name, info.reason, where));
 }
 
+// The error for a failed driver call. An entry point the driver lacks
+// answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
+// explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
                                            std::string detail = {}) {
+  if (r == ffi::CUDA_ERROR_NOT_FOUND && missing(entry)) unavailable(entry, where);
   raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
 }
 
-// The entry point's function pointer, or the error that explains its absence.
-template <ffi::Entry E>
-[[nodiscard]] inline auto entry(SourceLocation where) {
-  auto fn = api().*entry_fn<E>::ptr;
-  if (OXICUDA_UNLIKELY(fn == nullptr)) unavailable(E, where);
-  return fn;
+// Checks one driver call's result: throws (or reports) an Error naming the
+// call when it failed. Every wrapper calls the driver as
+//   check(api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
+// which is the driver call, one compare and nothing else on success.
+inline void check(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(entry, r, where);
 }
 
-// One driver call; throws (or reports) an Error naming it on failure.
-template <ffi::Entry E, class... A>
-inline void call(SourceLocation where, A&&... args) {
-  const ffi::CUresult r = entry<E>(where)(std::forward<A>(args)...);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(E, r, where);
-}
-
-// One driver call whose result the caller inspects (a query's NOT_READY).
-template <ffi::Entry E, class... A>
-[[nodiscard]] inline ffi::CUresult call_result(SourceLocation where, A&&... args) {
-  return entry<E>(where)(std::forward<A>(args)...);
-}
-
-// One driver call from a destructor: never throws; a failure (or a missing
-// driver) goes to the diagnostic hook. Returns whether it succeeded.
-template <ffi::Entry E, class... A>
-inline bool call_nothrow(A&&... args) noexcept {
-  auto fn = api().*entry_fn<E>::ptr;
-  const ffi::CUresult r = fn ? fn(std::forward<A>(args)...) : ffi::CUDA_ERROR_NOT_INITIALIZED;
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    report(r, ffi::entry_info(E).name);
-    return false;
-  }
-  return true;
+// The same for a call made by a destructor: never throws; a failure goes to
+// the diagnostic hook. Returns whether the call succeeded.
+inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
+  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
+  report(r, ffi::entry_info(entry).name, missing(entry) ? "the loaded driver does not provide this entry point" : "");
+  return false;
 }
 
 // The error for using an empty handle (default-constructed or moved-from).
-[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation,
-                                                   SourceLocation where) {
+[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
-              std::string("this ") + type +
-                  " is empty (default-constructed or moved-from); it has no driver handle",
+              std::string("this ") + type + " is empty (default-constructed or moved-from); it has no driver handle",
               where));
 }
 
 inline std::string driver_description(ffi::CUresult r) {
-  if (auto fn = api().GetErrorString) {
-    const char* s = nullptr;
-    if (fn(r, &s) == ffi::CUDA_SUCCESS && s) return s;
-  }
+  const char* s = nullptr;
+  if (api().GetErrorString(r, &s) == ffi::CUDA_SUCCESS && s) return s;
   const ffi::ResultText* t = result_text(r);
   return t ? t->text : "unknown CUresult";
 }
@@ -1274,16 +1261,16 @@ struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
 // oxicuda/device.hpp — Device: count, get by ordinal, name, compute
 // capability, memory, any attribute, UUID; and the driver's version.
 
-
 #include <array>
 #include <compare>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
 // The driver's CUDA version, e.g. 13000 for CUDA 13.0.
 [[nodiscard]] inline int driver_version(SourceLocation where = SourceLocation::current()) {
   int v = 0;
-  detail::call<ffi::Entry::DriverGetVersion>(where, &v);
+  detail::check(detail::api().DriverGetVersion(&v), ffi::Entry::DriverGetVersion, where);
   return v;
 }
 
@@ -1315,8 +1302,7 @@ class Device {
   [[nodiscard]] std::string name(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] ComputeCapability compute_capability(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] std::size_t total_memory(SourceLocation where = SourceLocation::current()) const;
-  [[nodiscard]] int attribute(ffi::CUdevice_attribute attr,
-                              SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] int attribute(ffi::CUdevice_attribute attr, SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] Uuid uuid(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] int multiprocessor_count(SourceLocation where = SourceLocation::current()) const {
     return attribute(ffi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, where);
@@ -1345,7 +1331,7 @@ inline std::string Uuid::to_string() const {
 
 inline int Device::count(SourceLocation where) {
   int n = 0;
-  detail::call<ffi::Entry::DeviceGetCount>(where, &n);
+  detail::check(detail::api().DeviceGetCount(&n), ffi::Entry::DeviceGetCount, where);
   return n;
 }
 
@@ -1358,19 +1344,20 @@ inline Device Device::get(int ordinal, SourceLocation where) {
                             (n > 0 ? " (ordinals 0.." + std::to_string(n - 1) + ")" : std::string()),
                         where));
   ffi::CUdevice d = 0;
-  detail::call<ffi::Entry::DeviceGet>(where, &d, ordinal);
+  detail::check(detail::api().DeviceGet(&d, ordinal), ffi::Entry::DeviceGet, where);
   return Device(d);
 }
 
 inline std::string Device::name(SourceLocation where) const {
   char buf[256] = {};
-  detail::call<ffi::Entry::DeviceGetName>(where, buf, static_cast<int>(sizeof buf - 1), raw_);
+  detail::check(detail::api().DeviceGetName(buf, static_cast<int>(sizeof buf - 1), raw_), ffi::Entry::DeviceGetName,
+                where);
   return buf;
 }
 
 inline int Device::attribute(ffi::CUdevice_attribute attr, SourceLocation where) const {
   int v = 0;
-  detail::call<ffi::Entry::DeviceGetAttribute>(where, &v, attr, raw_);
+  detail::check(detail::api().DeviceGetAttribute(&v, attr, raw_), ffi::Entry::DeviceGetAttribute, where);
   return v;
 }
 
@@ -1381,13 +1368,13 @@ inline ComputeCapability Device::compute_capability(SourceLocation where) const 
 
 inline std::size_t Device::total_memory(SourceLocation where) const {
   std::size_t bytes = 0;
-  detail::call<ffi::Entry::DeviceTotalMem>(where, &bytes, raw_);
+  detail::check(detail::api().DeviceTotalMem(&bytes, raw_), ffi::Entry::DeviceTotalMem, where);
   return bytes;
 }
 
 inline Uuid Device::uuid(SourceLocation where) const {
   ffi::CUuuid raw{};
-  detail::call<ffi::Entry::DeviceGetUuid>(where, &raw, raw_);
+  detail::check(detail::api().DeviceGetUuid(&raw, raw_), ffi::Entry::DeviceGetUuid, where);
   Uuid u;
   for (std::size_t i = 0; i < u.bytes.size(); ++i) u.bytes[i] = static_cast<unsigned char>(raw.bytes[i]);
   return u;
@@ -1400,8 +1387,8 @@ OXICUDA_NAMESPACE_END
 // oxicuda/context.hpp — Context (a device's primary context, or one created
 // explicitly) and ScopedCurrent, the "make current, restore on exit" guard.
 
-
 #include <memory>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -1526,9 +1513,9 @@ class Context {
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
     ~Owner() override {
       if (kind == Kind::primary)
-        detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device);
+        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease);
       else
-        detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
     }
   };
 
@@ -1554,16 +1541,16 @@ class ScopedCurrent {
     if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::ScopedCurrent", where);
   }
   explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current()) {
-    detail::call<ffi::Entry::CtxGetCurrent>(where, &previous_);
+    detail::check(detail::api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, where);
     if (previous_ != ctx) {
-      detail::call<ffi::Entry::CtxSetCurrent>(where, ctx);
+      detail::check(detail::api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, where);
       switched_ = true;
     }
   }
   ScopedCurrent(const ScopedCurrent&) = delete;
   ScopedCurrent& operator=(const ScopedCurrent&) = delete;
   ~ScopedCurrent() {
-    if (switched_) detail::call_nothrow<ffi::Entry::CtxSetCurrent>(previous_);
+    if (switched_) detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
   }
 
  private:
@@ -1631,22 +1618,17 @@ class SharedHandle {
   const InContext<Object, Extra>* state_ = nullptr;
 };
 
-template <ffi::Entry Destroy, class Object>
-void destroy_with(Object* raw) noexcept {
-  call_nothrow<Destroy>(raw);
-}
-
 }  // namespace detail
 
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());
+  detail::check(detail::api().DevicePrimaryCtxRetain(&raw, device.raw()), ffi::Entry::DevicePrimaryCtxRetain, where);
   detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
-    detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device.raw());
+    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease);
     throw;
   }
 #else
@@ -1661,11 +1643,11 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   // cuCtxCreate pushes the new context on the calling thread's stack; pop it
   // so the thread's current context is what it was.
   CUcontext raw = nullptr;
-  detail::call<ffi::Entry::CtxCreate>(where, &raw, flags, device.raw());
+  detail::check(detail::api().CtxCreate(&raw, flags, device.raw()), ffi::Entry::CtxCreate, where);
   CUcontext popped = nullptr;
-  const ffi::CUresult pop = detail::call_result<ffi::Entry::CtxPopCurrent>(where, &popped);
+  const ffi::CUresult pop = detail::api().CtxPopCurrent(&popped);
   if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
-    detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
     detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
   }
   detail::Shared<Owner> owner;
@@ -1673,7 +1655,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
-    detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
     throw;
   }
 #else
@@ -1684,7 +1666,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
 
 inline Context Context::current(SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::call<ffi::Entry::CtxGetCurrent>(where, &raw);
+  detail::check(detail::api().CtxGetCurrent(&raw), ffi::Entry::CtxGetCurrent, where);
   return borrow(raw);
 }
 
@@ -1693,30 +1675,32 @@ inline Device Context::device(SourceLocation where) const {
   if (device_ >= 0) return Device::from_raw(device_);
   ScopedCurrent current(raw, where);
   ffi::CUdevice d = 0;
-  detail::call<ffi::Entry::CtxGetDevice>(where, &d);
+  detail::check(detail::api().CtxGetDevice(&d), ffi::Entry::CtxGetDevice, where);
   return Device::from_raw(d);
 }
 
 inline void Context::make_current(SourceLocation where) const {
-  detail::call<ffi::Entry::CtxSetCurrent>(where, checked("oxicuda::Context::make_current", where));
+  detail::check(detail::api().CtxSetCurrent(checked("oxicuda::Context::make_current", where)),
+                ffi::Entry::CtxSetCurrent, where);
 }
 
 inline void Context::synchronize(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-  detail::call<ffi::Entry::CtxSynchronize>(where);
+  detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
 }
 
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
   StreamPriorityRange r;
-  detail::call<ffi::Entry::CtxGetStreamPriorityRange>(where, &r.least, &r.greatest);
+  detail::check(detail::api().CtxGetStreamPriorityRange(&r.least, &r.greatest), ffi::Entry::CtxGetStreamPriorityRange,
+                where);
   return r;
 }
 
 inline MemoryInfo Context::memory_info(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
   MemoryInfo m;
-  detail::call<ffi::Entry::MemGetInfo>(where, &m.free, &m.total);
+  detail::check(detail::api().MemGetInfo(&m.free, &m.total), ffi::Entry::MemGetInfo, where);
   return m;
 }
 
@@ -1728,8 +1712,8 @@ OXICUDA_NAMESPACE_END
 // through the stream (stream.record(event), see stream.hpp); here are its
 // creation flags, synchronize, query and the time between two events.
 
-
 #include <chrono>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -1743,13 +1727,16 @@ struct EventOptions {
 // Time between two events, as the driver measures it (about 0.5 µs resolution).
 using Milliseconds = std::chrono::duration<float, std::milli>;
 
+namespace detail {
+inline void destroy_event(CUevent_st* e) noexcept { check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy); }
+}  // namespace detail
+
 // A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
 // once, when the last copy drops; every copy keeps the event's context alive.
 class Event {
  public:
   Event() noexcept = default;
-  explicit Event(const Context& ctx, EventOptions options = {},
-                 SourceLocation where = SourceLocation::current());
+  explicit Event(const Context& ctx, EventOptions options = {}, SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return event_.get() != nullptr; }
@@ -1787,18 +1774,18 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
   CUevent raw = nullptr;
   {
     ScopedCurrent current(ctx, where);
-    detail::call<ffi::Entry::EventCreate>(where, &raw, flags);
+    detail::check(detail::api().EventCreate(&raw, flags), ffi::Entry::EventCreate, where);
   }
-  event_ = {ctx, raw, &detail::destroy_with<ffi::Entry::EventDestroy, CUevent_st>, options.timing};
+  event_ = {ctx, raw, &detail::destroy_event, options.timing};
 }
 
 inline void Event::synchronize(SourceLocation where) const {
-  detail::call<ffi::Entry::EventSynchronize>(where, checked("oxicuda::Event::synchronize", where));
+  detail::check(detail::api().EventSynchronize(checked("oxicuda::Event::synchronize", where)),
+                ffi::Entry::EventSynchronize, where);
 }
 
 inline bool Event::ready(SourceLocation where) const {
-  const ffi::CUresult r =
-      detail::call_result<ffi::Entry::EventQuery>(where, checked("oxicuda::Event::ready", where));
+  const ffi::CUresult r = detail::api().EventQuery(checked("oxicuda::Event::ready", where));
   if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
   if (r == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(ffi::Entry::EventQuery, r, where);
@@ -1808,7 +1795,7 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   CUevent s = start.checked("oxicuda::Event::elapsed", where);
   CUevent e = end.checked("oxicuda::Event::elapsed", where);
   float ms = 0.0f;
-  const ffi::CUresult r = detail::call_result<ffi::Entry::EventElapsedTime>(where, &ms, s, e);
+  const ffi::CUresult r = detail::api().EventElapsedTime(&ms, s, e);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     std::string why;
     if (!start.timing() || !end.timing())
@@ -1830,10 +1817,16 @@ OXICUDA_NAMESPACE_END
 // oxicuda/stream.hpp — Stream: a queue of work on the GPU. Copies are
 // handles to one queue; record/wait tie queues together through events.
 
-
 #include <new>
 
+
 OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+inline void destroy_stream(CUstream_st* s) noexcept {
+  check_nothrow(api().StreamDestroy(s), ffi::Entry::StreamDestroy);
+}
+}  // namespace detail
 
 // Options for a new stream, taken by designated initializers:
 //   Stream s{ctx, {.priority = -1}}
@@ -1865,8 +1858,7 @@ class Stream {
   Stream() noexcept = default;
   // A new stream in `ctx`. The context is made current for the creation and
   // the thread's previous context restored.
-  explicit Stream(const Context& ctx, StreamOptions options = {},
-                  SourceLocation where = SourceLocation::current());
+  explicit Stream(const Context& ctx, StreamOptions options = {}, SourceLocation where = SourceLocation::current());
 
   // A handle to a stream that other code owns; oxicuda never destroys it.
   // The first form asks the driver for the stream's context
@@ -1927,11 +1919,12 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
   {
     ScopedCurrent current(ctx, where);
     if (options.priority == 0)
-      detail::call<ffi::Entry::StreamCreate>(where, &raw, flags);
+      detail::check(detail::api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
     else
-      detail::call<ffi::Entry::StreamCreateWithPriority>(where, &raw, flags, options.priority);
+      detail::check(detail::api().StreamCreateWithPriority(&raw, flags, options.priority),
+                    ffi::Entry::StreamCreateWithPriority, where);
   }
-  queue_ = {ctx, raw, &detail::destroy_with<ffi::Entry::StreamDestroy, CUstream_st>};
+  queue_ = {ctx, raw, &detail::destroy_stream};
 }
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
@@ -1942,17 +1935,17 @@ inline Stream Stream::borrow(CUstream raw, Context ctx) {
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
   CUcontext ctx = nullptr;
-  detail::call<ffi::Entry::StreamGetCtx>(where, raw, &ctx);
+  detail::check(detail::api().StreamGetCtx(raw, &ctx), ffi::Entry::StreamGetCtx, where);
   return borrow(raw, Context::borrow(ctx));
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
-  detail::call<ffi::Entry::StreamSynchronize>(where, checked("oxicuda::Stream::synchronize", where));
+  detail::check(detail::api().StreamSynchronize(checked("oxicuda::Stream::synchronize", where)),
+                ffi::Entry::StreamSynchronize, where);
 }
 
 inline bool Stream::ready(SourceLocation where) const {
-  const ffi::CUresult r =
-      detail::call_result<ffi::Entry::StreamQuery>(where, checked("oxicuda::Stream::ready", where));
+  const ffi::CUresult r = detail::api().StreamQuery(checked("oxicuda::Stream::ready", where));
   if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
   if (r == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(ffi::Entry::StreamQuery, r, where);
@@ -1961,24 +1954,28 @@ inline bool Stream::ready(SourceLocation where) const {
 inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::call<ffi::Entry::EventRecord>(where, e, checked("oxicuda::Stream::record", where));
+  detail::check(detail::api().EventRecord(e, checked("oxicuda::Stream::record", where)), ffi::Entry::EventRecord,
+                where);
 }
 
 inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::call<ffi::Entry::StreamWaitEvent>(where, checked("oxicuda::Stream::wait", where), e, 0u);
+  detail::check(detail::api().StreamWaitEvent(checked("oxicuda::Stream::wait", where), e, 0u),
+                ffi::Entry::StreamWaitEvent, where);
 }
 
 inline int Stream::priority(SourceLocation where) const {
   int p = 0;
-  detail::call<ffi::Entry::StreamGetPriority>(where, checked("oxicuda::Stream::priority", where), &p);
+  detail::check(detail::api().StreamGetPriority(checked("oxicuda::Stream::priority", where), &p),
+                ffi::Entry::StreamGetPriority, where);
   return p;
 }
 
 inline bool Stream::non_blocking(SourceLocation where) const {
   unsigned flags = 0;
-  detail::call<ffi::Entry::StreamGetFlags>(where, checked("oxicuda::Stream::non_blocking", where), &flags);
+  detail::check(detail::api().StreamGetFlags(checked("oxicuda::Stream::non_blocking", where), &flags),
+                ffi::Entry::StreamGetFlags, where);
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
 
@@ -2007,9 +2004,8 @@ template <class F>
 void Stream::launch_host_func(F&& fn, SourceLocation where) const {
   using Fn = std::decay_t<F>;
   CUstream s = checked("oxicuda::Stream::launch_host_func", where);
-  auto enqueue = detail::entry<ffi::Entry::LaunchHostFunc>(where);  // before allocating: a missing one throws
   Fn* boxed = new Fn(std::forward<F>(fn));
-  const ffi::CUresult r = enqueue(s, &detail::host_func_trampoline<Fn>, boxed);
+  const ffi::CUresult r = detail::api().LaunchHostFunc(s, &detail::host_func_trampoline<Fn>, boxed);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     delete boxed;
     detail::fail(ffi::Entry::LaunchHostFunc, r, where);
@@ -2023,20 +2019,20 @@ OXICUDA_NAMESPACE_END
 // oxicuda/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
 // and Function (a kernel in it, which keeps its module alive).
 
-
 #include <atomic>
 #include <string_view>
 #include <type_traits>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
 // Options for the driver's JIT, taken by designated initializers:
 //   Module::from_ptx(ctx, ptx, {.max_registers = 64, .line_info = true})
 struct JitOptions {
-  int max_registers = 0;        // 0: no limit
-  int optimization_level = -1;  // 0..4; -1: the driver's default (4)
-  bool line_info = false;       // -lineinfo
-  bool debug_info = false;      // -G
+  int max_registers = 0;              // 0: no limit
+  int optimization_level = -1;        // 0..4; -1: the driver's default (4)
+  bool line_info = false;             // -lineinfo
+  bool debug_info = false;            // -G
   std::size_t log_bytes = 16 * 1024;  // room for each of the info and error logs
 };
 
@@ -2076,8 +2072,7 @@ class Module {
   // are checked against `size` before the driver reads them, so a truncated
   // file is an error, not a read past the end.
   [[nodiscard]] static Module from_image(const Context& ctx, const void* data, std::size_t size,
-                                         JitOptions options = {},
-                                         SourceLocation where = SourceLocation::current());
+                                         JitOptions options = {}, SourceLocation where = SourceLocation::current());
   // Loads a .ptx, .cubin or .fatbin file (the kind is read from its content).
   [[nodiscard]] static Module from_file(const Context& ctx, const std::string& path, JitOptions options = {},
                                         SourceLocation where = SourceLocation::current());
@@ -2109,14 +2104,13 @@ class Module {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
-    State(Context c, CUmodule r, std::string log) noexcept
-        : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
-    ~State() override { detail::call_nothrow<ffi::Entry::ModuleUnload>(raw); }
+    State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
+    ~State() override { detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload); }
   };
   friend class Function;
 
-  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text,
-                     const JitOptions& options, SourceLocation where);
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where);
 
   detail::Shared<const State> state_;
 };
@@ -2269,7 +2263,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   ffi::CUresult r;
   {
     ScopedCurrent current(ctx, where);
-    r = detail::call_result<ffi::Entry::ModuleLoadDataEx>(where, &raw, image, n, keys, values);
+    r = detail::api().ModuleLoadDataEx(&raw, image, n, keys, values);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     std::string why = std::string(is_text ? "PTX source" : "binary image") + " of " + std::to_string(size) + " bytes";
@@ -2283,7 +2277,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   try {
     m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
-    detail::call_nothrow<ffi::Entry::ModuleUnload>(raw);
+    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload);
     throw;
   }
 #else
@@ -2313,12 +2307,11 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
   return load(ctx, data, size, false, options, where);
 }
 
-inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options,
-                                SourceLocation where) {
+inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f)
-    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
-                        "cannot open '" + path + "'", where));
+    detail::raise(
+        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot open '" + path + "'", where));
   std::string bytes;
   char chunk[1 << 14];
   std::size_t got;
@@ -2326,11 +2319,10 @@ inline Module Module::from_file(const Context& ctx, const std::string& path, Jit
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
-    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
-                        "cannot read '" + path + "'", where));
+    detail::raise(
+        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot read '" + path + "'", where));
   if (bytes.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
-                        "'" + path + "' is empty", where));
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file", "'" + path + "' is empty", where));
   return from_image(ctx, bytes.data(), bytes.size(), options, where);
 }
 
@@ -2346,14 +2338,13 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
   ffi::CUresult r;
   {
     ScopedCurrent current(state_->ctx, where);
-    r = detail::call_result<ffi::Entry::ModuleGetFunction>(where, &raw, state_->raw, n.c_str());
+    r = detail::api().ModuleGetFunction(&raw, state_->raw, n.c_str());
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS))
     detail::fail(ffi::Entry::ModuleGetFunction, r, where,
-                 r == ffi::CUDA_ERROR_NOT_FOUND
-                     ? "the module has no kernel named '" + n +
-                           "' (a C++ kernel not declared extern \"C\" has a mangled name)"
-                     : "looking up kernel '" + n + "'");
+                 r == ffi::CUDA_ERROR_NOT_FOUND ? "the module has no kernel named '" + n +
+                                                      "' (a C++ kernel not declared extern \"C\" has a mangled name)"
+                                                : "looking up kernel '" + n + "'");
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
@@ -2365,12 +2356,13 @@ inline const Module& Function::module() const noexcept {
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
   CUfunction f = checked("oxicuda::Function::attribute", where);
   int v = 0;
-  detail::call<ffi::Entry::FuncGetAttribute>(where, &v, attr, f);
+  detail::check(detail::api().FuncGetAttribute(&v, attr, f), ffi::Entry::FuncGetAttribute, where);
   return v;
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
-  detail::call<ffi::Entry::FuncSetAttribute>(where, checked("oxicuda::Function::set_attribute", where), attr, value);
+  detail::check(detail::api().FuncSetAttribute(checked("oxicuda::Function::set_attribute", where), attr, value),
+                ffi::Entry::FuncSetAttribute, where);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
@@ -2378,8 +2370,8 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
   CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
   ScopedCurrent current(module().context(), where);
   int blocks = 0;
-  detail::call<ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor>(where, &blocks, f, block_size,
-                                                                       dynamic_shared_bytes);
+  detail::check(detail::api().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, block_size, dynamic_shared_bytes),
+                ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor, where);
   return blocks;
 }
 
@@ -2388,15 +2380,16 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
   ScopedCurrent current(module().context(), where);
   BlockSizeSuggestion s;
-  detail::call<ffi::Entry::OccupancyMaxPotentialBlockSize>(where, &s.min_grid_size, &s.block_size, f, nullptr,
-                                                            dynamic_shared_bytes, block_size_limit);
+  detail::check(detail::api().OccupancyMaxPotentialBlockSize(&s.min_grid_size, &s.block_size, f, nullptr,
+                                                             dynamic_shared_bytes, block_size_limit),
+                ffi::Entry::OccupancyMaxPotentialBlockSize, where);
   return s;
 }
 
 inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept {
-  auto set = detail::api().FuncSetAttribute;
-  if (!raw_ || !set) return raw_ ? ffi::CUDA_ERROR_NOT_FOUND : ffi::CUDA_ERROR_INVALID_HANDLE;
-  const ffi::CUresult r = set(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+  if (!raw_) return ffi::CUDA_ERROR_INVALID_HANDLE;
+  const ffi::CUresult r = detail::api().FuncSetAttribute(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                         static_cast<int>(bytes));
   if (r == ffi::CUDA_SUCCESS) {
     unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
     while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
@@ -2407,7 +2400,6 @@ inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) co
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  (void)detail::entry<ffi::Entry::FuncSetAttribute>(where);  // a missing entry point explains itself
   const ffi::CUresult r = try_allow_dynamic_shared_bytes(bytes);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
 }
@@ -2474,8 +2466,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 // or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
 // query is an Error.
 [[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
-                                                      const ParamSlot* want, std::size_t n_want,
-                                                      const ParamSlot* got, std::size_t n_got, SourceLocation where) {
+                                                      const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
+                                                      std::size_t n_got, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
               "kernel '" + std::string(fn.name()) + "' is declared " + std::string(signature) + ", " +
                   describe_layout(want, n_want) + ", but the module's kernel takes " + describe_layout(got, n_got),
@@ -2484,8 +2476,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
+  if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
   auto info = api().FuncGetParamInfo;
-  if (!info) return;
   constexpr std::size_t n = sizeof...(Params);
   ParamSlot want[n + 1] = {};
   {
@@ -2504,15 +2496,14 @@ void check_parameters(const Function& fn, SourceLocation where) {
   for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
-    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;      // past the last parameter
-    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;     // the driver cannot tell for this function
+    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
+    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
     if (r != ffi::CUDA_SUCCESS)
       fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
     got[count++] = slot;
   }
   bool same = count == n;
-  for (std::size_t i = 0; same && i < n; ++i)
-    same = got[i].offset == want[i].offset && got[i].size == want[i].size;
+  for (std::size_t i = 0; same && i < n; ++i) same = got[i].offset == want[i].offset && got[i].size == want[i].size;
   if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
 }
 
@@ -2540,12 +2531,12 @@ OXICUDA_NAMESPACE_END
 // page-locked host memory (PinnedBuffer<T>), copies and fills, synchronous
 // and stream-ordered, and the device's memory pool.
 
-
 #include <bit>
 #include <concepts>
 #include <cstdint>
 #include <span>
 #include <type_traits>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -2563,8 +2554,7 @@ class DeviceSpan {
       : ptr_(ptr), count_(count), ctx_(ctx) {}
   // A span of T converts to a span of const T.
   template <class U>
-    requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
-  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+  requires std::is_same_v<const U, T> &&(!std::is_same_v<U, T>)constexpr DeviceSpan(DeviceSpan<U> other) noexcept
       : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
@@ -2764,11 +2754,13 @@ class MemoryPool {
 namespace detail {
 
 template <class R>
-concept device_range = requires(const R& r) { r.device_span(); };
+concept device_range = requires(const R& r) {
+  r.device_span();
+};
 
 template <class R>
-concept host_range = !device_range<R> && requires(R& r) {
-  { std::data(r) };
+concept host_range = !device_range<R> && requires(R & r) {
+  {std::data(r)};
   { std::size(r) } -> std::convertible_to<std::size_t>;
 };
 
@@ -2798,13 +2790,13 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 class ScopedCurrentNothrow {
  public:
   explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
-    if (ctx && call_nothrow<ffi::Entry::CtxGetCurrent>(&previous_) && previous_ != ctx)
-      switched_ = call_nothrow<ffi::Entry::CtxSetCurrent>(ctx);
+    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent) && previous_ != ctx)
+      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent);
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
   ~ScopedCurrentNothrow() {
-    if (switched_) call_nothrow<ffi::Entry::CtxSetCurrent>(previous_);
+    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
   }
 
  private:
@@ -2826,21 +2818,21 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    call<ffi::Entry::MemcpyDtoDAsync>(where, d.device_ptr(), s.device_ptr(), d.size_bytes(), q);
+    check(api().MemcpyDtoDAsync(d.device_ptr(), s.device_ptr(), d.size_bytes(), q), ffi::Entry::MemcpyDtoDAsync, where);
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    call<ffi::Entry::MemcpyHtoDAsync>(where, d.device_ptr(), std::data(src), d.size_bytes(), q);
+    check(api().MemcpyHtoDAsync(d.device_ptr(), std::data(src), d.size_bytes(), q), ffi::Entry::MemcpyHtoDAsync, where);
   } else {
     using T = device_element_t<Src>;
     static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    call<ffi::Entry::MemcpyDtoHAsync>(where, std::data(dst), s.device_ptr(), s.size_bytes(), q);
+    check(api().MemcpyDtoHAsync(std::data(dst), s.device_ptr(), s.size_bytes(), q), ffi::Entry::MemcpyDtoHAsync, where);
   }
 }
 
@@ -2850,15 +2842,17 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
-    call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q);
+    check(api().MemsetD8Async(d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q),
+          ffi::Entry::MemsetD8Async, where);
   else
-    call<ffi::Entry::MemsetD32Async>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q);
+    check(api().MemsetD32Async(d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q), ffi::Entry::MemsetD32Async,
+          where);
 }
 
 template <class Dst>
 void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
   const auto d = dst.device_span();
-  call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), byte, d.size_bytes(), q);
+  check(api().MemsetD8Async(d.device_ptr(), byte, d.size_bytes(), q), ffi::Entry::MemsetD8Async, where);
 }
 
 template <class R>
@@ -2879,7 +2873,7 @@ template <class Enqueue>
 void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
   auto run = [&] {
     enqueue(ffi::stream_per_thread());
-    call<ffi::Entry::StreamSynchronize>(where, ffi::stream_per_thread());
+    check(api().StreamSynchronize(ffi::stream_per_thread()), ffi::Entry::StreamSynchronize, where);
   };
   if (ctx) {
     ScopedCurrent current(ctx, where);
@@ -2890,8 +2884,8 @@ void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
 }
 
 template <class Dst, class Src>
-concept copyable = (device_range<Dst> || device_range<Src>) && (device_range<Dst> || host_range<Dst>) &&
-                   (device_range<Src> || host_range<Src>);
+concept copyable = (device_range<Dst> || device_range<Src>)&&(device_range<Dst> ||
+                                                              host_range<Dst>)&&(device_range<Src> || host_range<Src>);
 
 }  // namespace detail
 
@@ -2899,7 +2893,7 @@ concept copyable = (device_range<Dst> || device_range<Src>) && (device_range<Dst
 // detail::synchronously). The device side's context, when its span knows
 // it, is current for the call.
 template <class Dst, class Src>
-  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
   detail::synchronously(ctx, where, [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
@@ -2907,7 +2901,7 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
 
 // Stream-ordered copy: enqueued on `stream`, one driver call.
 template <class Dst, class Src>
-  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::copy_on(stream.checked("oxicuda::copy_async", where), dst, src, "oxicuda::copy_async", where);
 }
@@ -2917,28 +2911,28 @@ void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where
 // synchronous forms return with the memory set; the _async ones are one
 // driver call on `stream`.
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
           SourceLocation where = SourceLocation::current()) {
   detail::synchronously(detail::context_of(dst), where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
 }
 
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
   detail::fill_on(stream.checked("oxicuda::fill_async", where), dst, value, where);
 }
 
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
   detail::synchronously(detail::context_of(dst), where,
                         [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
 }
 
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
   detail::fill_bytes_on(stream.checked("oxicuda::fill_bytes_async", where), dst, byte, where);
@@ -2963,7 +2957,7 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
   ScopedCurrent current(ctx, where);
-  detail::call<ffi::Entry::MemAlloc>(where, &ptr_, bytes);
+  detail::check(detail::api().MemAlloc(&ptr_, bytes), ffi::Entry::MemAlloc, where);
   count_ = count;
 }
 
@@ -2974,7 +2968,7 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_
   DeviceBuffer b;
   b.ctx_ = stream.context();
   if (count == 0) return b;
-  detail::call<ffi::Entry::MemAllocAsync>(where, &b.ptr_, bytes, q);
+  detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
   b.free_stream_ = stream;
   b.count_ = count;
   return b;
@@ -2994,10 +2988,10 @@ template <class T>
 void DeviceBuffer<T>::release() noexcept {
   if (ptr_ != 0) {
     if (free_stream_) {
-      detail::call_nothrow<ffi::Entry::MemFreeAsync>(ptr_, free_stream_.raw());
+      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync);
     } else {
       detail::ScopedCurrentNothrow current(ctx_.raw());
-      detail::call_nothrow<ffi::Entry::MemFree>(ptr_);
+      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree);
     }
   }
   ptr_ = 0;
@@ -3027,7 +3021,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
   void* p = nullptr;
   ScopedCurrent current(ctx, where);
-  detail::call<ffi::Entry::MemHostAlloc>(where, &p, bytes, flags);
+  detail::check(detail::api().MemHostAlloc(&p, bytes, flags), ffi::Entry::MemHostAlloc, where);
   data_ = static_cast<T*>(p);
   count_ = count;
 }
@@ -3036,7 +3030,7 @@ template <class T>
 void PinnedBuffer<T>::release() noexcept {
   if (data_ != nullptr) {
     detail::ScopedCurrentNothrow current(ctx_.raw());
-    detail::call_nothrow<ffi::Entry::MemFreeHost>(static_cast<void*>(data_));
+    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost);
   }
   data_ = nullptr;
   count_ = 0;
@@ -3046,23 +3040,24 @@ void PinnedBuffer<T>::release() noexcept {
 
 inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
   CUmemoryPool pool = nullptr;
-  detail::call<ffi::Entry::DeviceGetDefaultMemPool>(where, &pool, device.raw());
+  detail::check(detail::api().DeviceGetDefaultMemPool(&pool, device.raw()), ffi::Entry::DeviceGetDefaultMemPool, where);
   return MemoryPool(pool);
 }
 
 inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
   ffi::cuuint64_t v = bytes;
-  detail::call<ffi::Entry::MemPoolSetAttribute>(where, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                                static_cast<void*>(&v));
+  detail::check(detail::api().MemPoolSetAttribute(raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)),
+                ffi::Entry::MemPoolSetAttribute, where);
 }
 
 inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
-  detail::call<ffi::Entry::MemPoolTrimTo>(where, raw_, keep_bytes);
+  detail::check(detail::api().MemPoolTrimTo(raw_, keep_bytes), ffi::Entry::MemPoolTrimTo, where);
 }
 
 inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
   ffi::cuuint64_t v = 0;
-  detail::call<ffi::Entry::MemPoolGetAttribute>(where, raw_, attr, static_cast<void*>(&v));
+  detail::check(detail::api().MemPoolGetAttribute(raw_, attr, static_cast<void*>(&v)), ffi::Entry::MemPoolGetAttribute,
+                where);
   return v;
 }
 
@@ -3073,9 +3068,9 @@ OXICUDA_NAMESPACE_END
 // oxicuda/launch.hpp — launching kernels: LaunchConfig, the untyped variadic
 // launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 
-
 #include <tuple>
 #include <utility>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -3121,19 +3116,19 @@ struct Located {
 
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
-                                                   const LaunchConfig& cfg, SourceLocation where) {
+                                                    const LaunchConfig& cfg, SourceLocation where) {
   auto dims = [](Dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); };
   std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
                     ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
   if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
   if (cfg.cooperative) why += ", cooperative";
   if (entry == ffi::Entry::FuncSetAttribute) {
-    why += ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
+    why +=
+        ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
     int optin = 0;
-    auto get = api().DeviceGetAttribute;
     const Device device = fn.module().context().device(where);
-    if (get && get(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
-                   ffi::CUDA_SUCCESS)
+    if (api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
+        ffi::CUDA_SUCCESS)
       why += "; this device allows at most " + std::to_string(optin) + " bytes per block";
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why += ": a grid or block dimension is zero";
@@ -3157,8 +3152,8 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
   ffi::Entry entry;
   if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
     entry = ffi::Entry::LaunchKernel;
-    r = call_result<ffi::Entry::LaunchKernel>(where, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x,
-                                              cfg.block.y, cfg.block.z, cfg.shared_bytes, s, params, nullptr);
+    r = api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                           cfg.shared_bytes, s, params, nullptr);
   } else {
     ffi::CUlaunchAttribute attrs[2] = {};
     unsigned n = 0;
@@ -3172,10 +3167,10 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
       attrs[n].value.cooperative = 1;
       ++n;
     }
-    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,  cfg.grid.z,       cfg.block.x, cfg.block.y,
-                                     cfg.block.z, cfg.shared_bytes, s, attrs, n};
+    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
+                                     cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
     entry = ffi::Entry::LaunchKernelEx;
-    r = call_result<ffi::Entry::LaunchKernelEx>(where, &config, f, params, nullptr);
+    r = api().LaunchKernelEx(&config, f, params, nullptr);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
 }
@@ -3183,10 +3178,9 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 // How an argument becomes a parameter of type P: device buffers and spans
 // become their T*, anything else converts as in a function call.
 template <class P, class A>
-concept passable_as =
-    std::is_convertible_v<A, P> ||
-    (std::is_pointer_v<P> && device_range<std::remove_cvref_t<A>> &&
-     std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
+concept passable_as = std::is_convertible_v<A, P> ||
+    (std::is_pointer_v<P>&& device_range<std::remove_cvref_t<A>>&&
+         std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
 
 template <class P, class A>
 P to_parameter(A&& a) noexcept {
@@ -3224,17 +3218,17 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // or the wrong number of them, does not compile. One cuLaunchKernel on the
 // plain path; no allocation, no context switch.
 template <class... Params, class... Args>
-  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
-                   const LaunchConfig& cfg, Args&&... args) {
+requires(sizeof...(Args) == sizeof...(Params) &&
+         (detail::passable_as<Params, Args&&> && ...)) inline void launch(detail::Located<const Stream&> stream,
+                                                                          const Kernel<void(Params...)>& kernel,
+                                                                          const LaunchConfig& cfg, Args&&... args) {
   if constexpr (sizeof...(Params) == 0) {
     detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
   } else {
     std::tuple<Params...> values{detail::to_parameter<Params>(std::forward<Args>(args))...};
     void* params[sizeof...(Params)];
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((params[I] = static_cast<void*>(&std::get<I>(values))), ...);
-    }(std::index_sequence_for<Params...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) { ((params[I] = static_cast<void*>(&std::get<I>(values))), ...); }
+    (std::index_sequence_for<Params...>{});
     detail::enqueue(stream.value, kernel.function(), cfg, params, stream.where);
   }
 }

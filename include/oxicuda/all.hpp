@@ -1,6 +1,8 @@
 // oxicuda/all.hpp — every part of oxicuda; the modular form of oxicuda.hpp.
 #pragma once
 
+// The order is the layering, bottom up (tools/amalgamate.py follows it).
+// clang-format off
 #include "config.hpp"
 #include "ffi.hpp"
 #include "loader.hpp"
@@ -12,3 +14,4 @@
 #include "module.hpp"
 #include "memory.hpp"
 #include "launch.hpp"
+// clang-format on

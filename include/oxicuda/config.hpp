@@ -30,8 +30,7 @@
 #define OXICUDA_CUDAAPI
 #endif
 
-#if !defined(OXICUDA_NO_EXCEPTIONS) && \
-    (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+#if !defined(OXICUDA_NO_EXCEPTIONS) && (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
 #define OXICUDA_EXCEPTIONS 1
 #else
 #define OXICUDA_EXCEPTIONS 0
@@ -51,8 +50,7 @@
 // versions linked into one program cannot silently mix their layouts.
 #define OXICUDA_ABI_CONCAT_(a, b, c) v##a##_##b##_##c
 #define OXICUDA_ABI_CONCAT(a, b, c) OXICUDA_ABI_CONCAT_(a, b, c)
-#define OXICUDA_ABI_NAMESPACE \
-  OXICUDA_ABI_CONCAT(OXICUDA_VERSION_MAJOR, OXICUDA_VERSION_MINOR, OXICUDA_VERSION_PATCH)
+#define OXICUDA_ABI_NAMESPACE OXICUDA_ABI_CONCAT(OXICUDA_VERSION_MAJOR, OXICUDA_VERSION_MINOR, OXICUDA_VERSION_PATCH)
 #define OXICUDA_NAMESPACE_BEGIN \
   namespace oxicuda {           \
   inline namespace OXICUDA_ABI_NAMESPACE {

@@ -2,9 +2,9 @@
 // explicitly) and ScopedCurrent, the "make current, restore on exit" guard.
 #pragma once
 
-#include "device.hpp"
-
 #include <memory>
+
+#include "device.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -129,9 +129,9 @@ class Context {
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
     ~Owner() override {
       if (kind == Kind::primary)
-        detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device);
+        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease);
       else
-        detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
     }
   };
 
@@ -157,16 +157,16 @@ class ScopedCurrent {
     if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::ScopedCurrent", where);
   }
   explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current()) {
-    detail::call<ffi::Entry::CtxGetCurrent>(where, &previous_);
+    detail::check(detail::api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, where);
     if (previous_ != ctx) {
-      detail::call<ffi::Entry::CtxSetCurrent>(where, ctx);
+      detail::check(detail::api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, where);
       switched_ = true;
     }
   }
   ScopedCurrent(const ScopedCurrent&) = delete;
   ScopedCurrent& operator=(const ScopedCurrent&) = delete;
   ~ScopedCurrent() {
-    if (switched_) detail::call_nothrow<ffi::Entry::CtxSetCurrent>(previous_);
+    if (switched_) detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
   }
 
  private:
@@ -234,22 +234,17 @@ class SharedHandle {
   const InContext<Object, Extra>* state_ = nullptr;
 };
 
-template <ffi::Entry Destroy, class Object>
-void destroy_with(Object* raw) noexcept {
-  call_nothrow<Destroy>(raw);
-}
-
 }  // namespace detail
 
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::call<ffi::Entry::DevicePrimaryCtxRetain>(where, &raw, device.raw());
+  detail::check(detail::api().DevicePrimaryCtxRetain(&raw, device.raw()), ffi::Entry::DevicePrimaryCtxRetain, where);
   detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
-    detail::call_nothrow<ffi::Entry::DevicePrimaryCtxRelease>(device.raw());
+    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease);
     throw;
   }
 #else
@@ -264,11 +259,11 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   // cuCtxCreate pushes the new context on the calling thread's stack; pop it
   // so the thread's current context is what it was.
   CUcontext raw = nullptr;
-  detail::call<ffi::Entry::CtxCreate>(where, &raw, flags, device.raw());
+  detail::check(detail::api().CtxCreate(&raw, flags, device.raw()), ffi::Entry::CtxCreate, where);
   CUcontext popped = nullptr;
-  const ffi::CUresult pop = detail::call_result<ffi::Entry::CtxPopCurrent>(where, &popped);
+  const ffi::CUresult pop = detail::api().CtxPopCurrent(&popped);
   if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
-    detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
     detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
   }
   detail::Shared<Owner> owner;
@@ -276,7 +271,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
-    detail::call_nothrow<ffi::Entry::CtxDestroy>(raw);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
     throw;
   }
 #else
@@ -287,7 +282,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
 
 inline Context Context::current(SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::call<ffi::Entry::CtxGetCurrent>(where, &raw);
+  detail::check(detail::api().CtxGetCurrent(&raw), ffi::Entry::CtxGetCurrent, where);
   return borrow(raw);
 }
 
@@ -296,30 +291,32 @@ inline Device Context::device(SourceLocation where) const {
   if (device_ >= 0) return Device::from_raw(device_);
   ScopedCurrent current(raw, where);
   ffi::CUdevice d = 0;
-  detail::call<ffi::Entry::CtxGetDevice>(where, &d);
+  detail::check(detail::api().CtxGetDevice(&d), ffi::Entry::CtxGetDevice, where);
   return Device::from_raw(d);
 }
 
 inline void Context::make_current(SourceLocation where) const {
-  detail::call<ffi::Entry::CtxSetCurrent>(where, checked("oxicuda::Context::make_current", where));
+  detail::check(detail::api().CtxSetCurrent(checked("oxicuda::Context::make_current", where)),
+                ffi::Entry::CtxSetCurrent, where);
 }
 
 inline void Context::synchronize(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-  detail::call<ffi::Entry::CtxSynchronize>(where);
+  detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
 }
 
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
   StreamPriorityRange r;
-  detail::call<ffi::Entry::CtxGetStreamPriorityRange>(where, &r.least, &r.greatest);
+  detail::check(detail::api().CtxGetStreamPriorityRange(&r.least, &r.greatest), ffi::Entry::CtxGetStreamPriorityRange,
+                where);
   return r;
 }
 
 inline MemoryInfo Context::memory_info(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
   MemoryInfo m;
-  detail::call<ffi::Entry::MemGetInfo>(where, &m.free, &m.total);
+  detail::check(detail::api().MemGetInfo(&m.free, &m.total), ffi::Entry::MemGetInfo, where);
   return m;
 }
 

@@ -2,17 +2,17 @@
 // capability, memory, any attribute, UUID; and the driver's version.
 #pragma once
 
-#include "error.hpp"
-
 #include <array>
 #include <compare>
+
+#include "error.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
 // The driver's CUDA version, e.g. 13000 for CUDA 13.0.
 [[nodiscard]] inline int driver_version(SourceLocation where = SourceLocation::current()) {
   int v = 0;
-  detail::call<ffi::Entry::DriverGetVersion>(where, &v);
+  detail::check(detail::api().DriverGetVersion(&v), ffi::Entry::DriverGetVersion, where);
   return v;
 }
 
@@ -44,8 +44,7 @@ class Device {
   [[nodiscard]] std::string name(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] ComputeCapability compute_capability(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] std::size_t total_memory(SourceLocation where = SourceLocation::current()) const;
-  [[nodiscard]] int attribute(ffi::CUdevice_attribute attr,
-                              SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] int attribute(ffi::CUdevice_attribute attr, SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] Uuid uuid(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] int multiprocessor_count(SourceLocation where = SourceLocation::current()) const {
     return attribute(ffi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, where);
@@ -74,7 +73,7 @@ inline std::string Uuid::to_string() const {
 
 inline int Device::count(SourceLocation where) {
   int n = 0;
-  detail::call<ffi::Entry::DeviceGetCount>(where, &n);
+  detail::check(detail::api().DeviceGetCount(&n), ffi::Entry::DeviceGetCount, where);
   return n;
 }
 
@@ -87,19 +86,20 @@ inline Device Device::get(int ordinal, SourceLocation where) {
                             (n > 0 ? " (ordinals 0.." + std::to_string(n - 1) + ")" : std::string()),
                         where));
   ffi::CUdevice d = 0;
-  detail::call<ffi::Entry::DeviceGet>(where, &d, ordinal);
+  detail::check(detail::api().DeviceGet(&d, ordinal), ffi::Entry::DeviceGet, where);
   return Device(d);
 }
 
 inline std::string Device::name(SourceLocation where) const {
   char buf[256] = {};
-  detail::call<ffi::Entry::DeviceGetName>(where, buf, static_cast<int>(sizeof buf - 1), raw_);
+  detail::check(detail::api().DeviceGetName(buf, static_cast<int>(sizeof buf - 1), raw_), ffi::Entry::DeviceGetName,
+                where);
   return buf;
 }
 
 inline int Device::attribute(ffi::CUdevice_attribute attr, SourceLocation where) const {
   int v = 0;
-  detail::call<ffi::Entry::DeviceGetAttribute>(where, &v, attr, raw_);
+  detail::check(detail::api().DeviceGetAttribute(&v, attr, raw_), ffi::Entry::DeviceGetAttribute, where);
   return v;
 }
 
@@ -110,13 +110,13 @@ inline ComputeCapability Device::compute_capability(SourceLocation where) const 
 
 inline std::size_t Device::total_memory(SourceLocation where) const {
   std::size_t bytes = 0;
-  detail::call<ffi::Entry::DeviceTotalMem>(where, &bytes, raw_);
+  detail::check(detail::api().DeviceTotalMem(&bytes, raw_), ffi::Entry::DeviceTotalMem, where);
   return bytes;
 }
 
 inline Uuid Device::uuid(SourceLocation where) const {
   ffi::CUuuid raw{};
-  detail::call<ffi::Entry::DeviceGetUuid>(where, &raw, raw_);
+  detail::check(detail::api().DeviceGetUuid(&raw, raw_), ffi::Entry::DeviceGetUuid, where);
   Uuid u;
   for (std::size_t i = 0; i < u.bytes.size(); ++i) u.bytes[i] = static_cast<unsigned char>(raw.bytes[i]);
   return u;

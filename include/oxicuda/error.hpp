@@ -3,8 +3,6 @@
 // the checked call through the entry-point table that every wrapper uses.
 #pragma once
 
-#include "loader.hpp"
-
 #include <atomic>
 #include <cstdio>
 #include <source_location>
@@ -13,6 +11,8 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+
+#include "loader.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -67,9 +67,7 @@ class Error : public std::system_error {
   Error(ffi::CUresult result, std::string call, std::string detail = {},
         SourceLocation where = SourceLocation::current());
 
-  [[nodiscard]] ffi::CUresult result() const noexcept {
-    return static_cast<ffi::CUresult>(code().value());
-  }
+  [[nodiscard]] ffi::CUresult result() const noexcept { return static_cast<ffi::CUresult>(code().value()); }
   // "CUDA_ERROR_INVALID_VALUE"
   [[nodiscard]] std::string_view name() const noexcept;
   // The driver's text for the result (or the header's own when no driver is loaded).
@@ -175,18 +173,9 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
 #endif
 }
 
-template <ffi::Entry E>
-struct entry_fn;
-#define OXICUDA_X_FN(member, version, symbol, params)         \
-  template <>                                                 \
-  struct entry_fn<ffi::Entry::member> {                       \
-    static constexpr auto ptr = &ffi::DriverApi::member;      \
-  };
-OXICUDA_DRIVER_API(OXICUDA_X_FN)
-#undef OXICUDA_X_FN
-
-// The error for an entry point that is null: either no usable driver at all
-// (the loader's reason), or this one symbol is missing from an older driver.
+// The error for an entry point the driver does not provide: either no usable
+// driver at all (the loader's reason), or this one symbol is missing from an
+// older driver.
 [[noreturn]] OXICUDA_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
   const DriverInfo& info = driver_info();
   const ffi::EntryInfo& e = ffi::entry_info(entry);
@@ -195,9 +184,8 @@ OXICUDA_DRIVER_API(OXICUDA_X_FN)
       const int v = info.version;
       raise(Error(ffi::CUDA_ERROR_NOT_FOUND, e.name,
                   "the loaded driver (" + info.library + ", CUDA " + std::to_string(v / 1000) + "." +
-                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " +
-                      e.symbol + ", pinned version " + std::to_string(e.version) +
-                      "); this call needs a newer driver",
+                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " + e.symbol +
+                      ", pinned version " + std::to_string(e.version) + "); this call needs a newer driver",
                   where));
     }
     case DriverStatus::stub_library:
@@ -212,59 +200,41 @@ OXICUDA_DRIVER_API(OXICUDA_X_FN)
   raise(Error(ffi::CUDA_ERROR_NOT_INITIALIZED, e.name, info.reason, where));
 }
 
+// The error for a failed driver call. An entry point the driver lacks
+// answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
+// explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
                                            std::string detail = {}) {
+  if (r == ffi::CUDA_ERROR_NOT_FOUND && missing(entry)) unavailable(entry, where);
   raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
 }
 
-// The entry point's function pointer, or the error that explains its absence.
-template <ffi::Entry E>
-[[nodiscard]] inline auto entry(SourceLocation where) {
-  auto fn = api().*entry_fn<E>::ptr;
-  if (OXICUDA_UNLIKELY(fn == nullptr)) unavailable(E, where);
-  return fn;
+// Checks one driver call's result: throws (or reports) an Error naming the
+// call when it failed. Every wrapper calls the driver as
+//   check(api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
+// which is the driver call, one compare and nothing else on success.
+inline void check(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(entry, r, where);
 }
 
-// One driver call; throws (or reports) an Error naming it on failure.
-template <ffi::Entry E, class... A>
-inline void call(SourceLocation where, A&&... args) {
-  const ffi::CUresult r = entry<E>(where)(std::forward<A>(args)...);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(E, r, where);
-}
-
-// One driver call whose result the caller inspects (a query's NOT_READY).
-template <ffi::Entry E, class... A>
-[[nodiscard]] inline ffi::CUresult call_result(SourceLocation where, A&&... args) {
-  return entry<E>(where)(std::forward<A>(args)...);
-}
-
-// One driver call from a destructor: never throws; a failure (or a missing
-// driver) goes to the diagnostic hook. Returns whether it succeeded.
-template <ffi::Entry E, class... A>
-inline bool call_nothrow(A&&... args) noexcept {
-  auto fn = api().*entry_fn<E>::ptr;
-  const ffi::CUresult r = fn ? fn(std::forward<A>(args)...) : ffi::CUDA_ERROR_NOT_INITIALIZED;
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    report(r, ffi::entry_info(E).name);
-    return false;
-  }
-  return true;
+// The same for a call made by a destructor: never throws; a failure goes to
+// the diagnostic hook. Returns whether the call succeeded.
+inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
+  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
+  report(r, ffi::entry_info(entry).name, missing(entry) ? "the loaded driver does not provide this entry point" : "");
+  return false;
 }
 
 // The error for using an empty handle (default-constructed or moved-from).
-[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation,
-                                                   SourceLocation where) {
+[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
-              std::string("this ") + type +
-                  " is empty (default-constructed or moved-from); it has no driver handle",
+              std::string("this ") + type + " is empty (default-constructed or moved-from); it has no driver handle",
               where));
 }
 
 inline std::string driver_description(ffi::CUresult r) {
-  if (auto fn = api().GetErrorString) {
-    const char* s = nullptr;
-    if (fn(r, &s) == ffi::CUDA_SUCCESS && s) return s;
-  }
+  const char* s = nullptr;
+  if (api().GetErrorString(r, &s) == ffi::CUDA_SUCCESS && s) return s;
   const ffi::ResultText* t = result_text(r);
   return t ? t->text : "unknown CUresult";
 }

@@ -3,9 +3,9 @@
 // creation flags, synchronize, query and the time between two events.
 #pragma once
 
-#include "context.hpp"
-
 #include <chrono>
+
+#include "context.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -19,13 +19,16 @@ struct EventOptions {
 // Time between two events, as the driver measures it (about 0.5 µs resolution).
 using Milliseconds = std::chrono::duration<float, std::milli>;
 
+namespace detail {
+inline void destroy_event(CUevent_st* e) noexcept { check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy); }
+}  // namespace detail
+
 // A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
 // once, when the last copy drops; every copy keeps the event's context alive.
 class Event {
  public:
   Event() noexcept = default;
-  explicit Event(const Context& ctx, EventOptions options = {},
-                 SourceLocation where = SourceLocation::current());
+  explicit Event(const Context& ctx, EventOptions options = {}, SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return event_.get() != nullptr; }
@@ -63,18 +66,18 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
   CUevent raw = nullptr;
   {
     ScopedCurrent current(ctx, where);
-    detail::call<ffi::Entry::EventCreate>(where, &raw, flags);
+    detail::check(detail::api().EventCreate(&raw, flags), ffi::Entry::EventCreate, where);
   }
-  event_ = {ctx, raw, &detail::destroy_with<ffi::Entry::EventDestroy, CUevent_st>, options.timing};
+  event_ = {ctx, raw, &detail::destroy_event, options.timing};
 }
 
 inline void Event::synchronize(SourceLocation where) const {
-  detail::call<ffi::Entry::EventSynchronize>(where, checked("oxicuda::Event::synchronize", where));
+  detail::check(detail::api().EventSynchronize(checked("oxicuda::Event::synchronize", where)),
+                ffi::Entry::EventSynchronize, where);
 }
 
 inline bool Event::ready(SourceLocation where) const {
-  const ffi::CUresult r =
-      detail::call_result<ffi::Entry::EventQuery>(where, checked("oxicuda::Event::ready", where));
+  const ffi::CUresult r = detail::api().EventQuery(checked("oxicuda::Event::ready", where));
   if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
   if (r == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(ffi::Entry::EventQuery, r, where);
@@ -84,7 +87,7 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   CUevent s = start.checked("oxicuda::Event::elapsed", where);
   CUevent e = end.checked("oxicuda::Event::elapsed", where);
   float ms = 0.0f;
-  const ffi::CUresult r = detail::call_result<ffi::Entry::EventElapsedTime>(where, &ms, s, e);
+  const ffi::CUresult r = detail::api().EventElapsedTime(&ms, s, e);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     std::string why;
     if (!start.timing() || !end.timing())

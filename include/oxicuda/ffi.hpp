@@ -8,10 +8,10 @@
 // The ABI test (tests/abi_agreement.cpp) checks all of it against cuda.h.
 #pragma once
 
-#include "config.hpp"
-
 #include <cstddef>
 #include <cstdint>
+
+#include "config.hpp"
 
 // The toolkit's handle types, spelled exactly as cuda.h spells them (a
 // typedef may be repeated when it names the same type).
@@ -33,6 +33,7 @@ using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
 enum CUresult : int {
+  // clang-format off
   // <gen:results>
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
@@ -136,6 +137,7 @@ enum CUresult : int {
   CUDA_ERROR_KEY_ROTATION = 916,
   CUDA_ERROR_UNKNOWN = 999,
   // </gen:results>
+  // clang-format on
 };
 
 struct ResultText {
@@ -147,7 +149,8 @@ struct ResultText {
 // Names and texts of every CUresult. The driver's own text is preferred when
 // a driver is loaded; this table answers when none is (or it is the stub).
 inline constexpr ResultText result_texts[] = {
-  // <gen:result_texts>
+    // clang-format off
+    // <gen:result_texts>
   {0, "CUDA_SUCCESS", "the API call returned with no errors"},
   {1, "CUDA_ERROR_INVALID_VALUE", "one or more of the parameters passed to the API call is not within an acceptable range of values"},
   {2, "CUDA_ERROR_OUT_OF_MEMORY", "the API call failed because it was unable to allocate enough memory or other resources to perform the requested operation"},
@@ -249,10 +252,12 @@ inline constexpr ResultText result_texts[] = {
   {915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION", "this error indicates one or more resources are insufficient or non-applicable for the operation"},
   {916, "CUDA_ERROR_KEY_ROTATION", "an error happened during the key rotation sequence"},
   {999, "CUDA_ERROR_UNKNOWN", "an unknown internal error has occurred"},
-  // </gen:result_texts>
+    // </gen:result_texts>
+    // clang-format on
 };
 
 enum CUdevice_attribute : int {
+  // clang-format off
   // <gen:device_attr>
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
@@ -408,6 +413,7 @@ enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146,
   CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED = 147,
   // </gen:device_attr>
+  // clang-format on
 };
 
 enum CUfunction_attribute : int {
@@ -547,100 +553,84 @@ struct CUuuid {
 // hands us a newer ABI; the exported symbol is the dlsym fallback, spelled out
 // per entry because it cannot be derived from the name (cuGraphInstantiate).
 // Expand it inside namespace oxicuda::ffi.
-#define OXICUDA_DRIVER_API(X)                                                           \
-  X(GetProcAddress, 12000, "cuGetProcAddress_v2",                                       \
-    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,                \
-     CUdriverProcAddressQueryResult* symbolStatus))                                     \
-  X(Init, 2000, "cuInit", (unsigned int Flags))                                         \
-  X(DriverGetVersion, 2020, "cuDriverGetVersion", (int* driverVersion))                 \
-  X(GetErrorString, 6000, "cuGetErrorString", (CUresult error, const char** pStr))      \
-  X(DeviceGetCount, 2000, "cuDeviceGetCount", (int* count))                             \
-  X(DeviceGet, 2000, "cuDeviceGet", (CUdevice * device, int ordinal))                   \
-  X(DeviceGetName, 2000, "cuDeviceGetName", (char* name, int len, CUdevice dev))        \
-  X(DeviceGetAttribute, 2000, "cuDeviceGetAttribute",                                   \
-    (int* pi, CUdevice_attribute attrib, CUdevice dev))                                 \
-  X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))   \
-  X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))          \
-  X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain",                           \
-    (CUcontext * pctx, CUdevice dev))                                                   \
-  X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))     \
-  X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev)) \
-  X(CtxDestroy, 4000, "cuCtxDestroy_v2", (CUcontext ctx))                               \
-  X(CtxGetCurrent, 4000, "cuCtxGetCurrent", (CUcontext * pctx))                         \
-  X(CtxSetCurrent, 4000, "cuCtxSetCurrent", (CUcontext ctx))                            \
-  X(CtxPopCurrent, 4000, "cuCtxPopCurrent_v2", (CUcontext * pctx))                      \
-  X(CtxSynchronize, 2000, "cuCtxSynchronize", ())                                       \
-  X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                          \
-  X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange",                     \
-    (int* leastPriority, int* greatestPriority))                                        \
-  X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))    \
-  X(StreamCreateWithPriority, 5050, "cuStreamCreateWithPriority",                       \
-    (CUstream * phStream, unsigned int flags, int priority))                            \
-  X(StreamDestroy, 4000, "cuStreamDestroy_v2", (CUstream hStream))                      \
-  X(StreamSynchronize, 2000, "cuStreamSynchronize", (CUstream hStream))                 \
-  X(StreamQuery, 2000, "cuStreamQuery", (CUstream hStream))                             \
-  X(StreamWaitEvent, 3020, "cuStreamWaitEvent",                                         \
-    (CUstream hStream, CUevent hEvent, unsigned int Flags))                             \
-  X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))  \
-  X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))  \
-  X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))         \
-  X(LaunchHostFunc, 10000, "cuLaunchHostFunc",                                          \
-    (CUstream hStream, CUhostFn fn, void* userData))                                    \
-  X(EventCreate, 2000, "cuEventCreate", (CUevent * phEvent, unsigned int Flags))        \
-  X(EventDestroy, 4000, "cuEventDestroy_v2", (CUevent hEvent))                          \
-  X(EventRecord, 2000, "cuEventRecord", (CUevent hEvent, CUstream hStream))             \
-  X(EventSynchronize, 2000, "cuEventSynchronize", (CUevent hEvent))                     \
-  X(EventQuery, 2000, "cuEventQuery", (CUevent hEvent))                                 \
-  X(EventElapsedTime, 2000, "cuEventElapsedTime",                                       \
-    (float* pMilliseconds, CUevent hStart, CUevent hEnd))                               \
-  X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                       \
-    (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, \
-     void** optionValues))                                                              \
-  X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                              \
-  X(ModuleGetFunction, 2000, "cuModuleGetFunction",                                     \
-    (CUfunction * hfunc, CUmodule hmod, const char* name))                              \
-  X(FuncGetAttribute, 2020, "cuFuncGetAttribute",                                       \
-    (int* pi, CUfunction_attribute attrib, CUfunction hfunc))                           \
-  X(FuncSetAttribute, 9000, "cuFuncSetAttribute",                                       \
-    (CUfunction hfunc, CUfunction_attribute attrib, int value))                         \
-  X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                     \
-    (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize)) \
-  X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050,                                    \
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor",                                      \
-    (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))      \
-  X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",           \
-    (int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, \
-     std::size_t dynamicSMemSize, int blockSizeLimit))                                  \
-  X(LaunchKernelEx, 11060, "cuLaunchKernelEx",                                          \
-    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra))    \
-  X(LaunchKernel, 4000, "cuLaunchKernel",                                               \
-    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
-     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,            \
-     unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra)) \
-  X(MemGetInfo, 3020, "cuMemGetInfo_v2", (std::size_t * free, std::size_t * total))     \
-  X(MemAlloc, 3020, "cuMemAlloc_v2", (CUdeviceptr * dptr, std::size_t bytesize))        \
-  X(MemFree, 3020, "cuMemFree_v2", (CUdeviceptr dptr))                                  \
-  X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                      \
-    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream)) \
-  X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                      \
-    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))    \
-  X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                      \
-    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream)) \
-  X(MemsetD8Async, 3020, "cuMemsetD8Async",                                             \
-    (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))         \
-  X(MemsetD32Async, 3020, "cuMemsetD32Async",                                           \
-    (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))          \
-  X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags)) \
-  X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                      \
-  X(MemAllocAsync, 11020, "cuMemAllocAsync",                                            \
-    (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))                       \
-  X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))        \
-  X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool",                        \
-    (CUmemoryPool * pool_out, CUdevice dev))                                            \
-  X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute",                                \
-    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
-  X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute",                                \
-    (CUmemoryPool pool, CUmemPool_attribute attr, void* value))                         \
+#define OXICUDA_DRIVER_API(X)                                                                                          \
+  X(GetProcAddress, 12000, "cuGetProcAddress_v2",                                                                      \
+    (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult* symbolStatus)) \
+  X(Init, 2000, "cuInit", (unsigned int Flags))                                                                        \
+  X(DriverGetVersion, 2020, "cuDriverGetVersion", (int* driverVersion))                                                \
+  X(GetErrorString, 6000, "cuGetErrorString", (CUresult error, const char** pStr))                                     \
+  X(DeviceGetCount, 2000, "cuDeviceGetCount", (int* count))                                                            \
+  X(DeviceGet, 2000, "cuDeviceGet", (CUdevice * device, int ordinal))                                                  \
+  X(DeviceGetName, 2000, "cuDeviceGetName", (char* name, int len, CUdevice dev))                                       \
+  X(DeviceGetAttribute, 2000, "cuDeviceGetAttribute", (int* pi, CUdevice_attribute attrib, CUdevice dev))              \
+  X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))                                  \
+  X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))                                         \
+  X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
+  X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
+  X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev))                           \
+  X(CtxDestroy, 4000, "cuCtxDestroy_v2", (CUcontext ctx))                                                              \
+  X(CtxGetCurrent, 4000, "cuCtxGetCurrent", (CUcontext * pctx))                                                        \
+  X(CtxSetCurrent, 4000, "cuCtxSetCurrent", (CUcontext ctx))                                                           \
+  X(CtxPopCurrent, 4000, "cuCtxPopCurrent_v2", (CUcontext * pctx))                                                     \
+  X(CtxSynchronize, 2000, "cuCtxSynchronize", ())                                                                      \
+  X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
+  X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange", (int* leastPriority, int* greatestPriority))       \
+  X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))                                   \
+  X(StreamCreateWithPriority, 5050, "cuStreamCreateWithPriority",                                                      \
+    (CUstream * phStream, unsigned int flags, int priority))                                                           \
+  X(StreamDestroy, 4000, "cuStreamDestroy_v2", (CUstream hStream))                                                     \
+  X(StreamSynchronize, 2000, "cuStreamSynchronize", (CUstream hStream))                                                \
+  X(StreamQuery, 2000, "cuStreamQuery", (CUstream hStream))                                                            \
+  X(StreamWaitEvent, 3020, "cuStreamWaitEvent", (CUstream hStream, CUevent hEvent, unsigned int Flags))                \
+  X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))                                 \
+  X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))                                 \
+  X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))                                        \
+  X(LaunchHostFunc, 10000, "cuLaunchHostFunc", (CUstream hStream, CUhostFn fn, void* userData))                        \
+  X(EventCreate, 2000, "cuEventCreate", (CUevent * phEvent, unsigned int Flags))                                       \
+  X(EventDestroy, 4000, "cuEventDestroy_v2", (CUevent hEvent))                                                         \
+  X(EventRecord, 2000, "cuEventRecord", (CUevent hEvent, CUstream hStream))                                            \
+  X(EventSynchronize, 2000, "cuEventSynchronize", (CUevent hEvent))                                                    \
+  X(EventQuery, 2000, "cuEventQuery", (CUevent hEvent))                                                                \
+  X(EventElapsedTime, 2000, "cuEventElapsedTime", (float* pMilliseconds, CUevent hStart, CUevent hEnd))                \
+  X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                                                      \
+    (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues))       \
+  X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                                                             \
+  X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
+  X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
+  X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
+  X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
+    (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
+    (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
+  X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \
+    (int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize,                 \
+     std::size_t dynamicSMemSize, int blockSizeLimit))                                                                 \
+  X(LaunchKernelEx, 11060, "cuLaunchKernelEx",                                                                         \
+    (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra))                                   \
+  X(LaunchKernel, 4000, "cuLaunchKernel",                                                                              \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,        \
+     unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,                    \
+     void** kernelParams, void** extra))                                                                               \
+  X(MemGetInfo, 3020, "cuMemGetInfo_v2", (std::size_t * freeBytes, std::size_t * total))                               \
+  X(MemAlloc, 3020, "cuMemAlloc_v2", (CUdeviceptr * dptr, std::size_t bytesize))                                       \
+  X(MemFree, 3020, "cuMemFree_v2", (CUdeviceptr dptr))                                                                 \
+  X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                                                     \
+    (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream))                             \
+  X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                                                     \
+    (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                                   \
+  X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                                                     \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                           \
+  X(MemsetD8Async, 3020, "cuMemsetD8Async",                                                                            \
+    (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))                                        \
+  X(MemsetD32Async, 3020, "cuMemsetD32Async",                                                                          \
+    (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))                                         \
+  X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
+  X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
+  X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
+  X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
+  X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
+  X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
+  X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
 // One enumerator per entry point, in table order.
@@ -658,7 +648,7 @@ struct EntryInfo {
 
 inline constexpr EntryInfo entries[] = {
 #define OXICUDA_X_INFO(member, version, symbol, params) {"cu" #member, version, symbol},
-  OXICUDA_DRIVER_API(OXICUDA_X_INFO)
+    OXICUDA_DRIVER_API(OXICUDA_X_INFO)
 #undef OXICUDA_X_INFO
 };
 

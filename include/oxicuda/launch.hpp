@@ -2,11 +2,11 @@
 // launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 #pragma once
 
-#include "memory.hpp"
-#include "module.hpp"
-
 #include <tuple>
 #include <utility>
+
+#include "memory.hpp"
+#include "module.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -52,19 +52,19 @@ struct Located {
 
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
-                                                   const LaunchConfig& cfg, SourceLocation where) {
+                                                    const LaunchConfig& cfg, SourceLocation where) {
   auto dims = [](Dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); };
   std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
                     ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
   if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
   if (cfg.cooperative) why += ", cooperative";
   if (entry == ffi::Entry::FuncSetAttribute) {
-    why += ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
+    why +=
+        ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
     int optin = 0;
-    auto get = api().DeviceGetAttribute;
     const Device device = fn.module().context().device(where);
-    if (get && get(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
-                   ffi::CUDA_SUCCESS)
+    if (api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
+        ffi::CUDA_SUCCESS)
       why += "; this device allows at most " + std::to_string(optin) + " bytes per block";
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why += ": a grid or block dimension is zero";
@@ -88,8 +88,8 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
   ffi::Entry entry;
   if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
     entry = ffi::Entry::LaunchKernel;
-    r = call_result<ffi::Entry::LaunchKernel>(where, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x,
-                                              cfg.block.y, cfg.block.z, cfg.shared_bytes, s, params, nullptr);
+    r = api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                           cfg.shared_bytes, s, params, nullptr);
   } else {
     ffi::CUlaunchAttribute attrs[2] = {};
     unsigned n = 0;
@@ -103,10 +103,10 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
       attrs[n].value.cooperative = 1;
       ++n;
     }
-    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,  cfg.grid.z,       cfg.block.x, cfg.block.y,
-                                     cfg.block.z, cfg.shared_bytes, s, attrs, n};
+    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
+                                     cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
     entry = ffi::Entry::LaunchKernelEx;
-    r = call_result<ffi::Entry::LaunchKernelEx>(where, &config, f, params, nullptr);
+    r = api().LaunchKernelEx(&config, f, params, nullptr);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
 }
@@ -114,10 +114,9 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 // How an argument becomes a parameter of type P: device buffers and spans
 // become their T*, anything else converts as in a function call.
 template <class P, class A>
-concept passable_as =
-    std::is_convertible_v<A, P> ||
-    (std::is_pointer_v<P> && device_range<std::remove_cvref_t<A>> &&
-     std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
+concept passable_as = std::is_convertible_v<A, P> ||
+    (std::is_pointer_v<P>&& device_range<std::remove_cvref_t<A>>&&
+         std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
 
 template <class P, class A>
 P to_parameter(A&& a) noexcept {
@@ -155,17 +154,17 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // or the wrong number of them, does not compile. One cuLaunchKernel on the
 // plain path; no allocation, no context switch.
 template <class... Params, class... Args>
-  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
-                   const LaunchConfig& cfg, Args&&... args) {
+requires(sizeof...(Args) == sizeof...(Params) &&
+         (detail::passable_as<Params, Args&&> && ...)) inline void launch(detail::Located<const Stream&> stream,
+                                                                          const Kernel<void(Params...)>& kernel,
+                                                                          const LaunchConfig& cfg, Args&&... args) {
   if constexpr (sizeof...(Params) == 0) {
     detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
   } else {
     std::tuple<Params...> values{detail::to_parameter<Params>(std::forward<Args>(args))...};
     void* params[sizeof...(Params)];
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((params[I] = static_cast<void*>(&std::get<I>(values))), ...);
-    }(std::index_sequence_for<Params...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) { ((params[I] = static_cast<void*>(&std::get<I>(values))), ...); }
+    (std::index_sequence_for<Params...>{});
     detail::enqueue(stream.value, kernel.function(), cfg, params, stream.where);
   }
 }

@@ -3,10 +3,10 @@
 // remember why not when any of it fails. Nothing here throws.
 #pragma once
 
-#include "ffi.hpp"
-
 #include <cstdlib>
 #include <string>
+
+#include "ffi.hpp"
 
 #if OXICUDA_WINDOWS
 #ifndef NOMINMAX
@@ -44,11 +44,11 @@ enum class DriverStatus {
 // What the first use of the driver found. Filled once; read-only afterwards.
 struct DriverInfo {
   DriverStatus status = DriverStatus::no_library;
-  std::string library;   // the file that was opened, as it was named to the loader
-  std::string reason;    // when not ok: what was tried, what failed, what to do
-  int version = 0;       // cuDriverGetVersion (e.g. 13000), 0 when unknown
+  std::string library;                            // the file that was opened, as it was named to the loader
+  std::string reason;                             // when not ok: what was tried, what failed, what to do
+  int version = 0;                                // cuDriverGetVersion (e.g. 13000), 0 when unknown
   ffi::CUresult init_result = ffi::CUDA_SUCCESS;  // what cuInit(0) returned
-  bool via_get_proc_address = false;  // entry points came from cuGetProcAddress_v2
+  bool via_get_proc_address = false;              // entry points came from cuGetProcAddress_v2
 
   [[nodiscard]] bool available() const noexcept { return status == DriverStatus::ok; }
 };
@@ -59,11 +59,32 @@ struct DriverInfo {
 
 namespace ffi {
 
-// One function pointer per table entry; null when the driver lacks it or when
-// the driver as a whole is unusable.
+// Stand-ins for entry points the driver lacks (or every entry point, when no
+// usable driver was found): each answers CUDA_ERROR_NOT_FOUND, which
+// detail::fail turns into the error that explains why. So a wrapper never
+// tests a pointer before calling it.
+namespace missing {
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#elif defined(_MSC_VER)
+#pragma warning(push)
+#pragma warning(disable : 4100)
+#endif
+#define OXICUDA_X_MISSING(member, version, symbol, params) \
+  inline CUresult OXICUDA_CUDAAPI member params noexcept { return CUDA_ERROR_NOT_FOUND; }
+OXICUDA_DRIVER_API(OXICUDA_X_MISSING)
+#undef OXICUDA_X_MISSING
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#elif defined(_MSC_VER)
+#pragma warning(pop)
+#endif
+}  // namespace missing
+
+// One function pointer per table entry: the driver's, or its stand-in.
 struct DriverApi {
-#define OXICUDA_X_MEMBER(member, version, symbol, params) \
-  CUresult(OXICUDA_CUDAAPI* member) params = nullptr;
+#define OXICUDA_X_MEMBER(member, version, symbol, params) CUresult(OXICUDA_CUDAAPI* member) params = &missing::member;
   OXICUDA_DRIVER_API(OXICUDA_X_MEMBER)
 #undef OXICUDA_X_MEMBER
 };
@@ -107,8 +128,7 @@ inline const ffi::ResultText* result_text(int code) noexcept {
 
 inline std::string describe_result(ffi::CUresult r) {
   const ffi::ResultText* t = result_text(r);
-  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) +
-         ")";
+  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) + ")";
 }
 
 inline void resolve(Driver& d, LibHandle h) {
@@ -119,8 +139,7 @@ inline void resolve(Driver& d, LibHandle h) {
     void* p = nullptr;
     if (gpa && entry != ffi::Entry::GetProcAddress) {
       ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
-              ffi::CUDA_SUCCESS ||
+      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != ffi::CUDA_SUCCESS ||
           status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
         p = nullptr;
       any_from_gpa = any_from_gpa || p != nullptr;
@@ -128,10 +147,10 @@ inline void resolve(Driver& d, LibHandle h) {
     return p ? p : lib_symbol(h, e.symbol);
   };
 #define OXICUDA_X_RESOLVE(member, version, symbol, params) \
-  d.api.member = reinterpret_cast<decltype(d.api.member)>(find(ffi::Entry::member));
+  if (void* p = find(ffi::Entry::member)) d.api.member = reinterpret_cast<decltype(d.api.member)>(p);
   OXICUDA_DRIVER_API(OXICUDA_X_RESOLVE)
 #undef OXICUDA_X_RESOLVE
-  d.api.GetProcAddress = gpa;
+  if (gpa) d.api.GetProcAddress = gpa;
   d.info.via_get_proc_address = any_from_gpa;
 }
 
@@ -160,24 +179,22 @@ inline Driver* load_driver() {
   }
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env
-                      ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " +
-                            tried + ". Point it at the driver's libcuda.so.1 or unset it."
-                      : "no CUDA driver library could be opened (tried " + tried +
-                            "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
-                            "libcuda.so.1.";
+    info.reason = from_env ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " + tried +
+                                 ". Point it at the driver's libcuda.so.1 or unset it."
+                           : "no CUDA driver library could be opened (tried " + tried +
+                                 "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
+                                 "libcuda.so.1.";
     return d;
   }
   resolve(*d, h);
-  if (!d->api.Init) {
+  if (d->api.Init == &ffi::missing::Init) {
     info.status = DriverStatus::not_a_driver;
     info.reason = info.library + " was opened but exports no cuInit: it is not a CUDA driver library.";
     d->api = {};
     return d;
   }
   info.init_result = d->api.Init(0);
-  if (d->api.DriverGetVersion && d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS)
-    info.version = 0;
+  if (d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS) info.version = 0;
   if (info.init_result == ffi::CUDA_ERROR_STUB_LIBRARY) {
     info.status = DriverStatus::stub_library;
     info.reason = info.library +
@@ -206,6 +223,18 @@ inline const Driver& driver() noexcept {
 }
 
 inline const ffi::DriverApi& api() noexcept { return driver().api; }
+
+// Whether the driver lacks this entry point (its slot holds the stand-in).
+inline bool missing(ffi::Entry entry) noexcept {
+  switch (entry) {
+#define OXICUDA_X_MISSING_CASE(member, version, symbol, params) \
+  case ffi::Entry::member:                                      \
+    return api().member == &ffi::missing::member;
+    OXICUDA_DRIVER_API(OXICUDA_X_MISSING_CASE)
+#undef OXICUDA_X_MISSING_CASE
+  }
+  return true;
+}
 
 }  // namespace detail
 

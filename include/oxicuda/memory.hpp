@@ -3,13 +3,13 @@
 // and stream-ordered, and the device's memory pool.
 #pragma once
 
-#include "stream.hpp"
-
 #include <bit>
 #include <concepts>
 #include <cstdint>
 #include <span>
 #include <type_traits>
+
+#include "stream.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -27,8 +27,7 @@ class DeviceSpan {
       : ptr_(ptr), count_(count), ctx_(ctx) {}
   // A span of T converts to a span of const T.
   template <class U>
-    requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
-  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+  requires std::is_same_v<const U, T> &&(!std::is_same_v<U, T>)constexpr DeviceSpan(DeviceSpan<U> other) noexcept
       : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
@@ -228,11 +227,13 @@ class MemoryPool {
 namespace detail {
 
 template <class R>
-concept device_range = requires(const R& r) { r.device_span(); };
+concept device_range = requires(const R& r) {
+  r.device_span();
+};
 
 template <class R>
-concept host_range = !device_range<R> && requires(R& r) {
-  { std::data(r) };
+concept host_range = !device_range<R> && requires(R & r) {
+  {std::data(r)};
   { std::size(r) } -> std::convertible_to<std::size_t>;
 };
 
@@ -262,13 +263,13 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 class ScopedCurrentNothrow {
  public:
   explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
-    if (ctx && call_nothrow<ffi::Entry::CtxGetCurrent>(&previous_) && previous_ != ctx)
-      switched_ = call_nothrow<ffi::Entry::CtxSetCurrent>(ctx);
+    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent) && previous_ != ctx)
+      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent);
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
   ~ScopedCurrentNothrow() {
-    if (switched_) call_nothrow<ffi::Entry::CtxSetCurrent>(previous_);
+    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
   }
 
  private:
@@ -290,21 +291,21 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    call<ffi::Entry::MemcpyDtoDAsync>(where, d.device_ptr(), s.device_ptr(), d.size_bytes(), q);
+    check(api().MemcpyDtoDAsync(d.device_ptr(), s.device_ptr(), d.size_bytes(), q), ffi::Entry::MemcpyDtoDAsync, where);
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    call<ffi::Entry::MemcpyHtoDAsync>(where, d.device_ptr(), std::data(src), d.size_bytes(), q);
+    check(api().MemcpyHtoDAsync(d.device_ptr(), std::data(src), d.size_bytes(), q), ffi::Entry::MemcpyHtoDAsync, where);
   } else {
     using T = device_element_t<Src>;
     static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    call<ffi::Entry::MemcpyDtoHAsync>(where, std::data(dst), s.device_ptr(), s.size_bytes(), q);
+    check(api().MemcpyDtoHAsync(std::data(dst), s.device_ptr(), s.size_bytes(), q), ffi::Entry::MemcpyDtoHAsync, where);
   }
 }
 
@@ -314,15 +315,17 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
-    call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q);
+    check(api().MemsetD8Async(d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q),
+          ffi::Entry::MemsetD8Async, where);
   else
-    call<ffi::Entry::MemsetD32Async>(where, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q);
+    check(api().MemsetD32Async(d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q), ffi::Entry::MemsetD32Async,
+          where);
 }
 
 template <class Dst>
 void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
   const auto d = dst.device_span();
-  call<ffi::Entry::MemsetD8Async>(where, d.device_ptr(), byte, d.size_bytes(), q);
+  check(api().MemsetD8Async(d.device_ptr(), byte, d.size_bytes(), q), ffi::Entry::MemsetD8Async, where);
 }
 
 template <class R>
@@ -343,7 +346,7 @@ template <class Enqueue>
 void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
   auto run = [&] {
     enqueue(ffi::stream_per_thread());
-    call<ffi::Entry::StreamSynchronize>(where, ffi::stream_per_thread());
+    check(api().StreamSynchronize(ffi::stream_per_thread()), ffi::Entry::StreamSynchronize, where);
   };
   if (ctx) {
     ScopedCurrent current(ctx, where);
@@ -354,8 +357,8 @@ void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
 }
 
 template <class Dst, class Src>
-concept copyable = (device_range<Dst> || device_range<Src>) && (device_range<Dst> || host_range<Dst>) &&
-                   (device_range<Src> || host_range<Src>);
+concept copyable = (device_range<Dst> || device_range<Src>)&&(device_range<Dst> ||
+                                                              host_range<Dst>)&&(device_range<Src> || host_range<Src>);
 
 }  // namespace detail
 
@@ -363,7 +366,7 @@ concept copyable = (device_range<Dst> || device_range<Src>) && (device_range<Dst
 // detail::synchronously). The device side's context, when its span knows
 // it, is current for the call.
 template <class Dst, class Src>
-  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
   detail::synchronously(ctx, where, [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
@@ -371,7 +374,7 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
 
 // Stream-ordered copy: enqueued on `stream`, one driver call.
 template <class Dst, class Src>
-  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::copy_on(stream.checked("oxicuda::copy_async", where), dst, src, "oxicuda::copy_async", where);
 }
@@ -381,28 +384,28 @@ void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where
 // synchronous forms return with the memory set; the _async ones are one
 // driver call on `stream`.
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
           SourceLocation where = SourceLocation::current()) {
   detail::synchronously(detail::context_of(dst), where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
 }
 
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
   detail::fill_on(stream.checked("oxicuda::fill_async", where), dst, value, where);
 }
 
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
   detail::synchronously(detail::context_of(dst), where,
                         [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
 }
 
 template <class Dst>
-  requires detail::device_range<std::remove_cvref_t<Dst>>
+requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
   detail::fill_bytes_on(stream.checked("oxicuda::fill_bytes_async", where), dst, byte, where);
@@ -427,7 +430,7 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
   ScopedCurrent current(ctx, where);
-  detail::call<ffi::Entry::MemAlloc>(where, &ptr_, bytes);
+  detail::check(detail::api().MemAlloc(&ptr_, bytes), ffi::Entry::MemAlloc, where);
   count_ = count;
 }
 
@@ -438,7 +441,7 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_
   DeviceBuffer b;
   b.ctx_ = stream.context();
   if (count == 0) return b;
-  detail::call<ffi::Entry::MemAllocAsync>(where, &b.ptr_, bytes, q);
+  detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
   b.free_stream_ = stream;
   b.count_ = count;
   return b;
@@ -458,10 +461,10 @@ template <class T>
 void DeviceBuffer<T>::release() noexcept {
   if (ptr_ != 0) {
     if (free_stream_) {
-      detail::call_nothrow<ffi::Entry::MemFreeAsync>(ptr_, free_stream_.raw());
+      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync);
     } else {
       detail::ScopedCurrentNothrow current(ctx_.raw());
-      detail::call_nothrow<ffi::Entry::MemFree>(ptr_);
+      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree);
     }
   }
   ptr_ = 0;
@@ -491,7 +494,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
   void* p = nullptr;
   ScopedCurrent current(ctx, where);
-  detail::call<ffi::Entry::MemHostAlloc>(where, &p, bytes, flags);
+  detail::check(detail::api().MemHostAlloc(&p, bytes, flags), ffi::Entry::MemHostAlloc, where);
   data_ = static_cast<T*>(p);
   count_ = count;
 }
@@ -500,7 +503,7 @@ template <class T>
 void PinnedBuffer<T>::release() noexcept {
   if (data_ != nullptr) {
     detail::ScopedCurrentNothrow current(ctx_.raw());
-    detail::call_nothrow<ffi::Entry::MemFreeHost>(static_cast<void*>(data_));
+    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost);
   }
   data_ = nullptr;
   count_ = 0;
@@ -510,23 +513,24 @@ void PinnedBuffer<T>::release() noexcept {
 
 inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
   CUmemoryPool pool = nullptr;
-  detail::call<ffi::Entry::DeviceGetDefaultMemPool>(where, &pool, device.raw());
+  detail::check(detail::api().DeviceGetDefaultMemPool(&pool, device.raw()), ffi::Entry::DeviceGetDefaultMemPool, where);
   return MemoryPool(pool);
 }
 
 inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
   ffi::cuuint64_t v = bytes;
-  detail::call<ffi::Entry::MemPoolSetAttribute>(where, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                                static_cast<void*>(&v));
+  detail::check(detail::api().MemPoolSetAttribute(raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)),
+                ffi::Entry::MemPoolSetAttribute, where);
 }
 
 inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
-  detail::call<ffi::Entry::MemPoolTrimTo>(where, raw_, keep_bytes);
+  detail::check(detail::api().MemPoolTrimTo(raw_, keep_bytes), ffi::Entry::MemPoolTrimTo, where);
 }
 
 inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
   ffi::cuuint64_t v = 0;
-  detail::call<ffi::Entry::MemPoolGetAttribute>(where, raw_, attr, static_cast<void*>(&v));
+  detail::check(detail::api().MemPoolGetAttribute(raw_, attr, static_cast<void*>(&v)), ffi::Entry::MemPoolGetAttribute,
+                where);
   return v;
 }
 

@@ -2,21 +2,21 @@
 // and Function (a kernel in it, which keeps its module alive).
 #pragma once
 
-#include "context.hpp"
-
 #include <atomic>
 #include <string_view>
 #include <type_traits>
+
+#include "context.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
 // Options for the driver's JIT, taken by designated initializers:
 //   Module::from_ptx(ctx, ptx, {.max_registers = 64, .line_info = true})
 struct JitOptions {
-  int max_registers = 0;        // 0: no limit
-  int optimization_level = -1;  // 0..4; -1: the driver's default (4)
-  bool line_info = false;       // -lineinfo
-  bool debug_info = false;      // -G
+  int max_registers = 0;              // 0: no limit
+  int optimization_level = -1;        // 0..4; -1: the driver's default (4)
+  bool line_info = false;             // -lineinfo
+  bool debug_info = false;            // -G
   std::size_t log_bytes = 16 * 1024;  // room for each of the info and error logs
 };
 
@@ -56,8 +56,7 @@ class Module {
   // are checked against `size` before the driver reads them, so a truncated
   // file is an error, not a read past the end.
   [[nodiscard]] static Module from_image(const Context& ctx, const void* data, std::size_t size,
-                                         JitOptions options = {},
-                                         SourceLocation where = SourceLocation::current());
+                                         JitOptions options = {}, SourceLocation where = SourceLocation::current());
   // Loads a .ptx, .cubin or .fatbin file (the kind is read from its content).
   [[nodiscard]] static Module from_file(const Context& ctx, const std::string& path, JitOptions options = {},
                                         SourceLocation where = SourceLocation::current());
@@ -89,14 +88,13 @@ class Module {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
-    State(Context c, CUmodule r, std::string log) noexcept
-        : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
-    ~State() override { detail::call_nothrow<ffi::Entry::ModuleUnload>(raw); }
+    State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
+    ~State() override { detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload); }
   };
   friend class Function;
 
-  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text,
-                     const JitOptions& options, SourceLocation where);
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where);
 
   detail::Shared<const State> state_;
 };
@@ -249,7 +247,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   ffi::CUresult r;
   {
     ScopedCurrent current(ctx, where);
-    r = detail::call_result<ffi::Entry::ModuleLoadDataEx>(where, &raw, image, n, keys, values);
+    r = detail::api().ModuleLoadDataEx(&raw, image, n, keys, values);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     std::string why = std::string(is_text ? "PTX source" : "binary image") + " of " + std::to_string(size) + " bytes";
@@ -263,7 +261,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   try {
     m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
-    detail::call_nothrow<ffi::Entry::ModuleUnload>(raw);
+    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload);
     throw;
   }
 #else
@@ -293,12 +291,11 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
   return load(ctx, data, size, false, options, where);
 }
 
-inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options,
-                                SourceLocation where) {
+inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f)
-    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
-                        "cannot open '" + path + "'", where));
+    detail::raise(
+        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot open '" + path + "'", where));
   std::string bytes;
   char chunk[1 << 14];
   std::size_t got;
@@ -306,11 +303,10 @@ inline Module Module::from_file(const Context& ctx, const std::string& path, Jit
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
-    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
-                        "cannot read '" + path + "'", where));
+    detail::raise(
+        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot read '" + path + "'", where));
   if (bytes.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
-                        "'" + path + "' is empty", where));
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file", "'" + path + "' is empty", where));
   return from_image(ctx, bytes.data(), bytes.size(), options, where);
 }
 
@@ -326,14 +322,13 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
   ffi::CUresult r;
   {
     ScopedCurrent current(state_->ctx, where);
-    r = detail::call_result<ffi::Entry::ModuleGetFunction>(where, &raw, state_->raw, n.c_str());
+    r = detail::api().ModuleGetFunction(&raw, state_->raw, n.c_str());
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS))
     detail::fail(ffi::Entry::ModuleGetFunction, r, where,
-                 r == ffi::CUDA_ERROR_NOT_FOUND
-                     ? "the module has no kernel named '" + n +
-                           "' (a C++ kernel not declared extern \"C\" has a mangled name)"
-                     : "looking up kernel '" + n + "'");
+                 r == ffi::CUDA_ERROR_NOT_FOUND ? "the module has no kernel named '" + n +
+                                                      "' (a C++ kernel not declared extern \"C\" has a mangled name)"
+                                                : "looking up kernel '" + n + "'");
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
@@ -345,12 +340,13 @@ inline const Module& Function::module() const noexcept {
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
   CUfunction f = checked("oxicuda::Function::attribute", where);
   int v = 0;
-  detail::call<ffi::Entry::FuncGetAttribute>(where, &v, attr, f);
+  detail::check(detail::api().FuncGetAttribute(&v, attr, f), ffi::Entry::FuncGetAttribute, where);
   return v;
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
-  detail::call<ffi::Entry::FuncSetAttribute>(where, checked("oxicuda::Function::set_attribute", where), attr, value);
+  detail::check(detail::api().FuncSetAttribute(checked("oxicuda::Function::set_attribute", where), attr, value),
+                ffi::Entry::FuncSetAttribute, where);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
@@ -358,8 +354,8 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
   CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
   ScopedCurrent current(module().context(), where);
   int blocks = 0;
-  detail::call<ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor>(where, &blocks, f, block_size,
-                                                                       dynamic_shared_bytes);
+  detail::check(detail::api().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, block_size, dynamic_shared_bytes),
+                ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor, where);
   return blocks;
 }
 
@@ -368,15 +364,16 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
   ScopedCurrent current(module().context(), where);
   BlockSizeSuggestion s;
-  detail::call<ffi::Entry::OccupancyMaxPotentialBlockSize>(where, &s.min_grid_size, &s.block_size, f, nullptr,
-                                                            dynamic_shared_bytes, block_size_limit);
+  detail::check(detail::api().OccupancyMaxPotentialBlockSize(&s.min_grid_size, &s.block_size, f, nullptr,
+                                                             dynamic_shared_bytes, block_size_limit),
+                ffi::Entry::OccupancyMaxPotentialBlockSize, where);
   return s;
 }
 
 inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept {
-  auto set = detail::api().FuncSetAttribute;
-  if (!raw_ || !set) return raw_ ? ffi::CUDA_ERROR_NOT_FOUND : ffi::CUDA_ERROR_INVALID_HANDLE;
-  const ffi::CUresult r = set(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+  if (!raw_) return ffi::CUDA_ERROR_INVALID_HANDLE;
+  const ffi::CUresult r = detail::api().FuncSetAttribute(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                         static_cast<int>(bytes));
   if (r == ffi::CUDA_SUCCESS) {
     unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
     while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
@@ -387,7 +384,6 @@ inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) co
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  (void)detail::entry<ffi::Entry::FuncSetAttribute>(where);  // a missing entry point explains itself
   const ffi::CUresult r = try_allow_dynamic_shared_bytes(bytes);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
 }
@@ -454,8 +450,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 // or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
 // query is an Error.
 [[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
-                                                      const ParamSlot* want, std::size_t n_want,
-                                                      const ParamSlot* got, std::size_t n_got, SourceLocation where) {
+                                                      const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
+                                                      std::size_t n_got, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
               "kernel '" + std::string(fn.name()) + "' is declared " + std::string(signature) + ", " +
                   describe_layout(want, n_want) + ", but the module's kernel takes " + describe_layout(got, n_got),
@@ -464,8 +460,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
+  if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
   auto info = api().FuncGetParamInfo;
-  if (!info) return;
   constexpr std::size_t n = sizeof...(Params);
   ParamSlot want[n + 1] = {};
   {
@@ -484,15 +480,14 @@ void check_parameters(const Function& fn, SourceLocation where) {
   for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
-    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;      // past the last parameter
-    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;     // the driver cannot tell for this function
+    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
+    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
     if (r != ffi::CUDA_SUCCESS)
       fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
     got[count++] = slot;
   }
   bool same = count == n;
-  for (std::size_t i = 0; same && i < n; ++i)
-    same = got[i].offset == want[i].offset && got[i].size == want[i].size;
+  for (std::size_t i = 0; same && i < n; ++i) same = got[i].offset == want[i].offset && got[i].size == want[i].size;
   if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
 }
 

@@ -2,11 +2,17 @@
 // handles to one queue; record/wait tie queues together through events.
 #pragma once
 
-#include "event.hpp"
-
 #include <new>
 
+#include "event.hpp"
+
 OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+inline void destroy_stream(CUstream_st* s) noexcept {
+  check_nothrow(api().StreamDestroy(s), ffi::Entry::StreamDestroy);
+}
+}  // namespace detail
 
 // Options for a new stream, taken by designated initializers:
 //   Stream s{ctx, {.priority = -1}}
@@ -38,8 +44,7 @@ class Stream {
   Stream() noexcept = default;
   // A new stream in `ctx`. The context is made current for the creation and
   // the thread's previous context restored.
-  explicit Stream(const Context& ctx, StreamOptions options = {},
-                  SourceLocation where = SourceLocation::current());
+  explicit Stream(const Context& ctx, StreamOptions options = {}, SourceLocation where = SourceLocation::current());
 
   // A handle to a stream that other code owns; oxicuda never destroys it.
   // The first form asks the driver for the stream's context
@@ -100,11 +105,12 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
   {
     ScopedCurrent current(ctx, where);
     if (options.priority == 0)
-      detail::call<ffi::Entry::StreamCreate>(where, &raw, flags);
+      detail::check(detail::api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
     else
-      detail::call<ffi::Entry::StreamCreateWithPriority>(where, &raw, flags, options.priority);
+      detail::check(detail::api().StreamCreateWithPriority(&raw, flags, options.priority),
+                    ffi::Entry::StreamCreateWithPriority, where);
   }
-  queue_ = {ctx, raw, &detail::destroy_with<ffi::Entry::StreamDestroy, CUstream_st>};
+  queue_ = {ctx, raw, &detail::destroy_stream};
 }
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
@@ -115,17 +121,17 @@ inline Stream Stream::borrow(CUstream raw, Context ctx) {
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
   CUcontext ctx = nullptr;
-  detail::call<ffi::Entry::StreamGetCtx>(where, raw, &ctx);
+  detail::check(detail::api().StreamGetCtx(raw, &ctx), ffi::Entry::StreamGetCtx, where);
   return borrow(raw, Context::borrow(ctx));
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
-  detail::call<ffi::Entry::StreamSynchronize>(where, checked("oxicuda::Stream::synchronize", where));
+  detail::check(detail::api().StreamSynchronize(checked("oxicuda::Stream::synchronize", where)),
+                ffi::Entry::StreamSynchronize, where);
 }
 
 inline bool Stream::ready(SourceLocation where) const {
-  const ffi::CUresult r =
-      detail::call_result<ffi::Entry::StreamQuery>(where, checked("oxicuda::Stream::ready", where));
+  const ffi::CUresult r = detail::api().StreamQuery(checked("oxicuda::Stream::ready", where));
   if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
   if (r == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(ffi::Entry::StreamQuery, r, where);
@@ -134,24 +140,28 @@ inline bool Stream::ready(SourceLocation where) const {
 inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::call<ffi::Entry::EventRecord>(where, e, checked("oxicuda::Stream::record", where));
+  detail::check(detail::api().EventRecord(e, checked("oxicuda::Stream::record", where)), ffi::Entry::EventRecord,
+                where);
 }
 
 inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::call<ffi::Entry::StreamWaitEvent>(where, checked("oxicuda::Stream::wait", where), e, 0u);
+  detail::check(detail::api().StreamWaitEvent(checked("oxicuda::Stream::wait", where), e, 0u),
+                ffi::Entry::StreamWaitEvent, where);
 }
 
 inline int Stream::priority(SourceLocation where) const {
   int p = 0;
-  detail::call<ffi::Entry::StreamGetPriority>(where, checked("oxicuda::Stream::priority", where), &p);
+  detail::check(detail::api().StreamGetPriority(checked("oxicuda::Stream::priority", where), &p),
+                ffi::Entry::StreamGetPriority, where);
   return p;
 }
 
 inline bool Stream::non_blocking(SourceLocation where) const {
   unsigned flags = 0;
-  detail::call<ffi::Entry::StreamGetFlags>(where, checked("oxicuda::Stream::non_blocking", where), &flags);
+  detail::check(detail::api().StreamGetFlags(checked("oxicuda::Stream::non_blocking", where), &flags),
+                ffi::Entry::StreamGetFlags, where);
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
 
@@ -180,9 +190,8 @@ template <class F>
 void Stream::launch_host_func(F&& fn, SourceLocation where) const {
   using Fn = std::decay_t<F>;
   CUstream s = checked("oxicuda::Stream::launch_host_func", where);
-  auto enqueue = detail::entry<ffi::Entry::LaunchHostFunc>(where);  // before allocating: a missing one throws
   Fn* boxed = new Fn(std::forward<F>(fn));
-  const ffi::CUresult r = enqueue(s, &detail::host_func_trampoline<Fn>, boxed);
+  const ffi::CUresult r = detail::api().LaunchHostFunc(s, &detail::host_func_trampoline<Fn>, boxed);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
     delete boxed;
     detail::fail(ffi::Entry::LaunchHostFunc, r, where);
