@@ -2907,7 +2907,7 @@ void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where
 }
 
 // Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8 / cuMemsetD32); fill_bytes sets every byte, whatever T. The
+// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever T. The
 // synchronous forms return with the memory set; the _async ones are one
 // driver call on `stream`.
 template <class Dst>
