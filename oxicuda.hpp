@@ -2553,9 +2553,12 @@ class DeviceSpan {
   constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr) noexcept
       : ptr_(ptr), count_(count), ctx_(ctx) {}
   // A span of T converts to a span of const T.
+  // clang-format off
   template <class U>
-  requires std::is_same_v<const U, T> &&(!std::is_same_v<U, T>)constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
       : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
+  // clang-format on
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
@@ -2883,9 +2886,12 @@ void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
   }
 }
 
+// clang-format off
 template <class Dst, class Src>
-concept copyable = (device_range<Dst> || device_range<Src>)&&(device_range<Dst> ||
-                                                              host_range<Dst>)&&(device_range<Src> || host_range<Src>);
+concept copyable = (device_range<Dst> || device_range<Src>) &&
+                   (device_range<Dst> || host_range<Dst>) &&
+                   (device_range<Src> || host_range<Src>);
+// clang-format on
 
 }  // namespace detail
 
@@ -3207,9 +3213,7 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, co
 template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  detail::enqueue(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, sizeof...(Args) > 0 ? params : nullptr,
-                  stream.where);
+  launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
 }
 
 // Launches a typed Kernel: each argument is converted to its parameter type
@@ -3217,11 +3221,12 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // DeviceSpan<T> where a T* is declared). An argument that cannot convert,
 // or the wrong number of them, does not compile. One cuLaunchKernel on the
 // plain path; no allocation, no context switch.
+// clang-format off
 template <class... Params, class... Args>
-requires(sizeof...(Args) == sizeof...(Params) &&
-         (detail::passable_as<Params, Args&&> && ...)) inline void launch(detail::Located<const Stream&> stream,
-                                                                          const Kernel<void(Params...)>& kernel,
-                                                                          const LaunchConfig& cfg, Args&&... args) {
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  // clang-format on
   if constexpr (sizeof...(Params) == 0) {
     detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
   } else {

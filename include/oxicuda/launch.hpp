@@ -143,9 +143,7 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, co
 template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  detail::enqueue(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, sizeof...(Args) > 0 ? params : nullptr,
-                  stream.where);
+  launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
 }
 
 // Launches a typed Kernel: each argument is converted to its parameter type
@@ -153,11 +151,12 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // DeviceSpan<T> where a T* is declared). An argument that cannot convert,
 // or the wrong number of them, does not compile. One cuLaunchKernel on the
 // plain path; no allocation, no context switch.
+// clang-format off
 template <class... Params, class... Args>
-requires(sizeof...(Args) == sizeof...(Params) &&
-         (detail::passable_as<Params, Args&&> && ...)) inline void launch(detail::Located<const Stream&> stream,
-                                                                          const Kernel<void(Params...)>& kernel,
-                                                                          const LaunchConfig& cfg, Args&&... args) {
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  // clang-format on
   if constexpr (sizeof...(Params) == 0) {
     detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
   } else {

@@ -26,9 +26,12 @@ class DeviceSpan {
   constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr) noexcept
       : ptr_(ptr), count_(count), ctx_(ctx) {}
   // A span of T converts to a span of const T.
+  // clang-format off
   template <class U>
-  requires std::is_same_v<const U, T> &&(!std::is_same_v<U, T>)constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
       : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
+  // clang-format on
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
@@ -356,9 +359,12 @@ void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
   }
 }
 
+// clang-format off
 template <class Dst, class Src>
-concept copyable = (device_range<Dst> || device_range<Src>)&&(device_range<Dst> ||
-                                                              host_range<Dst>)&&(device_range<Src> || host_range<Src>);
+concept copyable = (device_range<Dst> || device_range<Src>) &&
+                   (device_range<Dst> || host_range<Dst>) &&
+                   (device_range<Src> || host_range<Src>);
+// clang-format on
 
 }  // namespace detail
 
