@@ -5,6 +5,8 @@
 #include "fake/fake_control.h"
 #include "oxicuda.hpp"
 
+#include <doctest/doctest.h>
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -74,6 +76,18 @@ struct FakeScope {
     return ok;
   }
 };
+
+// The oxicuda::Error that `f` raises (the test fails when it raises none).
+template <class F>
+oxicuda::Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const oxicuda::Error& e) {
+    return e;
+  }
+  FAIL("no error");
+  return oxicuda::Error(oxicuda::ffi::CUDA_SUCCESS, "");
+}
 
 // Heap allocations made by this process so far (tests/cpu/main.cpp counts them).
 long heap_allocations();

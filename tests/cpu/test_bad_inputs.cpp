@@ -11,18 +11,6 @@ using namespace oxicuda;
 
 namespace {
 
-// The Error `f` raises (the test fails when it raises none).
-template <class F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("no error");
-  return Error(ffi::CUDA_SUCCESS, "");
-}
-
 std::string head(const Error& e) {  // the first line of what()
   const std::string w = e.what();
   return w.substr(0, w.find('\n'));

@@ -25,10 +25,8 @@ TEST_CASE("device: zero devices is an answer, and get() then explains") {
   FakeScope scope;
   scope.fake.set_device_count(0);
   CHECK(Device::count() == 0);
-  try {
-    (void)Device::get(0);
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { (void)Device::get(0); });
     CHECK(e.detail() == "device ordinal 0 is out of range: the driver sees 0 devices");
   }
   scope.fake.set_device_count(1);

@@ -13,10 +13,8 @@ TEST_CASE("an Error carries code, name, the driver's description, call and the c
   FakeScope scope;
   scope.fake.fail("cuDeviceGetCount", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
   const unsigned line = __LINE__ + 2;
-  try {
-    (void)Device::count();
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { (void)Device::count(); });
     CHECK(e.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(e.name() == "CUDA_ERROR_OUT_OF_MEMORY");
     CHECK(e.call() == "cuDeviceGetCount");
@@ -58,17 +56,13 @@ TEST_CASE("the cuda error category names every result") {
 
 TEST_CASE("a bad device ordinal is an error that says how many devices there are") {
   FakeScope scope;
-  try {
-    (void)Device::get(1);
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { (void)Device::get(1); });
     CHECK(e.result() == ffi::CUDA_ERROR_INVALID_DEVICE);
     CHECK(e.detail() == "device ordinal 1 is out of range: the driver sees 1 device (ordinals 0..0)");
   }
-  try {
-    (void)Device::get(-1);
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { (void)Device::get(-1); });
     CHECK(e.detail() == "device ordinal -1 is out of range: the driver sees 1 device (ordinals 0..0)");
   }
 }
@@ -101,10 +95,8 @@ TEST_CASE("a failing destroy goes to the diagnostic hook, never out of a destruc
 TEST_CASE("using an empty handle is a clear error, not a crash") {
   FakeScope scope;
   Stream s;
-  try {
-    s.synchronize();
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { s.synchronize(); });
     CHECK(e.result() == ffi::CUDA_ERROR_INVALID_HANDLE);
     CHECK(e.call() == "oxicuda::Stream::synchronize");
     CHECK(e.detail() == "this oxicuda::Stream is empty (default-constructed or moved-from); it has no driver handle");
@@ -133,10 +125,8 @@ TEST_CASE("what() reads well: the whole text of representative errors") {
   {
     Context ctx = Context::primary(Device::get(0));
     // A JIT failure: call, name, code, the driver's text, where, and ptxas's log.
-    try {
-      (void)Module::from_ptx(ctx, ".version 7.0\n.target sm_70\n.address_size 64\nfrob;\n");
-      FAIL("no error");
-    } catch (const Error& e) {
+    {
+      const Error e = error_of([&] { (void)Module::from_ptx(ctx, ".version 7.0\n.target sm_70\n.address_size 64\nfrob;\n"); });
       const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
                              e.where().function_name();
       CHECK(std::string(e.what()) ==
@@ -146,10 +136,8 @@ TEST_CASE("what() reads well: the whole text of representative errors") {
             "  ptxas application ptx input, line 4; error   : Not a name of any known instruction: 'frob'");
     }
     // A typed kernel whose signature does not match the module's kernel.
-    try {
-      (void)Module::from_ptx(ctx, kFakePtx).kernel<void(float*)>("dbl");
-      FAIL("no error");
-    } catch (const Error& e) {
+    {
+      const Error e = error_of([&] { (void)Module::from_ptx(ctx, kFakePtx).kernel<void(float*)>("dbl"); });
       const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
                              e.where().function_name();
       const std::string sig(detail::type_name<void(float*)>());

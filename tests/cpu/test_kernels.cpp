@@ -120,10 +120,8 @@ TEST_CASE("typed kernel: the parameter layout is checked at lookup and a mismatc
     CHECK_NOTHROW((void)m.kernel<void(unsigned, Blob)>("take_blob"));
     const std::string sig(detail::type_name<void(float*, unsigned)>());
     CHECK((sig == "void(float*, unsigned int)" || sig == "void (float *, unsigned int)"));
-    try {
-      (void)m.kernel<void(float*, unsigned)>("saxpy");
-      FAIL("no error");
-    } catch (const Error& e) {
+    {
+      const Error e = error_of([&] { (void)m.kernel<void(float*, unsigned)>("saxpy"); });
       CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
       CHECK(e.call() == "oxicuda::Module::kernel");
       CHECK(e.detail() == "kernel 'saxpy' is declared " + sig +
@@ -166,10 +164,8 @@ TEST_CASE("launch config: clusters and cooperative launches go through cuLaunchK
     CHECK(scope.fake.calls("cuLaunchKernelEx") == 2);
     CHECK(scope.fake.calls("cuLaunchKernel") == 0);
     // A grid that clusters do not divide: the driver's error, explained.
-    try {
-      launch(s, none, {.grid = 7, .block = 32, .cluster = {2}});
-      FAIL("no error");
-    } catch (const Error& e) {
+    {
+      const Error e = error_of([&] { launch(s, none, {.grid = 7, .block = 32, .cluster = {2}}); });
       CHECK(e.result() == ffi::CUDA_ERROR_INVALID_CLUSTER_SIZE);
       CHECK(e.call() == "cuLaunchKernelEx");
       CHECK(e.detail() == "kernel 'none', grid 7x1x1, block 32x1x1, 0 bytes of dynamic shared memory, cluster 2x1x1");

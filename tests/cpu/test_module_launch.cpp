@@ -51,10 +51,8 @@ TEST_CASE("module: invalid PTX fails with the JIT's error log in the Error") {
   {
     Context ctx = Context::primary(Device::get(0));
     const char* bad = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k() { frob; }\n";
-    try {
-      (void)Module::from_ptx(ctx, bad);
-      FAIL("no error");
-    } catch (const Error& e) {
+    {
+      const Error e = error_of([&] { (void)Module::from_ptx(ctx, bad); });
       CHECK(e.result() == ffi::CUDA_ERROR_INVALID_PTX);
       CHECK(e.call() == "cuModuleLoadDataEx");
       CHECK(e.detail() ==
@@ -122,10 +120,8 @@ TEST_CASE("module: an unknown kernel name is an error that names it") {
   FakeScope scope;
   Context ctx = Context::primary(Device::get(0));
   Module m = Module::from_ptx(ctx, kFakePtx);
-  try {
-    (void)m.function("dlb");
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { (void)m.function("dlb"); });
     CHECK(e.result() == ffi::CUDA_ERROR_NOT_FOUND);
     CHECK(e.call() == "cuModuleGetFunction");
     CHECK(e.detail() == "the module has no kernel named 'dlb' (a C++ kernel not declared extern \"C\" has a mangled name)");
@@ -178,10 +174,8 @@ TEST_CASE("launch: a failed launch says which kernel, what shape, and why") {
   Stream s(ctx);
   Module m = Module::from_ptx(ctx, kFakePtx);
   const unsigned line = __LINE__ + 2;
-  try {
-    launch(s, m.function("none"), Dim3{0}, Dim3{32}, 0);
-    FAIL("no error");
-  } catch (const Error& e) {
+  {
+    const Error e = error_of([&] { launch(s, m.function("none"), Dim3{0}, Dim3{32}, 0); });
     CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
     CHECK(e.call() == "cuLaunchKernel");
     CHECK(e.detail() == "kernel 'none', grid 0x1x1, block 32x1x1, 0 bytes of dynamic shared memory: a grid or "

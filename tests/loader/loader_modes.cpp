@@ -21,13 +21,7 @@ std::string env(const char* name) {
 
 // The Error the first driver call raises.
 Error first_error() {
-  try {
-    (void)Device::count();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("Device::count() did not fail");
-  return Error(ffi::CUDA_SUCCESS, "");
+  return error_of([] { (void)Device::count(); });
 }
 }  // namespace
 
