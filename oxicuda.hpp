@@ -734,7 +734,9 @@ OXICUDA_NAMESPACE_END
 // remember why not when any of it fails. Nothing here throws.
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 
 #if OXICUDA_WINDOWS
@@ -827,6 +829,19 @@ struct Driver {
   DriverInfo info;
 };
 
+// Joins the pieces into one string. Every message oxicuda builds goes through
+// this one function: `std::string + "literal"` chains instead instantiate the
+// standard library's operator templates once per literal length, which made
+// them the largest share of this header's own compile time.
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+  std::size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string s;
+  s.reserve(n);
+  for (std::string_view p : parts) s.append(p.data(), p.size());
+  return s;
+}
+
 #if OXICUDA_WINDOWS
 using LibHandle = HMODULE;
 inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
@@ -834,7 +849,7 @@ inline void* lib_symbol(LibHandle h, const char* name) noexcept {
   return reinterpret_cast<void*>(::GetProcAddress(h, name));
 }
 inline std::string lib_error() {
-  return "Windows error " + std::to_string(static_cast<unsigned long>(::GetLastError()));
+  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
 }
 inline const char* const default_candidates[] = {"nvcuda.dll"};
 #else
@@ -843,7 +858,7 @@ inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTL
 inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
 inline std::string lib_error() {
   const char* e = ::dlerror();
-  return e ? e : "unknown error";
+  return cat({e ? e : "unknown error"});
 }
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
 #endif
@@ -857,7 +872,7 @@ inline const ffi::ResultText* result_text(int code) noexcept {
 
 inline std::string describe_result(ffi::CUresult r) {
   const ffi::ResultText* t = result_text(r);
-  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) + ")";
+  return cat({t ? t->name : "CUDA_ERROR_?", " (", std::to_string(static_cast<int>(r)), ")"});
 }
 
 inline void resolve(Driver& d, LibHandle h) {
@@ -896,8 +911,7 @@ inline Driver* load_driver() {
       info.library = path;
       return true;
     }
-    tried += tried.empty() ? "" : "; ";
-    tried += std::string(path) + " (" + lib_error() + ")";
+    tried = cat({tried, tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
     return false;
   };
   if (from_env) {
@@ -908,17 +922,16 @@ inline Driver* load_driver() {
   }
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " + tried +
-                                 ". Point it at the driver's libcuda.so.1 or unset it."
-                           : "no CUDA driver library could be opened (tried " + tried +
-                                 "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
-                                 "libcuda.so.1.";
+    info.reason = from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", tried,
+                                  ". Point it at the driver's libcuda.so.1 or unset it."})
+                           : cat({"no CUDA driver library could be opened (tried ", tried,
+                                  "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
     return d;
   }
   resolve(*d, h);
   if (d->api.Init == &ffi::missing::Init) {
     info.status = DriverStatus::not_a_driver;
-    info.reason = info.library + " was opened but exports no cuInit: it is not a CUDA driver library.";
+    info.reason = cat({info.library, " was opened but exports no cuInit: it is not a CUDA driver library."});
     d->api = {};
     return d;
   }
@@ -926,16 +939,16 @@ inline Driver* load_driver() {
   if (d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS) info.version = 0;
   if (info.init_result == ffi::CUDA_ERROR_STUB_LIBRARY) {
     info.status = DriverStatus::stub_library;
-    info.reason = info.library +
-                  " is the CUDA toolkit's stub library (cuInit returned CUDA_ERROR_STUB_LIBRARY "
-                  "(34)): it exists only to link against and cannot run anything. Remove its "
-                  "directory (.../lib64/stubs) from LD_LIBRARY_PATH or OXICUDA_LIBCUDA_PATH so "
-                  "that the driver's own libcuda.so.1 is found.";
+    info.reason = cat({info.library,
+                       " is the CUDA toolkit's stub library (cuInit returned CUDA_ERROR_STUB_LIBRARY "
+                       "(34)): it exists only to link against and cannot run anything. Remove its "
+                       "directory (.../lib64/stubs) from LD_LIBRARY_PATH or OXICUDA_LIBCUDA_PATH so "
+                       "that the driver's own libcuda.so.1 is found."});
   } else if (info.init_result != ffi::CUDA_SUCCESS) {
     info.status = DriverStatus::init_failed;
     const ffi::ResultText* t = result_text(info.init_result);
-    info.reason = "cuInit(0) failed with " + describe_result(info.init_result) + ": " +
-                  (t ? t->text : "unknown error") + " (driver library " + info.library + ").";
+    info.reason = cat({"cuInit(0) failed with ", describe_result(info.init_result), ": ", t ? t->text : "unknown error",
+                       " (driver library ", info.library, ")."});
   } else {
     info.status = DriverStatus::ok;
     return d;
@@ -1103,8 +1116,8 @@ class CudaCategory final : public std::error_category {
   const char* name() const noexcept override { return "cuda"; }
   std::string message(int code) const override {
     const ffi::ResultText* t = result_text(code);
-    if (!t) return "CUresult " + std::to_string(code) + ": unknown result";
-    return std::string(t->name) + ": " + t->text;
+    if (!t) return cat({"CUresult ", std::to_string(code), ": unknown result"});
+    return cat({t->name, ": ", t->text});
   }
   std::error_condition default_error_condition(int code) const noexcept override {
     switch (code) {
@@ -1156,9 +1169,9 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
     case DriverStatus::ok: {
       const int v = info.version;
       raise(Error(ffi::CUDA_ERROR_NOT_FOUND, e.name,
-                  "the loaded driver (" + info.library + ", CUDA " + std::to_string(v / 1000) + "." +
-                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " + e.symbol +
-                      ", pinned version " + std::to_string(e.version) + "); this call needs a newer driver",
+                  cat({"the loaded driver (", info.library, ", CUDA ", std::to_string(v / 1000), ".",
+                       std::to_string(v % 1000 / 10), ") does not provide ", e.name, " (symbol ", e.symbol,
+                       ", pinned version ", std::to_string(e.version), "); this call needs a newer driver"}),
                   where));
     }
     case DriverStatus::stub_library:
@@ -1201,15 +1214,16 @@ inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
 // The error for using an empty handle (default-constructed or moved-from).
 [[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
-              std::string("this ") + type + " is empty (default-constructed or moved-from); it has no driver handle",
-              where));
+              cat({"this ", type, " is empty (default-constructed or moved-from); it has no driver handle"}), where));
 }
 
 inline std::string driver_description(ffi::CUresult r) {
   const char* s = nullptr;
-  if (api().GetErrorString(r, &s) == ffi::CUDA_SUCCESS && s) return s;
-  const ffi::ResultText* t = result_text(r);
-  return t ? t->text : "unknown CUresult";
+  if (api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
+    const ffi::ResultText* t = result_text(r);
+    s = t ? t->text : "unknown CUresult";
+  }
+  return cat({s});
 }
 
 }  // namespace detail
@@ -1225,14 +1239,18 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
       description_(detail::driver_description(result)),
       detail_(std::move(detail)),
       where_(where) {
-  what_ = call_ + " failed: " + std::string(name()) + " (" + std::to_string(static_cast<int>(result)) +
-          "): " + description_ + "\n  at " + where_.file_name() + ":" + std::to_string(where_.line());
-  if (*where_.function_name()) what_ += std::string(" in ") + where_.function_name();
+  const char* function = where_.function_name();
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_,
+                       "\n  at ", where_.file_name(), ":", std::to_string(where_.line()), *function ? " in " : "",
+                       function});
   if (!detail_.empty()) {
-    what_ += "\n  ";
-    for (char c : detail_) {
-      what_ += c;
-      if (c == '\n') what_ += "  ";
+    // The detail on its own lines, each indented by two spaces.
+    std::string_view rest = detail_;
+    while (!rest.empty()) {
+      const std::size_t eol = rest.find('\n');
+      const std::string_view line = rest.substr(0, eol);
+      what_.append(static_cast<const char*>("\n  "), 3).append(line.data(), line.size());
+      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
     }
     while (!what_.empty() && (what_.back() == ' ' || what_.back() == '\n')) what_.pop_back();
   }
@@ -1320,13 +1338,14 @@ class Device {
 
 inline std::string Uuid::to_string() const {
   static constexpr char hex[] = "0123456789abcdef";
-  std::string s = "GPU-";
+  char s[41] = "GPU-";  // "GPU-" + 32 hex digits + 4 dashes
+  std::size_t n = 4;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += hex[bytes[i] >> 4];
-    s += hex[bytes[i] & 0xF];
+    if (i == 4 || i == 6 || i == 8 || i == 10) s[n++] = '-';
+    s[n++] = hex[bytes[i] >> 4];
+    s[n++] = hex[bytes[i] & 0xF];
   }
-  return s;
+  return std::string(static_cast<const char*>(s), n);
 }
 
 inline int Device::count(SourceLocation where) {
@@ -1339,9 +1358,9 @@ inline Device Device::get(int ordinal, SourceLocation where) {
   const int n = count(where);
   if (ordinal < 0 || ordinal >= n)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_DEVICE, "oxicuda::Device::get",
-                        "device ordinal " + std::to_string(ordinal) + " is out of range: the driver sees " +
-                            std::to_string(n) + (n == 1 ? " device" : " devices") +
-                            (n > 0 ? " (ordinals 0.." + std::to_string(n - 1) + ")" : std::string()),
+                        detail::cat({"device ordinal ", std::to_string(ordinal), " is out of range: the driver sees ",
+                                     std::to_string(n), n == 1 ? " device" : " devices", n > 0 ? " (ordinals 0.." : "",
+                                     n > 0 ? std::to_string(n - 1) : std::string(), n > 0 ? ")" : ""}),
                         where));
   ffi::CUdevice d = 0;
   detail::check(detail::api().DeviceGet(&d, ordinal), ffi::Entry::DeviceGet, where);
@@ -1352,7 +1371,7 @@ inline std::string Device::name(SourceLocation where) const {
   char buf[256] = {};
   detail::check(detail::api().DeviceGetName(buf, static_cast<int>(sizeof buf - 1), raw_), ffi::Entry::DeviceGetName,
                 where);
-  return buf;
+  return std::string(static_cast<const char*>(buf));
 }
 
 inline int Device::attribute(ffi::CUdevice_attribute attr, SourceLocation where) const {
@@ -1416,29 +1435,17 @@ class Shared {
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
     Shared s;
-    T* p = new T(std::forward<A>(args)...);
-    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(p));
-    s.ptr_ = p;
+    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(new T(std::forward<A>(args)...)));
     return s;
   }
-  Shared(const Shared&) noexcept = default;
-  Shared& operator=(const Shared&) noexcept = default;
-  Shared(Shared&& o) noexcept : owner_(std::move(o.owner_)), ptr_(std::exchange(o.ptr_, nullptr)) {}
-  Shared& operator=(Shared&& o) noexcept {
-    owner_ = std::move(o.owner_);
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    return *this;
-  }
 
-  [[nodiscard]] T* get() const noexcept { return ptr_; }
-  T* operator->() const noexcept { return ptr_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  [[nodiscard]] T* get() const noexcept { return static_cast<T*>(const_cast<Owned*>(owner_.get())); }
+  T* operator->() const noexcept { return get(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return owner_ != nullptr; }
   [[nodiscard]] long use_count() const noexcept { return owner_.use_count(); }
-  [[nodiscard]] const std::shared_ptr<const Owned>& owner() const noexcept { return owner_; }
 
  private:
   std::shared_ptr<const Owned> owner_;
-  T* ptr_ = nullptr;
 };
 
 }  // namespace detail
@@ -1577,45 +1584,50 @@ struct InContext : Owned {
   }
 };
 
-// A shared handle to such an object: a std::shared_ptr<Object> whose
-// control block owns the InContext state (so the last copy's drop runs the
-// destroy exactly once), plus a plain pointer to that state. A copy is one
-// atomic increment; get() reads the handle without an indirection.
+// A shared handle to such an object: the shared InContext state (the last
+// copy's drop runs the destroy exactly once) and the raw handle beside it, so
+// that a copy is one atomic increment and get() reads no indirection.
 template <class Object, class Extra = bool>
 class SharedHandle {
  public:
   SharedHandle() noexcept = default;
   // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
   // state cannot be allocated, `raw` is destroyed before the error leaves.
-  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) {
-    Shared<InContext<Object, Extra>> state;
+  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) : raw_(raw) {
 #if OXICUDA_EXCEPTIONS
     try {
-      state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
+      state_ = State::make(std::move(ctx), raw, destroy, extra);
     } catch (...) {
       if (destroy) destroy(raw);
       throw;
     }
 #else
-    state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
+    state_ = State::make(std::move(ctx), raw, destroy, extra);
 #endif
-    state_ = state.get();
-    ptr_ = std::shared_ptr<Object>(state.owner(), raw);
+  }
+  SharedHandle(const SharedHandle&) noexcept = default;
+  SharedHandle& operator=(const SharedHandle&) noexcept = default;
+  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  SharedHandle& operator=(SharedHandle&& o) noexcept {
+    state_ = std::move(o.state_);
+    raw_ = std::exchange(o.raw_, nullptr);
+    return *this;
   }
 
-  [[nodiscard]] Object* get() const noexcept { return ptr_.get(); }
+  [[nodiscard]] Object* get() const noexcept { return raw_; }
   [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
   [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
   [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
-  [[nodiscard]] long use_count() const noexcept { return ptr_.use_count(); }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
 
  private:
+  using State = Shared<InContext<Object, Extra>>;
   static const Context& empty() noexcept {
     static const Context none;
     return none;
   }
-  std::shared_ptr<Object> ptr_;
-  const InContext<Object, Extra>* state_ = nullptr;
+  State state_;
+  Object* raw_ = nullptr;
 };
 
 }  // namespace detail
@@ -1797,15 +1809,16 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   float ms = 0.0f;
   const ffi::CUresult r = detail::api().EventElapsedTime(&ms, s, e);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    std::string why;
-    if (!start.timing() || !end.timing())
-      why = std::string("the ") + (!start.timing() ? "start" : "end") +
-            " event was created with {.timing = false}; elapsed time needs timing on both events";
+    const char* why = "";
+    if (!start.timing())
+      why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
+    else if (!end.timing())
+      why = "the end event was created with {.timing = false}; elapsed time needs timing on both events";
     else if (r == ffi::CUDA_ERROR_NOT_READY)
       why = "an event has not completed yet; synchronize the end event first";
     else if (r == ffi::CUDA_ERROR_INVALID_HANDLE)
       why = "both events must have been recorded on a stream before their elapsed time is asked";
-    detail::fail(ffi::Entry::EventElapsedTime, r, where, std::move(why));
+    detail::fail(ffi::Entry::EventElapsedTime, r, where, detail::cat({why}));
   }
   return Milliseconds(ms);
 }
@@ -1988,7 +2001,7 @@ void OXICUDA_CUDAAPI host_func_trampoline(void* data) noexcept {
     (*fn)();
   } catch (const std::exception& e) {
     report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
-           std::string("the host function threw: ") + e.what());
+           cat({"the host function threw: ", e.what()}));
   } catch (...) {
     report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
            "the host function threw a non-std exception");
@@ -2214,12 +2227,12 @@ inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
 // knowing its size), or empty when it is fit.
 inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
   auto truncated = [&](const char* what, std::uint64_t need) {
-    return std::string("the ") + what + " image is truncated: its headers describe " + std::to_string(need) +
-           " bytes but only " + std::to_string(size) + " were given";
+    return cat({"the ", what, " image is truncated: its headers describe ", std::to_string(need), " bytes but only ",
+                std::to_string(size), " were given"});
   };
   if (kind == ImageKind::elf) {
     if (size < 64) return truncated("cubin (ELF)", 64);
-    if (p[4] != 2) return "the cubin (ELF) image is not a 64-bit ELF file";
+    if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
     const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
     const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
     const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
@@ -2266,9 +2279,10 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
     r = detail::api().ModuleLoadDataEx(&raw, image, n, keys, values);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    std::string why = std::string(is_text ? "PTX source" : "binary image") + " of " + std::to_string(size) + " bytes";
-    if (error[0] != '\0') why += "; JIT error log:\n" + std::string(error.data());
-    detail::fail(ffi::Entry::ModuleLoadDataEx, r, where, std::move(why));
+    const bool logged = error[0] != '\0';
+    detail::fail(ffi::Entry::ModuleLoadDataEx, r, where,
+                 detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
+                              logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
   }
   std::string log(info.data());
   while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
@@ -2310,19 +2324,20 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
 inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f)
-    detail::raise(
-        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot open '" + path + "'", where));
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot open '", path, "'"}), where));
   std::string bytes;
   char chunk[1 << 14];
   std::size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(chunk, got);
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(static_cast<const char*>(chunk), got);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
-    detail::raise(
-        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot read '" + path + "'", where));
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot read '", path, "'"}), where));
   if (bytes.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file", "'" + path + "' is empty", where));
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
+                        detail::cat({"'", path, "' is empty"}), where));
   return from_image(ctx, bytes.data(), bytes.size(), options, where);
 }
 
@@ -2342,9 +2357,10 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS))
     detail::fail(ffi::Entry::ModuleGetFunction, r, where,
-                 r == ffi::CUDA_ERROR_NOT_FOUND ? "the module has no kernel named '" + n +
-                                                      "' (a C++ kernel not declared extern \"C\" has a mangled name)"
-                                                : "looking up kernel '" + n + "'");
+                 r == ffi::CUDA_ERROR_NOT_FOUND
+                     ? detail::cat({"the module has no kernel named '", n,
+                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
+                     : detail::cat({"looking up kernel '", n, "'"}));
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
@@ -2455,10 +2471,10 @@ struct ParamSlot {
 };
 
 inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
-  std::string s = std::to_string(n) + (n == 1 ? " parameter" : " parameters");
+  std::string s = cat({std::to_string(n), n == 1 ? " parameter" : " parameters"});
   for (std::size_t i = 0; i < n; ++i)
-    s += (i ? ", " : " (") + std::to_string(slots[i].size) + " bytes at " + std::to_string(slots[i].offset);
-  return n ? s + ")" : s;
+    s = cat({s, i ? ", " : " (", std::to_string(slots[i].size), " bytes at ", std::to_string(slots[i].offset)});
+  return n ? cat({s, ")"}) : s;
 }
 
 // Compares the kernel's parameter layout, as the driver reports it, with the
@@ -2469,9 +2485,13 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
                                                       const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
                                                       std::size_t n_got, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
-              "kernel '" + std::string(fn.name()) + "' is declared " + std::string(signature) + ", " +
-                  describe_layout(want, n_want) + ", but the module's kernel takes " + describe_layout(got, n_got),
+              cat({"kernel '", fn.name(), "' is declared ", signature, ", ", describe_layout(want, n_want),
+                   ", but the module's kernel takes ", describe_layout(got, n_got)}),
               where));
+}
+
+[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, ffi::CUresult r, SourceLocation where) {
+  fail(ffi::Entry::FuncGetParamInfo, r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
 template <class... Params>
@@ -2498,8 +2518,7 @@ void check_parameters(const Function& fn, SourceLocation where) {
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
     if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
     if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
-    if (r != ffi::CUDA_SUCCESS)
-      fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
+    if (r != ffi::CUDA_SUCCESS) layout_query_failed(fn, r, where);
     got[count++] = slot;
   }
   bool same = count == n;
@@ -2778,10 +2797,11 @@ inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::
 
 [[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
                                                     std::size_t element_size, SourceLocation where) {
-  std::string why = "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
-                    std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)";
-  if (dst == 0 || src == 0) why += "; an empty device buffer is default-constructed or moved-from";
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, std::move(why), where));
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
+                   std::to_string(src), " (element size ", std::to_string(element_size), " bytes)",
+                   dst == 0 || src == 0 ? "; an empty device buffer is default-constructed or moved-from" : ""}),
+              where));
 }
 
 inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
@@ -2951,7 +2971,7 @@ inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, co
                                  SourceLocation where) {
   if (count > static_cast<std::size_t>(-1) / element_size)
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                std::to_string(count) + " elements of " + std::to_string(element_size) + " bytes overflow size_t",
+                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
                 where));
   return count * element_size;
 }
@@ -3123,23 +3143,25 @@ struct Located {
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
                                                     const LaunchConfig& cfg, SourceLocation where) {
-  auto dims = [](Dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); };
-  std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
-                    ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
-  if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
-  if (cfg.cooperative) why += ", cooperative";
+  auto dims = [](Dim3 d) { return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)}); };
+  std::string why =
+      cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
+           std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
+           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
   if (entry == ffi::Entry::FuncSetAttribute) {
-    why +=
-        ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
     int optin = 0;
     const Device device = fn.module().context().device(where);
-    if (api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
-        ffi::CUDA_SUCCESS)
-      why += "; this device allows at most " + std::to_string(optin) + " bytes per block";
+    const bool known = api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                                device.raw()) == ffi::CUDA_SUCCESS;
+    why = cat({why,
+               ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
+               "failed",
+               known ? "; this device allows at most " : "", known ? std::to_string(optin) : std::string(),
+               known ? " bytes per block" : ""});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
-    why += ": a grid or block dimension is zero";
+    why = cat({why, ": a grid or block dimension is zero"});
   } else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT) {
-    why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
+    why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
   }
   fail(entry, r, where, std::move(why));
 }

@@ -32,29 +32,17 @@ class Shared {
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
     Shared s;
-    T* p = new T(std::forward<A>(args)...);
-    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(p));
-    s.ptr_ = p;
+    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(new T(std::forward<A>(args)...)));
     return s;
   }
-  Shared(const Shared&) noexcept = default;
-  Shared& operator=(const Shared&) noexcept = default;
-  Shared(Shared&& o) noexcept : owner_(std::move(o.owner_)), ptr_(std::exchange(o.ptr_, nullptr)) {}
-  Shared& operator=(Shared&& o) noexcept {
-    owner_ = std::move(o.owner_);
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    return *this;
-  }
 
-  [[nodiscard]] T* get() const noexcept { return ptr_; }
-  T* operator->() const noexcept { return ptr_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  [[nodiscard]] T* get() const noexcept { return static_cast<T*>(const_cast<Owned*>(owner_.get())); }
+  T* operator->() const noexcept { return get(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return owner_ != nullptr; }
   [[nodiscard]] long use_count() const noexcept { return owner_.use_count(); }
-  [[nodiscard]] const std::shared_ptr<const Owned>& owner() const noexcept { return owner_; }
 
  private:
   std::shared_ptr<const Owned> owner_;
-  T* ptr_ = nullptr;
 };
 
 }  // namespace detail
@@ -193,45 +181,50 @@ struct InContext : Owned {
   }
 };
 
-// A shared handle to such an object: a std::shared_ptr<Object> whose
-// control block owns the InContext state (so the last copy's drop runs the
-// destroy exactly once), plus a plain pointer to that state. A copy is one
-// atomic increment; get() reads the handle without an indirection.
+// A shared handle to such an object: the shared InContext state (the last
+// copy's drop runs the destroy exactly once) and the raw handle beside it, so
+// that a copy is one atomic increment and get() reads no indirection.
 template <class Object, class Extra = bool>
 class SharedHandle {
  public:
   SharedHandle() noexcept = default;
   // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
   // state cannot be allocated, `raw` is destroyed before the error leaves.
-  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) {
-    Shared<InContext<Object, Extra>> state;
+  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) : raw_(raw) {
 #if OXICUDA_EXCEPTIONS
     try {
-      state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
+      state_ = State::make(std::move(ctx), raw, destroy, extra);
     } catch (...) {
       if (destroy) destroy(raw);
       throw;
     }
 #else
-    state = Shared<InContext<Object, Extra>>::make(std::move(ctx), raw, destroy, extra);
+    state_ = State::make(std::move(ctx), raw, destroy, extra);
 #endif
-    state_ = state.get();
-    ptr_ = std::shared_ptr<Object>(state.owner(), raw);
+  }
+  SharedHandle(const SharedHandle&) noexcept = default;
+  SharedHandle& operator=(const SharedHandle&) noexcept = default;
+  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  SharedHandle& operator=(SharedHandle&& o) noexcept {
+    state_ = std::move(o.state_);
+    raw_ = std::exchange(o.raw_, nullptr);
+    return *this;
   }
 
-  [[nodiscard]] Object* get() const noexcept { return ptr_.get(); }
+  [[nodiscard]] Object* get() const noexcept { return raw_; }
   [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
   [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
   [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
-  [[nodiscard]] long use_count() const noexcept { return ptr_.use_count(); }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
 
  private:
+  using State = Shared<InContext<Object, Extra>>;
   static const Context& empty() noexcept {
     static const Context none;
     return none;
   }
-  std::shared_ptr<Object> ptr_;
-  const InContext<Object, Extra>* state_ = nullptr;
+  State state_;
+  Object* raw_ = nullptr;
 };
 
 }  // namespace detail

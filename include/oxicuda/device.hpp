@@ -62,13 +62,14 @@ class Device {
 
 inline std::string Uuid::to_string() const {
   static constexpr char hex[] = "0123456789abcdef";
-  std::string s = "GPU-";
+  char s[41] = "GPU-";  // "GPU-" + 32 hex digits + 4 dashes
+  std::size_t n = 4;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += hex[bytes[i] >> 4];
-    s += hex[bytes[i] & 0xF];
+    if (i == 4 || i == 6 || i == 8 || i == 10) s[n++] = '-';
+    s[n++] = hex[bytes[i] >> 4];
+    s[n++] = hex[bytes[i] & 0xF];
   }
-  return s;
+  return std::string(static_cast<const char*>(s), n);
 }
 
 inline int Device::count(SourceLocation where) {
@@ -81,9 +82,9 @@ inline Device Device::get(int ordinal, SourceLocation where) {
   const int n = count(where);
   if (ordinal < 0 || ordinal >= n)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_DEVICE, "oxicuda::Device::get",
-                        "device ordinal " + std::to_string(ordinal) + " is out of range: the driver sees " +
-                            std::to_string(n) + (n == 1 ? " device" : " devices") +
-                            (n > 0 ? " (ordinals 0.." + std::to_string(n - 1) + ")" : std::string()),
+                        detail::cat({"device ordinal ", std::to_string(ordinal), " is out of range: the driver sees ",
+                                     std::to_string(n), n == 1 ? " device" : " devices", n > 0 ? " (ordinals 0.." : "",
+                                     n > 0 ? std::to_string(n - 1) : std::string(), n > 0 ? ")" : ""}),
                         where));
   ffi::CUdevice d = 0;
   detail::check(detail::api().DeviceGet(&d, ordinal), ffi::Entry::DeviceGet, where);
@@ -94,7 +95,7 @@ inline std::string Device::name(SourceLocation where) const {
   char buf[256] = {};
   detail::check(detail::api().DeviceGetName(buf, static_cast<int>(sizeof buf - 1), raw_), ffi::Entry::DeviceGetName,
                 where);
-  return buf;
+  return std::string(static_cast<const char*>(buf));
 }
 
 inline int Device::attribute(ffi::CUdevice_attribute attr, SourceLocation where) const {

@@ -130,8 +130,8 @@ class CudaCategory final : public std::error_category {
   const char* name() const noexcept override { return "cuda"; }
   std::string message(int code) const override {
     const ffi::ResultText* t = result_text(code);
-    if (!t) return "CUresult " + std::to_string(code) + ": unknown result";
-    return std::string(t->name) + ": " + t->text;
+    if (!t) return cat({"CUresult ", std::to_string(code), ": unknown result"});
+    return cat({t->name, ": ", t->text});
   }
   std::error_condition default_error_condition(int code) const noexcept override {
     switch (code) {
@@ -183,9 +183,9 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
     case DriverStatus::ok: {
       const int v = info.version;
       raise(Error(ffi::CUDA_ERROR_NOT_FOUND, e.name,
-                  "the loaded driver (" + info.library + ", CUDA " + std::to_string(v / 1000) + "." +
-                      std::to_string(v % 1000 / 10) + ") does not provide " + e.name + " (symbol " + e.symbol +
-                      ", pinned version " + std::to_string(e.version) + "); this call needs a newer driver",
+                  cat({"the loaded driver (", info.library, ", CUDA ", std::to_string(v / 1000), ".",
+                       std::to_string(v % 1000 / 10), ") does not provide ", e.name, " (symbol ", e.symbol,
+                       ", pinned version ", std::to_string(e.version), "); this call needs a newer driver"}),
                   where));
     }
     case DriverStatus::stub_library:
@@ -228,15 +228,16 @@ inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
 // The error for using an empty handle (default-constructed or moved-from).
 [[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
-              std::string("this ") + type + " is empty (default-constructed or moved-from); it has no driver handle",
-              where));
+              cat({"this ", type, " is empty (default-constructed or moved-from); it has no driver handle"}), where));
 }
 
 inline std::string driver_description(ffi::CUresult r) {
   const char* s = nullptr;
-  if (api().GetErrorString(r, &s) == ffi::CUDA_SUCCESS && s) return s;
-  const ffi::ResultText* t = result_text(r);
-  return t ? t->text : "unknown CUresult";
+  if (api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
+    const ffi::ResultText* t = result_text(r);
+    s = t ? t->text : "unknown CUresult";
+  }
+  return cat({s});
 }
 
 }  // namespace detail
@@ -252,14 +253,18 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
       description_(detail::driver_description(result)),
       detail_(std::move(detail)),
       where_(where) {
-  what_ = call_ + " failed: " + std::string(name()) + " (" + std::to_string(static_cast<int>(result)) +
-          "): " + description_ + "\n  at " + where_.file_name() + ":" + std::to_string(where_.line());
-  if (*where_.function_name()) what_ += std::string(" in ") + where_.function_name();
+  const char* function = where_.function_name();
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_,
+                       "\n  at ", where_.file_name(), ":", std::to_string(where_.line()), *function ? " in " : "",
+                       function});
   if (!detail_.empty()) {
-    what_ += "\n  ";
-    for (char c : detail_) {
-      what_ += c;
-      if (c == '\n') what_ += "  ";
+    // The detail on its own lines, each indented by two spaces.
+    std::string_view rest = detail_;
+    while (!rest.empty()) {
+      const std::size_t eol = rest.find('\n');
+      const std::string_view line = rest.substr(0, eol);
+      what_.append(static_cast<const char*>("\n  "), 3).append(line.data(), line.size());
+      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
     }
     while (!what_.empty() && (what_.back() == ' ' || what_.back() == '\n')) what_.pop_back();
   }

@@ -89,15 +89,16 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   float ms = 0.0f;
   const ffi::CUresult r = detail::api().EventElapsedTime(&ms, s, e);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    std::string why;
-    if (!start.timing() || !end.timing())
-      why = std::string("the ") + (!start.timing() ? "start" : "end") +
-            " event was created with {.timing = false}; elapsed time needs timing on both events";
+    const char* why = "";
+    if (!start.timing())
+      why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
+    else if (!end.timing())
+      why = "the end event was created with {.timing = false}; elapsed time needs timing on both events";
     else if (r == ffi::CUDA_ERROR_NOT_READY)
       why = "an event has not completed yet; synchronize the end event first";
     else if (r == ffi::CUDA_ERROR_INVALID_HANDLE)
       why = "both events must have been recorded on a stream before their elapsed time is asked";
-    detail::fail(ffi::Entry::EventElapsedTime, r, where, std::move(why));
+    detail::fail(ffi::Entry::EventElapsedTime, r, where, detail::cat({why}));
   }
   return Milliseconds(ms);
 }

@@ -53,23 +53,25 @@ struct Located {
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
                                                     const LaunchConfig& cfg, SourceLocation where) {
-  auto dims = [](Dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); };
-  std::string why = "kernel '" + std::string(fn.name()) + "', grid " + dims(cfg.grid) + ", block " + dims(cfg.block) +
-                    ", " + std::to_string(cfg.shared_bytes) + " bytes of dynamic shared memory";
-  if (cfg.cluster.x) why += ", cluster " + dims(cfg.cluster);
-  if (cfg.cooperative) why += ", cooperative";
+  auto dims = [](Dim3 d) { return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)}); };
+  std::string why =
+      cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
+           std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
+           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
   if (entry == ffi::Entry::FuncSetAttribute) {
-    why +=
-        ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed";
     int optin = 0;
     const Device device = fn.module().context().device(where);
-    if (api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device.raw()) ==
-        ffi::CUDA_SUCCESS)
-      why += "; this device allows at most " + std::to_string(optin) + " bytes per block";
+    const bool known = api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                                device.raw()) == ffi::CUDA_SUCCESS;
+    why = cat({why,
+               ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
+               "failed",
+               known ? "; this device allows at most " : "", known ? std::to_string(optin) : std::string(),
+               known ? " bytes per block" : ""});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
-    why += ": a grid or block dimension is zero";
+    why = cat({why, ": a grid or block dimension is zero"});
   } else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT) {
-    why += ": the kernel's module and the stream belong to different contexts, or the context is gone";
+    why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
   }
   fail(entry, r, where, std::move(why));
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "ffi.hpp"
 
@@ -98,6 +100,19 @@ struct Driver {
   DriverInfo info;
 };
 
+// Joins the pieces into one string. Every message oxicuda builds goes through
+// this one function: `std::string + "literal"` chains instead instantiate the
+// standard library's operator templates once per literal length, which made
+// them the largest share of this header's own compile time.
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+  std::size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string s;
+  s.reserve(n);
+  for (std::string_view p : parts) s.append(p.data(), p.size());
+  return s;
+}
+
 #if OXICUDA_WINDOWS
 using LibHandle = HMODULE;
 inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
@@ -105,7 +120,7 @@ inline void* lib_symbol(LibHandle h, const char* name) noexcept {
   return reinterpret_cast<void*>(::GetProcAddress(h, name));
 }
 inline std::string lib_error() {
-  return "Windows error " + std::to_string(static_cast<unsigned long>(::GetLastError()));
+  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
 }
 inline const char* const default_candidates[] = {"nvcuda.dll"};
 #else
@@ -114,7 +129,7 @@ inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTL
 inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
 inline std::string lib_error() {
   const char* e = ::dlerror();
-  return e ? e : "unknown error";
+  return cat({e ? e : "unknown error"});
 }
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
 #endif
@@ -128,7 +143,7 @@ inline const ffi::ResultText* result_text(int code) noexcept {
 
 inline std::string describe_result(ffi::CUresult r) {
   const ffi::ResultText* t = result_text(r);
-  return std::string(t ? t->name : "CUDA_ERROR_?") + " (" + std::to_string(static_cast<int>(r)) + ")";
+  return cat({t ? t->name : "CUDA_ERROR_?", " (", std::to_string(static_cast<int>(r)), ")"});
 }
 
 inline void resolve(Driver& d, LibHandle h) {
@@ -167,8 +182,7 @@ inline Driver* load_driver() {
       info.library = path;
       return true;
     }
-    tried += tried.empty() ? "" : "; ";
-    tried += std::string(path) + " (" + lib_error() + ")";
+    tried = cat({tried, tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
     return false;
   };
   if (from_env) {
@@ -179,17 +193,16 @@ inline Driver* load_driver() {
   }
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env ? "OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: " + tried +
-                                 ". Point it at the driver's libcuda.so.1 or unset it."
-                           : "no CUDA driver library could be opened (tried " + tried +
-                                 "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its "
-                                 "libcuda.so.1.";
+    info.reason = from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", tried,
+                                  ". Point it at the driver's libcuda.so.1 or unset it."})
+                           : cat({"no CUDA driver library could be opened (tried ", tried,
+                                  "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
     return d;
   }
   resolve(*d, h);
   if (d->api.Init == &ffi::missing::Init) {
     info.status = DriverStatus::not_a_driver;
-    info.reason = info.library + " was opened but exports no cuInit: it is not a CUDA driver library.";
+    info.reason = cat({info.library, " was opened but exports no cuInit: it is not a CUDA driver library."});
     d->api = {};
     return d;
   }
@@ -197,16 +210,16 @@ inline Driver* load_driver() {
   if (d->api.DriverGetVersion(&info.version) != ffi::CUDA_SUCCESS) info.version = 0;
   if (info.init_result == ffi::CUDA_ERROR_STUB_LIBRARY) {
     info.status = DriverStatus::stub_library;
-    info.reason = info.library +
-                  " is the CUDA toolkit's stub library (cuInit returned CUDA_ERROR_STUB_LIBRARY "
-                  "(34)): it exists only to link against and cannot run anything. Remove its "
-                  "directory (.../lib64/stubs) from LD_LIBRARY_PATH or OXICUDA_LIBCUDA_PATH so "
-                  "that the driver's own libcuda.so.1 is found.";
+    info.reason = cat({info.library,
+                       " is the CUDA toolkit's stub library (cuInit returned CUDA_ERROR_STUB_LIBRARY "
+                       "(34)): it exists only to link against and cannot run anything. Remove its "
+                       "directory (.../lib64/stubs) from LD_LIBRARY_PATH or OXICUDA_LIBCUDA_PATH so "
+                       "that the driver's own libcuda.so.1 is found."});
   } else if (info.init_result != ffi::CUDA_SUCCESS) {
     info.status = DriverStatus::init_failed;
     const ffi::ResultText* t = result_text(info.init_result);
-    info.reason = "cuInit(0) failed with " + describe_result(info.init_result) + ": " +
-                  (t ? t->text : "unknown error") + " (driver library " + info.library + ").";
+    info.reason = cat({"cuInit(0) failed with ", describe_result(info.init_result), ": ", t ? t->text : "unknown error",
+                       " (driver library ", info.library, ")."});
   } else {
     info.status = DriverStatus::ok;
     return d;

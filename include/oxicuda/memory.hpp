@@ -251,10 +251,11 @@ inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::
 
 [[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
                                                     std::size_t element_size, SourceLocation where) {
-  std::string why = "size mismatch: the destination has " + std::to_string(dst) + " elements, the source " +
-                    std::to_string(src) + " (element size " + std::to_string(element_size) + " bytes)";
-  if (dst == 0 || src == 0) why += "; an empty device buffer is default-constructed or moved-from";
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, std::move(why), where));
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
+                   std::to_string(src), " (element size ", std::to_string(element_size), " bytes)",
+                   dst == 0 || src == 0 ? "; an empty device buffer is default-constructed or moved-from" : ""}),
+              where));
 }
 
 inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
@@ -424,7 +425,7 @@ inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, co
                                  SourceLocation where) {
   if (count > static_cast<std::size_t>(-1) / element_size)
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                std::to_string(count) + " elements of " + std::to_string(element_size) + " bytes overflow size_t",
+                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
                 where));
   return count * element_size;
 }

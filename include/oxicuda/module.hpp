@@ -198,12 +198,12 @@ inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
 // knowing its size), or empty when it is fit.
 inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
   auto truncated = [&](const char* what, std::uint64_t need) {
-    return std::string("the ") + what + " image is truncated: its headers describe " + std::to_string(need) +
-           " bytes but only " + std::to_string(size) + " were given";
+    return cat({"the ", what, " image is truncated: its headers describe ", std::to_string(need), " bytes but only ",
+                std::to_string(size), " were given"});
   };
   if (kind == ImageKind::elf) {
     if (size < 64) return truncated("cubin (ELF)", 64);
-    if (p[4] != 2) return "the cubin (ELF) image is not a 64-bit ELF file";
+    if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
     const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
     const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
     const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
@@ -250,9 +250,10 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
     r = detail::api().ModuleLoadDataEx(&raw, image, n, keys, values);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    std::string why = std::string(is_text ? "PTX source" : "binary image") + " of " + std::to_string(size) + " bytes";
-    if (error[0] != '\0') why += "; JIT error log:\n" + std::string(error.data());
-    detail::fail(ffi::Entry::ModuleLoadDataEx, r, where, std::move(why));
+    const bool logged = error[0] != '\0';
+    detail::fail(ffi::Entry::ModuleLoadDataEx, r, where,
+                 detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
+                              logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
   }
   std::string log(info.data());
   while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
@@ -294,19 +295,20 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
 inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f)
-    detail::raise(
-        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot open '" + path + "'", where));
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot open '", path, "'"}), where));
   std::string bytes;
   char chunk[1 << 14];
   std::size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(chunk, got);
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(static_cast<const char*>(chunk), got);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
-    detail::raise(
-        Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file", "cannot read '" + path + "'", where));
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot read '", path, "'"}), where));
   if (bytes.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file", "'" + path + "' is empty", where));
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
+                        detail::cat({"'", path, "' is empty"}), where));
   return from_image(ctx, bytes.data(), bytes.size(), options, where);
 }
 
@@ -326,9 +328,10 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS))
     detail::fail(ffi::Entry::ModuleGetFunction, r, where,
-                 r == ffi::CUDA_ERROR_NOT_FOUND ? "the module has no kernel named '" + n +
-                                                      "' (a C++ kernel not declared extern \"C\" has a mangled name)"
-                                                : "looking up kernel '" + n + "'");
+                 r == ffi::CUDA_ERROR_NOT_FOUND
+                     ? detail::cat({"the module has no kernel named '", n,
+                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
+                     : detail::cat({"looking up kernel '", n, "'"}));
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
@@ -439,10 +442,10 @@ struct ParamSlot {
 };
 
 inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
-  std::string s = std::to_string(n) + (n == 1 ? " parameter" : " parameters");
+  std::string s = cat({std::to_string(n), n == 1 ? " parameter" : " parameters"});
   for (std::size_t i = 0; i < n; ++i)
-    s += (i ? ", " : " (") + std::to_string(slots[i].size) + " bytes at " + std::to_string(slots[i].offset);
-  return n ? s + ")" : s;
+    s = cat({s, i ? ", " : " (", std::to_string(slots[i].size), " bytes at ", std::to_string(slots[i].offset)});
+  return n ? cat({s, ")"}) : s;
 }
 
 // Compares the kernel's parameter layout, as the driver reports it, with the
@@ -453,9 +456,13 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
                                                       const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
                                                       std::size_t n_got, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
-              "kernel '" + std::string(fn.name()) + "' is declared " + std::string(signature) + ", " +
-                  describe_layout(want, n_want) + ", but the module's kernel takes " + describe_layout(got, n_got),
+              cat({"kernel '", fn.name(), "' is declared ", signature, ", ", describe_layout(want, n_want),
+                   ", but the module's kernel takes ", describe_layout(got, n_got)}),
               where));
+}
+
+[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, ffi::CUresult r, SourceLocation where) {
+  fail(ffi::Entry::FuncGetParamInfo, r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
 template <class... Params>
@@ -482,8 +489,7 @@ void check_parameters(const Function& fn, SourceLocation where) {
     const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
     if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
     if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
-    if (r != ffi::CUDA_SUCCESS)
-      fail(ffi::Entry::FuncGetParamInfo, r, where, "asking the layout of kernel '" + std::string(fn.name()) + "'");
+    if (r != ffi::CUDA_SUCCESS) layout_query_failed(fn, r, where);
     got[count++] = slot;
   }
   bool same = count == n;

@@ -174,7 +174,7 @@ void OXICUDA_CUDAAPI host_func_trampoline(void* data) noexcept {
     (*fn)();
   } catch (const std::exception& e) {
     report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
-           std::string("the host function threw: ") + e.what());
+           cat({"the host function threw: ", e.what()}));
   } catch (...) {
     report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
            "the host function threw a non-std exception");
