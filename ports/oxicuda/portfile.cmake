@@ -1,9 +1,9 @@
 # Overlay port: builds oxicuda from the source tree this port lives in
 # (ports/oxicuda -> ../..) with its meson build. vcpkg does not track changes
 # to a local source tree: `vcpkg remove oxicuda` before installing it again.
+# tests/vcpkg runs this file under a harness of the vcpkg helpers it calls.
 
-# Header-only: one (release) configuration is all there is.
-set(VCPKG_BUILD_TYPE release)
+set(VCPKG_BUILD_TYPE release) # header-only port: one configuration is all there is
 
 get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
 
@@ -18,6 +18,18 @@ vcpkg_install_meson()
 
 # meson installs the CMake package to lib/cmake/oxicuda; vcpkg wants share/oxicuda.
 vcpkg_cmake_config_fixup(CONFIG_PATH lib/cmake/oxicuda)
+
+# The .pc names no library of ours, so it goes to share/pkgconfig: a
+# release-only port has no debug/lib/pkgconfig, and vcpkg's debug builds
+# search debug/lib/pkgconfig and share/pkgconfig only. Post-build lint allows
+# share/pkgconfig only for a .pc without libraries: where meson puts -ldl in
+# Libs (glibc before 2.34), it stays in lib/pkgconfig.
+file(STRINGS "${CURRENT_PACKAGES_DIR}/lib/pkgconfig/oxicuda.pc" pc_libs REGEX "^Libs[^:]*: *[^ ]")
+if(NOT pc_libs)
+    file(MAKE_DIRECTORY "${CURRENT_PACKAGES_DIR}/share/pkgconfig")
+    file(RENAME "${CURRENT_PACKAGES_DIR}/lib/pkgconfig/oxicuda.pc" "${CURRENT_PACKAGES_DIR}/share/pkgconfig/oxicuda.pc")
+    file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}/lib") # emptied; lint rejects empty directories
+endif()
 vcpkg_fixup_pkgconfig()
 
 vcpkg_install_copyright(FILE_LIST "${SOURCE_PATH}/LICENSE")

@@ -110,8 +110,9 @@ def check_program(exe, fake_driver):
         raise Failed("on this machine the program must exit 0, or 2 with the reason")
 
 
-def build_cmake(root, tmp, consumers, version):
-    prefix = meson_install(root, tmp)
+def cmake_project(prefix, tmp, consumers, version):
+    """Builds tests/consumers/cmake against the package installed under prefix
+    (after version-check/ has checked its version file); returns the program."""
     run(["cmake", "-S", os.path.join(consumers, "cmake", "version-check"), "-B", os.path.join(tmp, "version-check"),
          "-DCMAKE_PREFIX_PATH=" + prefix, "-DOXICUDA_EXPECTED_VERSION=" + version])
     build = os.path.join(tmp, "consumer-build")
@@ -120,14 +121,25 @@ def build_cmake(root, tmp, consumers, version):
     return os.path.join(build, "consumer")
 
 
-def build_pkg_config(root, tmp, consumers, version):
-    prefix = meson_install(root, tmp)
-    env = dict(os.environ, PKG_CONFIG_PATH=find_file(prefix, "oxicuda.pc"),
-               PKG_CONFIG_SYSROOT_DIR=prefix[: -len(PREFIX)])
+def make_project(consumers, **pkg_config_env):
+    """Builds the Makefile in tests/consumers/pkg-config with pkg-config
+    finding oxicuda.pc as pkg_config_env (PKG_CONFIG_PATH, ...) says; returns
+    the program."""
+    env = dict(os.environ, **pkg_config_env)
     run(["pkg-config", "--print-errors", "--cflags", "--libs", "oxicuda"], env=env)
     src = os.path.join(consumers, "pkg-config")
     run(["make", "-C", src], env=env)
     return os.path.join(src, "consumer")
+
+
+def build_cmake(root, tmp, consumers, version):
+    return cmake_project(meson_install(root, tmp), tmp, consumers, version)
+
+
+def build_pkg_config(root, tmp, consumers, version):
+    prefix = meson_install(root, tmp)
+    return make_project(consumers, PKG_CONFIG_PATH=find_file(prefix, "oxicuda.pc"),
+                        PKG_CONFIG_SYSROOT_DIR=prefix[: -len(PREFIX)])
 
 
 def build_meson(root, tmp, consumers, version):
@@ -140,25 +152,30 @@ def build_meson(root, tmp, consumers, version):
     return os.path.join(build, "consumer")
 
 
+def copy_consumers(tmp):
+    """The consumer projects, copied to tmp (their builds write next to them)."""
+    consumers = os.path.join(tmp, "consumers")
+    shutil.copytree(HERE, consumers, ignore=shutil.ignore_patterns("__pycache__"))
+    return consumers
+
+
 BUILDERS = {"cmake": build_cmake, "pkg-config": build_pkg_config, "meson": build_meson}
 
 
-def main():
+def command_line(kinds, temp_prefix, check):
+    """The command line of this script and tests/vcpkg/port_test.py:
+    KIND --source-root R [--version X.Y.Z] [--fake-driver LIB]. Calls
+    check(kind, root, tmp, args) in a temporary directory; a Failed it raises
+    is the test's failure. Returns the exit status."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["install", *BUILDERS])
+    ap.add_argument("kind", choices=kinds)
     ap.add_argument("--source-root", required=True)
     ap.add_argument("--version", help="the project version (meson.project_version())")
     ap.add_argument("--fake-driver")
     args = ap.parse_args()
-    root = os.path.abspath(args.source_root)
-    with tempfile.TemporaryDirectory(prefix="oxicuda-consumer-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=temp_prefix) as tmp:
         try:
-            if args.kind == "install":
-                check_install(root, tmp)
-            else:
-                consumers = os.path.join(tmp, "consumers")
-                shutil.copytree(HERE, consumers, ignore=shutil.ignore_patterns("__pycache__"))
-                check_program(BUILDERS[args.kind](root, tmp, consumers, args.version), args.fake_driver)
+            check(args.kind, os.path.abspath(args.source_root), tmp, args)
         except Failed as e:
             print("FAIL:", e)
             return 1
@@ -166,5 +183,13 @@ def main():
     return 0
 
 
+def check(kind, root, tmp, args):
+    if kind == "install":
+        check_install(root, tmp)
+    else:
+        consumers = copy_consumers(tmp)
+        check_program(BUILDERS[kind](root, tmp, consumers, args.version), args.fake_driver)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command_line(["install", *BUILDERS], "oxicuda-consumer-", check))
