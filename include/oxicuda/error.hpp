@@ -97,8 +97,9 @@ ErrorHandler set_error_handler(ErrorHandler handler) noexcept;
 
 // Destructors never throw: a failing destroy (cuStreamDestroy_v2 and friends)
 // is passed to this hook instead. The default prints one line to stderr.
-// Passing nullptr restores the default. Returns the previous hook.
-using DiagnosticHook = void (*)(const Error&) noexcept;
+// Passing nullptr restores the default. Returns the previous hook. A hook
+// should not throw; if it does, oxicuda prints that it did and carries on.
+using DiagnosticHook = void (*)(const Error&);
 DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept;
 
 namespace detail {
@@ -166,7 +167,7 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
   try {
     (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
   } catch (...) {
-    std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
+    std::fputs("oxicuda: a destructor's driver call failed, and reporting it threw\n", stderr);
   }
 #else
   (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));

@@ -3,7 +3,9 @@
 // remember why not when any of it fails. Nothing here throws.
 #pragma once
 
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -97,8 +99,21 @@ namespace detail {
 
 struct Driver {
   ffi::DriverApi api;
+  bool provided[ffi::entry_count] = {};  // by entry: the slot holds the driver's function, not the stand-in
   DriverInfo info;
+
+  // Back to the stand-ins, every one: the driver is unusable.
+  void forget() noexcept {
+    api = {};
+    for (bool& b : provided) b = false;
+  }
 };
+
+// DriverApi is one function pointer per entry, in entry order, each stored
+// like a void* (true on every platform with a CUDA driver), and nothing else:
+// entry i's slot is the i-th pointer-sized slot.
+static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
+static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
 // Joins the pieces into one string. Every message oxicuda builds goes through
 // this one function: `std::string + "literal"` chains instead instantiate the
@@ -146,26 +161,29 @@ inline std::string describe_result(ffi::CUresult r) {
   return cat({t ? t->name : "CUDA_ERROR_?", " (", std::to_string(static_cast<int>(r)), ")"});
 }
 
+// Fills the table from the opened library: each entry from cuGetProcAddress_v2
+// at its pinned version (with legacy default-stream semantics), else by its
+// exported symbol; an entry found neither way keeps its stand-in.
 inline void resolve(Driver& d, LibHandle h) {
   auto* gpa = reinterpret_cast<decltype(d.api.GetProcAddress)>(lib_symbol(h, "cuGetProcAddress_v2"));
   bool any_from_gpa = false;
-  auto find = [&](ffi::Entry entry) -> void* {
-    const ffi::EntryInfo& e = ffi::entry_info(entry);
+  for (std::size_t i = 0; i < ffi::entry_count; ++i) {
+    const ffi::EntryInfo& e = ffi::entries[i];
     void* p = nullptr;
-    if (gpa && entry != ffi::Entry::GetProcAddress) {
+    if (gpa && i != static_cast<std::size_t>(ffi::Entry::GetProcAddress)) {
       ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
       if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != ffi::CUDA_SUCCESS ||
           status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
         p = nullptr;
       any_from_gpa = any_from_gpa || p != nullptr;
     }
-    return p ? p : lib_symbol(h, e.symbol);
-  };
-#define OXICUDA_X_RESOLVE(member, version, symbol, params) \
-  if (void* p = find(ffi::Entry::member)) d.api.member = reinterpret_cast<decltype(d.api.member)>(p);
-  OXICUDA_DRIVER_API(OXICUDA_X_RESOLVE)
-#undef OXICUDA_X_RESOLVE
-  if (gpa) d.api.GetProcAddress = gpa;
+    if (!p) p = lib_symbol(h, e.symbol);
+    if (!p) continue;
+    // The address as dlsym/GetProcAddress gave it, into the entry's slot (one
+    // loop rather than a typed assignment per entry: much cheaper to compile).
+    std::memcpy(reinterpret_cast<unsigned char*>(&d.api) + i * sizeof p, &p, sizeof p);
+    d.provided[i] = true;
+  }
   d.info.via_get_proc_address = any_from_gpa;
 }
 
@@ -200,10 +218,10 @@ inline Driver* load_driver() {
     return d;
   }
   resolve(*d, h);
-  if (d->api.Init == &ffi::missing::Init) {
+  if (!d->provided[static_cast<std::size_t>(ffi::Entry::Init)]) {
     info.status = DriverStatus::not_a_driver;
     info.reason = cat({info.library, " was opened but exports no cuInit: it is not a CUDA driver library."});
-    d->api = {};
+    d->forget();
     return d;
   }
   info.init_result = d->api.Init(0);
@@ -224,7 +242,7 @@ inline Driver* load_driver() {
     info.status = DriverStatus::ok;
     return d;
   }
-  d->api = {};
+  d->forget();
   return d;
 }
 
@@ -238,16 +256,7 @@ inline const Driver& driver() noexcept {
 inline const ffi::DriverApi& api() noexcept { return driver().api; }
 
 // Whether the driver lacks this entry point (its slot holds the stand-in).
-inline bool missing(ffi::Entry entry) noexcept {
-  switch (entry) {
-#define OXICUDA_X_MISSING_CASE(member, version, symbol, params) \
-  case ffi::Entry::member:                                      \
-    return api().member == &ffi::missing::member;
-    OXICUDA_DRIVER_API(OXICUDA_X_MISSING_CASE)
-#undef OXICUDA_X_MISSING_CASE
-  }
-  return true;
-}
+inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[static_cast<std::size_t>(entry)]; }
 
 }  // namespace detail
 
