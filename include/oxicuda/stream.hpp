@@ -32,8 +32,9 @@ struct StreamOptions {
 // is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
 // subsystems that each hold "their" stream can be given one queue, and their
 // work is ordered by stream order alone. Every handle keeps the stream's
-// context alive. The handle is a std::shared_ptr<CUstream_st> whose control
-// block owns the queue and its context; a copy costs one atomic increment.
+// context alive. The handle is a std::shared_ptr whose control block owns
+// the queue and its context, and the raw CUstream beside it: a copy costs one
+// atomic increment, raw() reads no indirection.
 //
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
