@@ -8,7 +8,8 @@
 //     kernel (float*, unsigned) directly, through a typed Kernel, through an
 //     untyped Function;
 //   raw-record / record: cuEventRecord directly, Stream::record;
-//   raw-copy / copy: copy and drop a std::shared_ptr, a Stream handle.
+//   raw-copy / copy: copy and drop a std::shared_ptr, a Stream handle;
+//   all: each of them in turn (a smoke test, run by meson test).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,13 +43,22 @@ void keep(T& v) {
 
 }  // namespace
 
+int run(const char* mode, long n);
+
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: oxicuda-overhead MODE N\n");
+    std::fprintf(stderr, "usage: oxicuda-overhead MODE|all N\n");
     return 2;
   }
-  const char* mode = argv[1];
   const long n = std::atol(argv[2]);
+  if (std::strcmp(argv[1], "all") != 0) return run(argv[1], n);
+  for (const char* mode : {"raw-launch", "launch", "untyped-launch", "raw-record", "record", "raw-copy", "copy"})
+    if (const int status = run(mode, n); status != 0) return status;
+  std::printf("every mode ran %ld operations\n", n);
+  return 0;
+}
+
+int run(const char* mode, long n) {
   Context ctx = Context::primary(Device::get(0));
   Stream s(ctx);
   Event e(ctx, {.timing = false});
