@@ -739,6 +739,7 @@ OXICUDA_NAMESPACE_END
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 
 #if OXICUDA_WINDOWS
@@ -835,12 +836,14 @@ struct Driver {
   void forget() noexcept {
     api = {};
     for (bool& b : provided) b = false;
+    info.via_get_proc_address = false;
   }
 };
 
 // DriverApi is one function pointer per entry, in entry order, each stored
 // like a void* (true on every platform with a CUDA driver), and nothing else:
 // entry i's slot is the i-th pointer-sized slot.
+static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_copyable_v<ffi::DriverApi>);
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
@@ -1093,7 +1096,8 @@ ErrorHandler set_error_handler(ErrorHandler handler) noexcept;
 // Destructors never throw: a failing destroy (cuStreamDestroy_v2 and friends)
 // is passed to this hook instead. The default prints one line to stderr.
 // Passing nullptr restores the default. Returns the previous hook. A hook
-// should not throw; if it does, oxicuda prints that it did and carries on.
+// should not throw; if it does (in a build with exceptions), oxicuda prints
+// that reporting failed and carries on.
 using DiagnosticHook = void (*)(const Error&);
 DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept;
 
@@ -1162,7 +1166,7 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
   try {
     (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
   } catch (...) {
-    std::fputs("oxicuda: a destructor's driver call failed, and reporting it threw\n", stderr);
+    std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
   }
 #else
   (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));

@@ -38,7 +38,12 @@ void check(ffi::CUresult r) {
 // Keeps the compiler from dropping a loop body whose result is unused.
 template <class T>
 void keep(T& v) {
+#if defined(__GNUC__) || defined(__clang__)
   asm volatile("" : : "g"(&v) : "memory");
+#else
+  static const void* volatile sink;
+  sink = &v;
+#endif
 }
 
 }  // namespace

@@ -98,7 +98,8 @@ ErrorHandler set_error_handler(ErrorHandler handler) noexcept;
 // Destructors never throw: a failing destroy (cuStreamDestroy_v2 and friends)
 // is passed to this hook instead. The default prints one line to stderr.
 // Passing nullptr restores the default. Returns the previous hook. A hook
-// should not throw; if it does, oxicuda prints that it did and carries on.
+// should not throw; if it does (in a build with exceptions), oxicuda prints
+// that reporting failed and carries on.
 using DiagnosticHook = void (*)(const Error&);
 DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept;
 
@@ -167,7 +168,7 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
   try {
     (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
   } catch (...) {
-    std::fputs("oxicuda: a destructor's driver call failed, and reporting it threw\n", stderr);
+    std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
   }
 #else
   (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "ffi.hpp"
 
@@ -106,12 +107,14 @@ struct Driver {
   void forget() noexcept {
     api = {};
     for (bool& b : provided) b = false;
+    info.via_get_proc_address = false;
   }
 };
 
 // DriverApi is one function pointer per entry, in entry order, each stored
 // like a void* (true on every platform with a CUDA driver), and nothing else:
 // entry i's slot is the i-th pointer-sized slot.
+static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_copyable_v<ffi::DriverApi>);
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 

@@ -70,6 +70,7 @@ TEST_CASE("loader: cuInit fails") {
   CHECK(info.status == DriverStatus::init_failed);
   CHECK(info.init_result == ffi::CUDA_ERROR_NO_DEVICE);
   CHECK(info.version == 13000);
+  CHECK_FALSE(info.via_get_proc_address);  // the table was dropped: every entry point is a stand-in
   CHECK(info.reason == "cuInit(0) failed with CUDA_ERROR_NO_DEVICE (100): no CUDA-capable devices were detected by the "
                        "installed CUDA driver (driver library " + env("OXICUDA_LIBCUDA_PATH") + ").");
   const Error e = first_error();
