@@ -117,6 +117,20 @@ TEST_CASE("bad input: a moved-from or default-constructed handle of every type")
     check_empty(error_of([&] { launch(s0, m.kernel<void()>("none"), {}); }), "oxicuda::Stream");
     Stream moved = std::move(live);
     check_empty(error_of([&] { (void)live.ready(); }), "oxicuda::Stream");  // NOLINT(bugprone-use-after-move)
+    {
+      // A moved-from handle holds nothing of its state, even after the
+      // handle it moved into is gone (ASan would see a read of freed state).
+      Event timed(ctx, {.timing = true});
+      Event took = std::move(timed);
+      Stream from(ctx);
+      { Stream into = std::move(from); }
+      CHECK_FALSE(from.context());  // NOLINT(bugprone-use-after-move)
+      CHECK_FALSE(from.owns());
+      CHECK(from.raw() == nullptr);
+      CHECK_FALSE(timed.timing());  // NOLINT(bugprone-use-after-move)
+      CHECK_FALSE(timed.context());
+      CHECK(timed.raw() == nullptr);
+    }
     DeviceBuffer<int> buffer(ctx, 8);
     DeviceBuffer<int> taken = std::move(buffer);
     std::vector<int> host(8);
