@@ -38,7 +38,15 @@
 #define OXICUDA_CUDAAPI
 #endif
 
-#if !defined(OXICUDA_NO_EXCEPTIONS) && (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+// OXICUDA_HAS_EXCEPTIONS: the compiler has exceptions (so a user's callback
+// may throw, and oxicuda catches it). OXICUDA_EXCEPTIONS: oxicuda reports its
+// errors by throwing (else through the error handler).
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define OXICUDA_HAS_EXCEPTIONS 1
+#else
+#define OXICUDA_HAS_EXCEPTIONS 0
+#endif
+#if OXICUDA_HAS_EXCEPTIONS && !defined(OXICUDA_NO_EXCEPTIONS)
 #define OXICUDA_EXCEPTIONS 1
 #else
 #define OXICUDA_EXCEPTIONS 0
@@ -762,6 +770,7 @@ OXICUDA_NAMESPACE_END
 #endif
 #else
 #include <dlfcn.h>
+#include <unistd.h>
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
@@ -829,6 +838,7 @@ namespace detail {
 
 struct Driver {
   ffi::DriverApi api;
+  long pid = 0;  // the process that loaded the driver (a forked child has another)
   bool provided[ffi::entry_count] = {};  // by entry: the slot holds the driver's function, not the stand-in
   DriverInfo info;
 
@@ -870,6 +880,7 @@ inline std::string lib_error() {
   return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
 }
 inline const char* const default_candidates[] = {"nvcuda.dll"};
+inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 #else
 using LibHandle = void*;
 inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
@@ -879,6 +890,7 @@ inline std::string lib_error() {
   return cat({e ? e : "unknown error"});
 }
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
+inline long process_id() noexcept { return static_cast<long>(::getpid()); }
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -921,6 +933,7 @@ inline void resolve(Driver& d, LibHandle h) {
 
 inline Driver* load_driver() {
   auto* d = new Driver{};
+  d->pid = process_id();
   DriverInfo& info = d->info;
   const char* env = std::getenv("OXICUDA_LIBCUDA_PATH");
   const bool from_env = env && *env;
@@ -986,6 +999,10 @@ inline const Driver& driver() noexcept {
 }
 
 inline const ffi::DriverApi& api() noexcept { return driver().api; }
+
+// Whether this process is a child forked after the driver was loaded (the
+// driver then answers every call with CUDA_ERROR_NOT_INITIALIZED).
+inline bool forked_after_load() noexcept { return driver().pid != process_id(); }
 
 // Whether the driver lacks this entry point (its slot holds the stand-in).
 inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[static_cast<std::size_t>(entry)]; }
@@ -1158,20 +1175,30 @@ class CudaCategory final : public std::error_category {
 #endif
 }
 
-// Reports a failure in a destructor to the diagnostic hook. Never throws.
-OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view detail = {},
-                                SourceLocation where = SourceLocation::current()) noexcept {
+// Reports a failure that cannot be thrown (in a destructor, or in a host
+// function on the driver's thread) to the diagnostic hook. Never throws: a
+// hook that throws is caught wherever the compiler has exceptions, also
+// when oxicuda itself reports by handler (OXICUDA_NO_EXCEPTIONS). The Error
+// has no source line: the failure is oxicuda's cleanup, not a line of the
+// caller's; `during` says what was being done ("destroying an oxicuda::Stream").
+OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view during,
+                                std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
-#if OXICUDA_EXCEPTIONS
+#if OXICUDA_HAS_EXCEPTIONS
   try {
-    (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
+#endif
+    (h ? h : default_diagnostic_hook)(Error(r, call, cat({"while ", during, detail.empty() ? "" : "; ", detail}),
+                                            SourceLocation()));
+#if OXICUDA_HAS_EXCEPTIONS
   } catch (...) {
     std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
   }
-#else
-  (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
 #endif
 }
+
+// Set on the driver's callback thread while a host function of oxicuda's
+// runs there, where the driver refuses CUDA calls.
+inline thread_local bool in_host_function = false;
 
 // The error for an entry point the driver does not provide: either no usable
 // driver at all (the loader's reason), or this one symbol is missing from an
@@ -1200,12 +1227,29 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
   raise(Error(ffi::CUDA_ERROR_NOT_INITIALIZED, e.name, info.reason, where));
 }
 
+// Why a call that the driver refused may have been refused, where oxicuda
+// can tell: a process forked after the driver was loaded, or a CUDA call
+// made inside a host function.
+inline std::string refusal_reason(ffi::CUresult r) {
+  if (r == ffi::CUDA_ERROR_NOT_PERMITTED && in_host_function)
+    return "this call was made inside a host function (launch_host_func or a graph host node), on the driver's "
+           "thread, where the driver permits no CUDA call; enqueue the work on a stream instead";
+  if (r == ffi::CUDA_ERROR_NOT_INITIALIZED && forked_after_load())
+    return "this process is a child forked after the CUDA driver was initialized in its parent: CUDA cannot be "
+           "used in such a child. Initialize CUDA only after fork(), or exec() a new program in the child";
+  return {};
+}
+
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
                                            std::string detail = {}) {
   if (r == ffi::CUDA_ERROR_NOT_FOUND && missing(entry)) unavailable(entry, where);
+  if (r == ffi::CUDA_ERROR_NOT_INITIALIZED || r == ffi::CUDA_ERROR_NOT_PERMITTED) {
+    std::string why = refusal_reason(r);
+    if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
+  }
   raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
 }
 
@@ -1218,10 +1262,12 @@ inline void check(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
-// the diagnostic hook. Returns whether the call succeeded.
-inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
+// the diagnostic hook, saying what was being done (`during`: "destroying an
+// oxicuda::Stream"). Returns whether the call succeeded.
+inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry, const char* during) noexcept {
   if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  report(r, ffi::entry_info(entry).name, missing(entry) ? "the loaded driver does not provide this entry point" : "");
+  report(r, ffi::entry_info(entry).name, during,
+         missing(entry) ? "the loaded driver does not provide this entry point" : "");
   return false;
 }
 
@@ -1233,7 +1279,8 @@ inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
 
 inline std::string driver_description(ffi::CUresult r) {
   const char* s = nullptr;
-  if (api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
+  // Not on the driver's callback thread, where the driver refuses calls.
+  if (in_host_function || api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
     const ffi::ResultText* t = result_text(r);
     s = t ? t->text : "unknown CUresult";
   }
@@ -1254,9 +1301,10 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
       detail_(std::move(detail)),
       where_(where) {
   const char* function = where_.function_name();
-  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_,
-                       "\n  at ", where_.file_name(), ":", std::to_string(where_.line()), *function ? " in " : "",
-                       function});
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_});
+  if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
+    what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
+                         *function ? " in " : "", function});
   if (!detail_.empty()) {
     // The detail on its own lines, each indented by two spaces.
     std::string_view rest = detail_;
@@ -1288,6 +1336,120 @@ OXICUDA_NAMESPACE_END
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
 // ---- end oxicuda/error.hpp ----
+
+// ---- begin oxicuda/callback.hpp ----
+// oxicuda/callback.hpp — host callables that the driver runs on its own
+// thread (a stream's host function, a graph's host node): the box that
+// carries one, the entry the driver calls, and the deferred destruction that
+// keeps their destructors off that thread.
+//
+// The driver refuses every CUDA call made on its callback thread
+// (CUDA_ERROR_NOT_PERMITTED). A callable that owns oxicuda handles — the
+// idiom `s.launch_host_func([buf = std::move(buf)] {})`, which keeps a buffer
+// alive until the work before it has run — would free them there, and the
+// frees would fail and leak. So a finished callable is not destroyed where it
+// ran: it is left in a lock-free list, and reclaim() destroys everything in
+// that list on the next thread that may call CUDA. oxicuda calls reclaim()
+// after every synchronize (stream, event, context), before every
+// launch_host_func, and when a stream is destroyed.
+
+#include <atomic>
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+namespace detail {
+
+// A boxed callable, linked into the list of finished ones once it is done.
+struct HostCall {
+  HostCall* next = nullptr;
+  void (*run)(HostCall*) noexcept = nullptr;
+  void (*destroy)(HostCall*) noexcept = nullptr;
+  const char* operation = "";  // what enqueued it, for the diagnostic hook
+};
+
+template <class F>
+struct HostCallOf final : HostCall {
+  F fn;
+  template <class G>
+  HostCallOf(G&& g, const char* op) : fn(std::forward<G>(g)) {
+    run = &run_it;
+    destroy = &destroy_it;
+    operation = op;
+  }
+  // A callable that throws goes to the diagnostic hook, and the driver's
+  // thread carries on (where the compiler has exceptions at all).
+  static void run_it(HostCall* c) noexcept {
+#if OXICUDA_HAS_EXCEPTIONS
+    try {
+      static_cast<HostCallOf*>(c)->fn();
+    } catch (const std::exception& e) {
+      report(ffi::CUDA_ERROR_LAUNCH_FAILED, c->operation, "running a host function",
+             cat({"the host function threw: ", e.what()}));
+    } catch (...) {
+      report(ffi::CUDA_ERROR_LAUNCH_FAILED, c->operation, "running a host function",
+             "the host function threw a non-std exception");
+    }
+#else
+    static_cast<HostCallOf*>(c)->fn();
+#endif
+  }
+  static void destroy_it(HostCall* c) noexcept { delete static_cast<HostCallOf*>(c); }
+};
+
+// Boxes `fn` for the driver (the caller owns the box until the driver has it).
+template <class F>
+[[nodiscard]] HostCall* box_host_call(F&& fn, const char* operation) {
+  return new HostCallOf<std::decay_t<F>>(std::forward<F>(fn), operation);
+}
+
+// Finished callables, waiting for a thread where CUDA calls are allowed.
+inline constinit std::atomic<HostCall*> finished_host_calls{nullptr};
+
+// Leaves a callable for reclaim(). Lock-free; makes no CUDA call.
+inline void retire(HostCall* c) noexcept {
+  HostCall* head = finished_host_calls.load(std::memory_order_relaxed);
+  do {
+    c->next = head;
+  } while (!finished_host_calls.compare_exchange_weak(head, c, std::memory_order_release, std::memory_order_relaxed));
+}
+
+OXICUDA_COLD inline void reclaim_all() noexcept {
+  HostCall* c = finished_host_calls.exchange(nullptr, std::memory_order_acquire);
+  while (c != nullptr) {
+    HostCall* next = c->next;
+    c->destroy(c);  // may drop handles, and so reach reclaim() again: that takes a list of its own
+    c = next;
+  }
+}
+
+// Destroys every finished callable, here and now: on a thread where CUDA
+// calls are allowed (never inside a host function). One load when there are none.
+inline void reclaim() noexcept {
+  if (OXICUDA_UNLIKELY(finished_host_calls.load(std::memory_order_relaxed) != nullptr) && !in_host_function)
+    reclaim_all();
+}
+
+// Runs a boxed callable on the driver's thread: the entry given to the
+// driver with the box as its user data.
+inline void run_host_call(HostCall* c) noexcept {
+  in_host_function = true;
+  c->run(c);
+  in_host_function = false;
+}
+
+// For work that runs once (cuLaunchHostFunc): run, then retire the box.
+inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
+  auto* c = static_cast<HostCall*>(data);
+  run_host_call(c);
+  retire(c);
+}
+
+}  // namespace detail
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/callback.hpp ----
 
 // ---- begin oxicuda/device.hpp ----
 // oxicuda/device.hpp — Device: count, get by ordinal, name, compute
@@ -1421,6 +1583,7 @@ OXICUDA_NAMESPACE_END
 // explicitly) and ScopedCurrent, the "make current, restore on exit" guard.
 
 #include <memory>
+#include <utility>
 
 
 OXICUDA_NAMESPACE_BEGIN
@@ -1497,6 +1660,17 @@ class Context {
   enum class Kind { borrowed, primary, created };
 
   Context() noexcept = default;
+  Context(const Context&) noexcept = default;
+  Context& operator=(const Context&) noexcept = default;
+  // A moved-from Context is empty, like a default-constructed one.
+  Context(Context&& o) noexcept
+      : raw_(std::exchange(o.raw_, nullptr)), device_(std::exchange(o.device_, -1)), owner_(std::move(o.owner_)) {}
+  Context& operator=(Context&& o) noexcept {
+    raw_ = std::exchange(o.raw_, nullptr);
+    device_ = std::exchange(o.device_, -1);
+    owner_ = std::move(o.owner_);
+    return *this;
+  }
 
   // The device's primary context, the one the CUDA runtime and the libraries
   // built on it use. This is what to use unless you need isolation.
@@ -1534,9 +1708,11 @@ class Context {
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
     ~Owner() override {
       if (kind == Kind::primary)
-        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease);
+        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease,
+                              "releasing an oxicuda::Context (primary)");
       else
-        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
+        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+                              "destroying an oxicuda::Context");
     }
   };
 
@@ -1554,30 +1730,61 @@ class Context {
 
 // Makes a context current on the calling thread for the guard's lifetime and
 // then restores whatever was current before (also when that was nothing).
-// When the context is already current it costs one cuCtxGetCurrent.
+// When the context is already current it costs one cuCtxGetCurrent. An
+// empty Context or a null CUcontext is an Error before any driver call: the
+// driver would take cuCtxSetCurrent(NULL) as "pop", and the restore would
+// then overwrite the context below the top of the thread's stack.
 class ScopedCurrent {
  public:
   explicit ScopedCurrent(const Context& ctx, SourceLocation where = SourceLocation::current())
-      : ScopedCurrent(ctx.raw(), where) {
-    if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::ScopedCurrent", where);
+      : ScopedCurrent(ctx.raw(), where, "oxicuda::Context") {}
+  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current())
+      : ScopedCurrent(ctx, where, "CUcontext (null)") {}
+  ScopedCurrent(const ScopedCurrent&) = delete;
+  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
+  ~ScopedCurrent() {
+    if (switched_)
+      detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent,
+                            "restoring the thread's previous context (oxicuda::ScopedCurrent)");
   }
-  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current()) {
+
+ private:
+  ScopedCurrent(CUcontext ctx, SourceLocation where, const char* empty_type) {
+    if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
     detail::check(detail::api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, where);
     if (previous_ != ctx) {
       detail::check(detail::api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, where);
       switched_ = true;
     }
   }
-  ScopedCurrent(const ScopedCurrent&) = delete;
-  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
-  ~ScopedCurrent() {
-    if (switched_) detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
-  }
 
- private:
   CUcontext previous_ = nullptr;
   bool switched_ = false;
 };
+
+namespace detail {
+
+// ScopedCurrent for destructors: never throws; failures go to the diagnostic
+// hook, saying what was being done. A null context changes nothing.
+class ScopedCurrentNothrow {
+ public:
+  ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
+    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, during) && previous_ != ctx)
+      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, during);
+  }
+  ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
+  ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
+  ~ScopedCurrentNothrow() {
+    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent, during_);
+  }
+
+ private:
+  const char* during_;
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+
+}  // namespace detail
 
 namespace detail {
 
@@ -1654,7 +1861,8 @@ inline Context Context::primary(const Device& device, SourceLocation where) {
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
-    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease);
+    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease,
+                          "releasing the primary context after a failed oxicuda::Context::primary");
     throw;
   }
 #else
@@ -1673,7 +1881,8 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   CUcontext popped = nullptr;
   const ffi::CUresult pop = detail::api().CtxPopCurrent(&popped);
   if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+                          "destroying the context of a failed oxicuda::Context::create");
     detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
   }
   detail::Shared<Owner> owner;
@@ -1681,7 +1890,8 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+                          "destroying the context of a failed oxicuda::Context::create");
     throw;
   }
 #else
@@ -1711,8 +1921,11 @@ inline void Context::make_current(SourceLocation where) const {
 }
 
 inline void Context::synchronize(SourceLocation where) const {
-  ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-  detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
+  {
+    ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
+    detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
+  }
+  detail::reclaim();
 }
 
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
@@ -1754,7 +1967,9 @@ struct EventOptions {
 using Milliseconds = std::chrono::duration<float, std::milli>;
 
 namespace detail {
-inline void destroy_event(CUevent_st* e) noexcept { check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy); }
+inline void destroy_event(CUevent_st* e) noexcept {
+  check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy, "destroying an oxicuda::Event");
+}
 }  // namespace detail
 
 // A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
@@ -1808,6 +2023,7 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
 inline void Event::synchronize(SourceLocation where) const {
   detail::check(detail::api().EventSynchronize(checked("oxicuda::Event::synchronize", where)),
                 ffi::Entry::EventSynchronize, where);
+  detail::reclaim();
 }
 
 inline bool Event::ready(SourceLocation where) const {
@@ -1844,14 +2060,16 @@ OXICUDA_NAMESPACE_END
 // oxicuda/stream.hpp — Stream: a queue of work on the GPU. Copies are
 // handles to one queue; record/wait tie queues together through events.
 
-#include <new>
+#include <cstdint>
+#include <utility>
 
 
 OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 inline void destroy_stream(CUstream_st* s) noexcept {
-  check_nothrow(api().StreamDestroy(s), ffi::Entry::StreamDestroy);
+  check_nothrow(api().StreamDestroy(s), ffi::Entry::StreamDestroy, "destroying an oxicuda::Stream");
+  reclaim();
 }
 }  // namespace detail
 
@@ -1880,7 +2098,10 @@ struct StreamOptions {
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
 // no context need be current on the calling thread (checked on a real
-// driver by the GPU suite).
+// driver by the GPU suite). The default streams are the exception: the
+// driver resolves CU_STREAM_LEGACY and CU_STREAM_PER_THREAD against the
+// calling thread's current context, so a default-stream handle makes its
+// own context current around each call (see detail::on_stream).
 class Stream {
  public:
   Stream() noexcept = default;
@@ -1890,12 +2111,16 @@ class Stream {
 
   // A handle to a stream that other code owns; oxicuda never destroys it.
   // The first form asks the driver for the stream's context
-  // (cuStreamGetCtx); the second takes your word for it. A null handle means
-  // the legacy default stream.
+  // (cuStreamGetCtx; for a default stream, the context current now); the
+  // second takes your word for it. A null handle means the legacy default
+  // stream.
   [[nodiscard]] static Stream borrow(CUstream raw, SourceLocation where = SourceLocation::current());
   [[nodiscard]] static Stream borrow(CUstream raw, Context ctx);
   // The legacy default stream (CU_STREAM_LEGACY) and the per-thread default
-  // stream (CU_STREAM_PER_THREAD) of `ctx`, borrowed.
+  // stream (CU_STREAM_PER_THREAD) of `ctx`, borrowed. Work enqueued through
+  // them goes to `ctx` whatever context is current on the calling thread:
+  // each call makes `ctx` current for its duration (about 20-50 ns more than
+  // the same call on an ordinary stream, which pays nothing for this).
   [[nodiscard]] static Stream legacy_default(Context ctx) { return borrow(ffi::stream_legacy(), std::move(ctx)); }
   [[nodiscard]] static Stream per_thread_default(Context ctx) {
     return borrow(ffi::stream_per_thread(), std::move(ctx));
@@ -1912,7 +2137,8 @@ class Stream {
   // ordered by stream order; across two it needs an event.
   [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept { return raw() == other.raw(); }
 
-  // Blocks until all work enqueued so far has completed.
+  // Blocks until all work enqueued so far has completed; then destroys the
+  // host functions' callables that have run (see callback.hpp).
   void synchronize(SourceLocation where = SourceLocation::current()) const;
   // True when all work enqueued so far has completed (cuStreamQuery).
   [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
@@ -1922,19 +2148,16 @@ class Stream {
   void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
   // Runs `fn()` on a driver thread once the work before it has completed
   // (cuLaunchHostFunc). `fn` must not call CUDA; an exception it throws goes
-  // to the diagnostic hook.
+  // to the diagnostic hook. The callable is not destroyed on the driver's
+  // thread (where CUDA calls fail) but after it has run, on the next
+  // synchronize() of a stream, event or context, the next launch_host_func,
+  // or when a stream is destroyed: so it may own buffers and handles
+  // (`[buf = std::move(buf)] {}` keeps a buffer until the work is done).
   template <class F>
   void launch_host_func(F&& fn, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] int priority(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
-
-  // The checked handle for code that enqueues on the stream (launch, copies).
-  [[nodiscard]] CUstream checked(const char* operation, SourceLocation where) const {
-    CUstream s = queue_.get();
-    if (OXICUDA_UNLIKELY(s == nullptr)) detail::empty_handle("oxicuda::Stream", operation, where);
-    return s;
-  }
 
  private:
   detail::SharedHandle<CUstream_st> queue_;
@@ -1955,6 +2178,33 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
   queue_ = {ctx, raw, &detail::destroy_stream};
 }
 
+namespace detail {
+
+// A default stream's call, with the stream's context current around it.
+template <class Call>
+OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call& call) {
+  if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
+  ScopedCurrent current(stream.context(), where);
+  return call(q);
+}
+
+// Every enqueue on a stream goes through here: `call(q)` with the stream's
+// driver handle. An empty stream is an Error naming `operation`. Raw
+// handles 0 (empty), 1 and 2 (the default streams) share one unlikely
+// branch, so an ordinary stream pays one compare, as it did for the
+// emptiness check alone.
+template <class Call>
+decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
+  CUstream q = stream.raw();
+  if (OXICUDA_UNLIKELY(reinterpret_cast<std::uintptr_t>(q) <= 2)) {
+    if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
+    return on_default_stream(stream, q, where, call);
+  }
+  return call(q);
+}
+
+}  // namespace detail
+
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
   Stream s;
   s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), nullptr};
@@ -1968,76 +2218,64 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
-  detail::check(detail::api().StreamSynchronize(checked("oxicuda::Stream::synchronize", where)),
-                ffi::Entry::StreamSynchronize, where);
+  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [&](CUstream q) {
+    detail::check(detail::api().StreamSynchronize(q), ffi::Entry::StreamSynchronize, where);
+  });
+  detail::reclaim();
 }
 
 inline bool Stream::ready(SourceLocation where) const {
-  const ffi::CUresult r = detail::api().StreamQuery(checked("oxicuda::Stream::ready", where));
-  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  if (r == ffi::CUDA_ERROR_NOT_READY) return false;
-  detail::fail(ffi::Entry::StreamQuery, r, where);
+  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [&](CUstream q) {
+    const ffi::CUresult r = detail::api().StreamQuery(q);
+    if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
+    if (r != ffi::CUDA_ERROR_NOT_READY) detail::fail(ffi::Entry::StreamQuery, r, where);
+    return false;
+  });
 }
 
 inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::check(detail::api().EventRecord(e, checked("oxicuda::Stream::record", where)), ffi::Entry::EventRecord,
-                where);
+  detail::on_stream(*this, "oxicuda::Stream::record", where, [&](CUstream q) {
+    detail::check(detail::api().EventRecord(e, q), ffi::Entry::EventRecord, where);
+  });
 }
 
 inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::check(detail::api().StreamWaitEvent(checked("oxicuda::Stream::wait", where), e, 0u),
-                ffi::Entry::StreamWaitEvent, where);
+  detail::on_stream(*this, "oxicuda::Stream::wait", where, [&](CUstream q) {
+    detail::check(detail::api().StreamWaitEvent(q, e, 0u), ffi::Entry::StreamWaitEvent, where);
+  });
 }
 
 inline int Stream::priority(SourceLocation where) const {
   int p = 0;
-  detail::check(detail::api().StreamGetPriority(checked("oxicuda::Stream::priority", where), &p),
-                ffi::Entry::StreamGetPriority, where);
+  detail::on_stream(*this, "oxicuda::Stream::priority", where, [&](CUstream q) {
+    detail::check(detail::api().StreamGetPriority(q, &p), ffi::Entry::StreamGetPriority, where);
+  });
   return p;
 }
 
 inline bool Stream::non_blocking(SourceLocation where) const {
   unsigned flags = 0;
-  detail::check(detail::api().StreamGetFlags(checked("oxicuda::Stream::non_blocking", where), &flags),
-                ffi::Entry::StreamGetFlags, where);
+  detail::on_stream(*this, "oxicuda::Stream::non_blocking", where, [&](CUstream q) {
+    detail::check(detail::api().StreamGetFlags(q, &flags), ffi::Entry::StreamGetFlags, where);
+  });
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
 
-namespace detail {
-template <class F>
-void OXICUDA_CUDAAPI host_func_trampoline(void* data) noexcept {
-  F* fn = static_cast<F*>(data);
-#if OXICUDA_EXCEPTIONS
-  try {
-    (*fn)();
-  } catch (const std::exception& e) {
-    report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
-           cat({"the host function threw: ", e.what()}));
-  } catch (...) {
-    report(ffi::CUDA_ERROR_LAUNCH_FAILED, "oxicuda::Stream::launch_host_func",
-           "the host function threw a non-std exception");
-  }
-#else
-  (*fn)();
-#endif
-  delete fn;
-}
-}  // namespace detail
-
 template <class F>
 void Stream::launch_host_func(F&& fn, SourceLocation where) const {
-  using Fn = std::decay_t<F>;
-  CUstream s = checked("oxicuda::Stream::launch_host_func", where);
-  Fn* boxed = new Fn(std::forward<F>(fn));
-  const ffi::CUresult r = detail::api().LaunchHostFunc(s, &detail::host_func_trampoline<Fn>, boxed);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
-    delete boxed;
-    detail::fail(ffi::Entry::LaunchHostFunc, r, where);
-  }
+  detail::reclaim();
+  detail::on_stream(*this, "oxicuda::Stream::launch_host_func", where, [&](CUstream q) {
+    detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), "oxicuda::Stream::launch_host_func");
+    const ffi::CUresult r = detail::api().LaunchHostFunc(q, &detail::run_host_call_once, boxed);
+    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+      boxed->destroy(boxed);
+      detail::fail(ffi::Entry::LaunchHostFunc, r, where);
+    }
+  });
 }
 
 OXICUDA_NAMESPACE_END
@@ -2050,6 +2288,7 @@ OXICUDA_NAMESPACE_END
 #include <atomic>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 
 OXICUDA_NAMESPACE_BEGIN
@@ -2061,12 +2300,18 @@ struct JitOptions {
   int optimization_level = -1;        // 0..4; -1: the driver's default (4)
   bool line_info = false;             // -lineinfo
   bool debug_info = false;            // -G
-  std::size_t log_bytes = 16 * 1024;  // room for each of the info and error logs
+  // Room for each of the info and error logs. The driver takes the size as
+  // a 32-bit unsigned: at most max_log_bytes (more is an Error).
+  std::size_t log_bytes = 16 * 1024;
+  static constexpr std::size_t max_log_bytes = 0xFFFFFFFEu;
 };
 
 class Function;
 template <class Signature>
 class Kernel;
+namespace detail {
+struct FunctionAccess;
+}
 
 // Whether T may be a kernel parameter type: passed to the kernel by copying
 // its bytes. True for trivially copyable types; specialize it to
@@ -2133,7 +2378,9 @@ class Module {
     CUmodule raw = nullptr;
     std::string info_log;
     State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
-    ~State() override { detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload); }
+    ~State() override {
+      detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload, "unloading an oxicuda::Module");
+    }
   };
   friend class Function;
 
@@ -2147,6 +2394,15 @@ class Module {
 class Function {
  public:
   Function() noexcept = default;
+  Function(const Function&) noexcept = default;
+  Function& operator=(const Function&) noexcept = default;
+  // A moved-from Function is empty, like a default-constructed one.
+  Function(Function&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)), state_(std::move(o.state_)) {}
+  Function& operator=(Function&& o) noexcept {
+    raw_ = std::exchange(o.raw_, nullptr);
+    state_ = std::move(o.state_);
+    return *this;
+  }
 
   [[nodiscard]] CUfunction raw() const noexcept { return raw_; }
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
@@ -2190,33 +2446,35 @@ class Function {
 
   // Lets launches use up to `bytes` of dynamic shared memory (above 48 KiB a
   // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-  // Launches do this themselves when they ask for more than was allowed.
+  // Launches do this themselves when they ask for more than is allowed.
   void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
-  // The same, reporting the driver's answer instead of throwing.
-  [[nodiscard]] ffi::CUresult try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept;
-  // What launches may currently use without raising the limit.
-  [[nodiscard]] unsigned allowed_dynamic_shared_bytes() const noexcept {
-    return state_ ? state_->dynamic_shared_allowed.load(std::memory_order_relaxed) : 0;
-  }
-
-  // The checked handle for code that launches the function.
-  [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
-    return raw_;
+  // What launches may use now without raising the limit, as the driver says
+  // (cuFuncGetAttribute): also after the limit was set through another
+  // Function of the same kernel, or through raw().
+  [[nodiscard]] unsigned allowed_dynamic_shared_bytes(SourceLocation where = SourceLocation::current()) const {
+    return static_cast<unsigned>(attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, where));
   }
 
   friend bool operator==(const Function& a, const Function& b) noexcept { return a.raw_ == b.raw_; }
 
  private:
   friend class Module;
+  friend struct detail::FunctionAccess;
   struct State : detail::Owned {
     Module module;
     std::string name;
-    // Dynamic shared memory launches may use without setting the attribute.
+    // The dynamic shared memory limit last set through this Function (48 KiB
+    // until then): a hint that saves launches a driver call. Another
+    // Function of the same kernel, or raw(), may have changed the limit since;
+    // a launch refused for it re-reads the limit (see launch.hpp).
     mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
+  [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
+    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
+    return raw_;
+  }
 
   CUfunction raw_ = nullptr;
   detail::Shared<const State> state_;
@@ -2241,22 +2499,27 @@ inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
 // Why a binary image is unfit to hand to the driver (which reads it without
 // knowing its size), or empty when it is fit.
 inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
-  auto truncated = [&](const char* what, std::uint64_t need) {
-    return cat({"the ", what, " image is truncated: its headers describe ", std::to_string(need), " bytes but only ",
-                std::to_string(size), " were given"});
+  // Whether [offset, offset + length) lies within the `size` bytes given,
+  // computed without overflow (a crafted header may claim nearly 2^64 bytes).
+  auto fits = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
+  auto truncated = [&](const char* what, std::uint64_t offset, std::uint64_t length) {
+    const bool wraps = length > ~std::uint64_t{0} - offset;
+    return cat({"the ", what, " image is truncated: its headers describe ",
+                wraps ? cat({std::to_string(offset), " + ", std::to_string(length)}) : std::to_string(offset + length),
+                " bytes but only ", std::to_string(size), " were given"});
   };
   if (kind == ImageKind::elf) {
-    if (size < 64) return truncated("cubin (ELF)", 64);
+    if (size < 64) return truncated("cubin (ELF)", 0, 64);
     if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
     const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
     const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
     const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
-    const std::uint64_t need = phoff + phsize > shoff + shsize ? phoff + phsize : shoff + shsize;
-    if (need > size) return truncated("cubin (ELF)", need);
+    if (!fits(phoff, phsize)) return truncated("cubin (ELF)", phoff, phsize);
+    if (!fits(shoff, shsize)) return truncated("cubin (ELF)", shoff, shsize);
   } else if (kind == ImageKind::fatbin) {
-    if (size < 16) return truncated("fatbin", 16);
-    const std::uint64_t need = read_le(p + 6, 2) + read_le(p + 8, 8);
-    if (need > size) return truncated("fatbin", need);
+    if (size < 16) return truncated("fatbin", 0, 16);
+    const std::uint64_t header = read_le(p + 6, 2), payload = read_le(p + 8, 8);
+    if (!fits(header, payload)) return truncated("fatbin", header, payload);
   }
   return {};
 }
@@ -2266,6 +2529,13 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
+  if (options.log_bytes > JitOptions::max_log_bytes)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::load",
+                        detail::cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
+                                     "; the driver takes a log size as a 32-bit unsigned, so at most ",
+                                     std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
+                        where));
+  // Each buffer holds log_bytes and a NUL; the driver is told log_bytes.
   std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
   ffi::CUjit_option keys[10];
   void* values[10];
@@ -2306,7 +2576,8 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   try {
     m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
-    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload);
+    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload,
+                          "unloading the module of a failed oxicuda::Module load");
     throw;
   }
 #else
@@ -2316,8 +2587,14 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
 }
 
 inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
+  while (!ptx.empty() && ptx.back() == '\0') ptx.remove_suffix(1);  // a terminating NUL (or several) is fine
   if (ptx.find_first_not_of(" \t\r\n") == std::string_view::npos)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx", "the PTX source is empty", where));
+  if (const std::size_t nul = ptx.find('\0'); nul != std::string_view::npos)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
+                        detail::cat({"the PTX source of ", std::to_string(ptx.size()), " bytes has a NUL byte at offset ",
+                                     std::to_string(nul), "; the driver would read only the text before it"}),
+                        where));
   const std::string text(ptx);  // the driver wants it NUL-terminated
   return load(ctx, text.c_str(), text.size(), true, options, where);
 }
@@ -2394,6 +2671,8 @@ inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation wh
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
   detail::check(detail::api().FuncSetAttribute(checked("oxicuda::Function::set_attribute", where), attr, value),
                 ffi::Entry::FuncSetAttribute, where);
+  if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
@@ -2417,21 +2696,32 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   return s;
 }
 
-inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept {
-  if (!raw_) return ffi::CUDA_ERROR_INVALID_HANDLE;
-  const ffi::CUresult r = detail::api().FuncSetAttribute(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                         static_cast<int>(bytes));
-  if (r == ffi::CUDA_SUCCESS) {
-    unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
-    while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
-    }
+namespace detail {
+
+// What launches need of a Function beyond its public API.
+struct FunctionAccess {
+  // The checked handle of a function being launched.
+  static CUfunction checked(const Function& fn, const char* operation, SourceLocation where) {
+    return fn.checked(operation, where);
   }
-  return r;
-}
+  // The limit last set through `fn` (a hint; see Function::State).
+  static unsigned allowed_hint(const Function& fn) noexcept {
+    return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+  }
+  // Raises the limit to `bytes`; the driver's answer, not thrown.
+  static ffi::CUresult try_allow(const Function& fn, unsigned bytes) noexcept {
+    const ffi::CUresult r =
+        api().FuncSetAttribute(fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+    if (r == ffi::CUDA_SUCCESS) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
+  }
+};
+
+}  // namespace detail
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  const ffi::CUresult r = try_allow_dynamic_shared_bytes(bytes);
+  const ffi::CUresult r = detail::FunctionAccess::try_allow(*this, bytes);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
 }
 
@@ -2824,24 +3114,6 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
   if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
 }
 
-// ScopedCurrent for destructors: never throws; failures go to the diagnostic hook.
-class ScopedCurrentNothrow {
- public:
-  explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
-    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent) && previous_ != ctx)
-      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent);
-  }
-  ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
-  ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
-  ~ScopedCurrentNothrow() {
-    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
-  }
-
- private:
-  CUcontext previous_ = nullptr;
-  bool switched_ = false;
-};
-
 }  // namespace detail
 
 namespace detail {
@@ -2877,6 +3149,7 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
 template <class Dst>
 void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation where) {
   using T = device_element_t<Dst>;
+  static_assert(!std::is_const_v<T>, "fill: the destination is const");
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
@@ -2889,6 +3162,7 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
 
 template <class Dst>
 void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
   const auto d = dst.device_span();
   check(api().MemsetD8Async(d.device_ptr(), byte, d.size_bytes(), q), ffi::Entry::MemsetD8Async, where);
 }
@@ -2944,7 +3218,8 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  detail::copy_on(stream.checked("oxicuda::copy_async", where), dst, src, "oxicuda::copy_async", where);
+  detail::on_stream(stream, "oxicuda::copy_async", where,
+                    [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
 }
 
 // Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
@@ -2962,7 +3237,7 @@ template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
-  detail::fill_on(stream.checked("oxicuda::fill_async", where), dst, value, where);
+  detail::on_stream(stream, "oxicuda::fill_async", where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
 }
 
 template <class Dst>
@@ -2976,7 +3251,8 @@ template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
-  detail::fill_bytes_on(stream.checked("oxicuda::fill_bytes_async", where), dst, byte, where);
+  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
 }
 
 // --- DeviceBuffer -----------------------------------------------------------------
@@ -3004,12 +3280,14 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
 
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
-  CUstream q = stream.checked("oxicuda::DeviceBuffer::allocate_async", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
+  detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
+    if (count != 0) detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
+  });
+  // Stream-ordered also when empty (nothing to allocate or free): free_on
+  // and stream_ordered() behave as for any other size.
   b.ctx_ = stream.context();
-  if (count == 0) return b;
-  detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
   b.free_stream_ = stream;
   b.count_ = count;
   return b;
@@ -3017,7 +3295,7 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_
 
 template <class T>
 void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
-  (void)stream.checked("oxicuda::DeviceBuffer::free_on", where);
+  if (!stream) detail::empty_handle("oxicuda::Stream", "oxicuda::DeviceBuffer::free_on", where);
   if (!free_stream_)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
                         "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
@@ -3028,11 +3306,15 @@ void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
 template <class T>
 void DeviceBuffer<T>::release() noexcept {
   if (ptr_ != 0) {
+    constexpr const char* during = "freeing an oxicuda::DeviceBuffer";
     if (free_stream_) {
-      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync);
+      // A default stream belongs to the current context: make its own current.
+      const bool default_stream = reinterpret_cast<std::uintptr_t>(free_stream_.raw()) <= 2;
+      detail::ScopedCurrentNothrow current(default_stream ? free_stream_.context().raw() : nullptr, during);
+      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync, during);
     } else {
-      detail::ScopedCurrentNothrow current(ctx_.raw());
-      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree);
+      detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree, during);
     }
   }
   ptr_ = 0;
@@ -3070,8 +3352,9 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
 template <class T>
 void PinnedBuffer<T>::release() noexcept {
   if (data_ != nullptr) {
-    detail::ScopedCurrentNothrow current(ctx_.raw());
-    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost);
+    constexpr const char* during = "freeing an oxicuda::PinnedBuffer";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost, during);
   }
   data_ = nullptr;
   count_ = 0;
@@ -3181,67 +3464,113 @@ struct Located {
   fail(entry, r, where, std::move(why));
 }
 
-// Enqueues the kernel with its packed arguments: one driver call on the
-// plain path. `params` points to the arguments, in parameter order.
-inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
-                    SourceLocation where) {
-  CUstream s = stream.checked("oxicuda::launch", where);
-  CUfunction f = fn.checked("oxicuda::launch", where);
-  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes()) {
-    const ffi::CUresult raised = fn.try_allow_dynamic_shared_bytes(cfg.shared_bytes);
-    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
-  }
-  ffi::CUresult r;
-  ffi::Entry entry;
+// One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
+// clusters and cooperative launches. Returns the driver's answer.
+inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params,
+                                 ffi::Entry& entry) noexcept {
   if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
     entry = ffi::Entry::LaunchKernel;
-    r = api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
-                           cfg.shared_bytes, s, params, nullptr);
-  } else {
-    ffi::CUlaunchAttribute attrs[2] = {};
-    unsigned n = 0;
-    if (cfg.cluster.x) {
-      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
-      ++n;
+    return api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                              cfg.shared_bytes, s, params, nullptr);
+  }
+  ffi::CUlaunchAttribute attrs[2] = {};
+  unsigned n = 0;
+  if (cfg.cluster.x) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
+    ++n;
+  }
+  if (cfg.cooperative) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n].value.cooperative = 1;
+    ++n;
+  }
+  const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
+                                   cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
+  entry = ffi::Entry::LaunchKernelEx;
+  return api().LaunchKernelEx(&config, f, params, nullptr);
+}
+
+// A launch that asks for more than 48 KiB of dynamic shared memory. The
+// kernel's limit is raised first when this Function has not raised it that
+// far; and when the driver refuses the launch because the limit was lowered
+// since (through another Function of the kernel, or raw()), the limit is
+// read again, raised, and the launch made once more.
+OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
+                                             SourceLocation where) {
+  const CUfunction f = fn.raw();
+  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
+    const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
+  }
+  ffi::Entry entry;
+  ffi::CUresult r = launch_once(s, f, cfg, params, entry);
+  if (r == ffi::CUDA_ERROR_INVALID_VALUE) {
+    int limit = 0;
+    if (api().FuncGetAttribute(&limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == ffi::CUDA_SUCCESS &&
+        static_cast<unsigned>(limit) < cfg.shared_bytes) {
+      const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
+      r = launch_once(s, f, cfg, params, entry);
     }
-    if (cfg.cooperative) {
-      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-      attrs[n].value.cooperative = 1;
-      ++n;
-    }
-    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
-                                     cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
-    entry = ffi::Entry::LaunchKernelEx;
-    r = api().LaunchKernelEx(&config, f, params, nullptr);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
 }
 
+// Enqueues the kernel with its packed arguments: one driver call on the
+// plain path. `params` points to the arguments, in parameter order.
+inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                    SourceLocation where) {
+  on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
+    CUfunction f = FunctionAccess::checked(fn, "oxicuda::launch", where);
+    if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
+    ffi::Entry entry;
+    const ffi::CUresult r = launch_once(s, f, cfg, params, entry);
+    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+  });
+}
+
 // How an argument becomes a parameter of type P: device buffers and spans
-// become their T*, anything else converts as in a function call.
+// become their T* — only where P is a pointer their element converts to,
+// never through their T* on to a bool or an integer — and anything else
+// converts as in a function call.
+template <class P, class R>
+concept device_pointer_parameter = std::is_pointer_v<P> && std::is_convertible_v<device_element_t<R>*, P>;
+
 template <class P, class A>
-concept passable_as = std::is_convertible_v<A, P> ||
-    (std::is_pointer_v<P>&& device_range<std::remove_cvref_t<A>>&&
-         std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
+concept passable_as = (device_range<std::remove_cvref_t<A>> && device_pointer_parameter<P, std::remove_cvref_t<A>>) ||
+                      (!device_range<std::remove_cvref_t<A>> && std::is_convertible_v<A, P>);
 
 template <class P, class A>
 P to_parameter(A&& a) noexcept {
-  if constexpr (std::is_convertible_v<A, P>)
-    return static_cast<P>(std::forward<A>(a));
-  else
+  if constexpr (device_range<std::remove_cvref_t<A>>)
     return a.device_span().data();
+  else
+    return static_cast<P>(std::forward<A>(a));
 }
+
+// What the untyped launch may pass: the bytes of a kernel parameter type,
+// but not an oxicuda buffer or span, whose bytes are not the device address.
+template <class A>
+inline constexpr bool untyped_argument_v = is_kernel_parameter_v<A> && !device_range<A>;
 
 }  // namespace detail
 
 // Launches an untyped Function: each argument is passed by address and must
 // have exactly the type of the kernel's parameter (a device pointer, an
 // unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
-// plain path; no allocation, no context switch.
+// plain path; no allocation, no context switch. An argument whose bytes
+// cannot be a kernel parameter does not compile: one that is not trivially
+// copyable (an oxicuda handle, a std::vector), and a DeviceBuffer or
+// DeviceSpan (pass buffer.data(): the untyped path converts nothing; a
+// Kernel<Sig> converts buffers to their pointer).
 template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
                    const Args&... args) {
+  static_assert((detail::untyped_argument_v<Args> && ...),
+                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
+                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
   void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
   detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
 }

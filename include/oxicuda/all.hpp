@@ -7,6 +7,7 @@
 #include "ffi.hpp"
 #include "loader.hpp"
 #include "error.hpp"
+#include "callback.hpp"
 #include "device.hpp"
 #include "context.hpp"
 #include "event.hpp"

@@ -30,7 +30,15 @@
 #define OXICUDA_CUDAAPI
 #endif
 
-#if !defined(OXICUDA_NO_EXCEPTIONS) && (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+// OXICUDA_HAS_EXCEPTIONS: the compiler has exceptions (so a user's callback
+// may throw, and oxicuda catches it). OXICUDA_EXCEPTIONS: oxicuda reports its
+// errors by throwing (else through the error handler).
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define OXICUDA_HAS_EXCEPTIONS 1
+#else
+#define OXICUDA_HAS_EXCEPTIONS 0
+#endif
+#if OXICUDA_HAS_EXCEPTIONS && !defined(OXICUDA_NO_EXCEPTIONS)
 #define OXICUDA_EXCEPTIONS 1
 #else
 #define OXICUDA_EXCEPTIONS 0

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
+#include "callback.hpp"
 #include "device.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
@@ -80,6 +82,17 @@ class Context {
   enum class Kind { borrowed, primary, created };
 
   Context() noexcept = default;
+  Context(const Context&) noexcept = default;
+  Context& operator=(const Context&) noexcept = default;
+  // A moved-from Context is empty, like a default-constructed one.
+  Context(Context&& o) noexcept
+      : raw_(std::exchange(o.raw_, nullptr)), device_(std::exchange(o.device_, -1)), owner_(std::move(o.owner_)) {}
+  Context& operator=(Context&& o) noexcept {
+    raw_ = std::exchange(o.raw_, nullptr);
+    device_ = std::exchange(o.device_, -1);
+    owner_ = std::move(o.owner_);
+    return *this;
+  }
 
   // The device's primary context, the one the CUDA runtime and the libraries
   // built on it use. This is what to use unless you need isolation.
@@ -117,9 +130,11 @@ class Context {
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
     ~Owner() override {
       if (kind == Kind::primary)
-        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease);
+        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease,
+                              "releasing an oxicuda::Context (primary)");
       else
-        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
+        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+                              "destroying an oxicuda::Context");
     }
   };
 
@@ -137,30 +152,61 @@ class Context {
 
 // Makes a context current on the calling thread for the guard's lifetime and
 // then restores whatever was current before (also when that was nothing).
-// When the context is already current it costs one cuCtxGetCurrent.
+// When the context is already current it costs one cuCtxGetCurrent. An
+// empty Context or a null CUcontext is an Error before any driver call: the
+// driver would take cuCtxSetCurrent(NULL) as "pop", and the restore would
+// then overwrite the context below the top of the thread's stack.
 class ScopedCurrent {
  public:
   explicit ScopedCurrent(const Context& ctx, SourceLocation where = SourceLocation::current())
-      : ScopedCurrent(ctx.raw(), where) {
-    if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::ScopedCurrent", where);
+      : ScopedCurrent(ctx.raw(), where, "oxicuda::Context") {}
+  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current())
+      : ScopedCurrent(ctx, where, "CUcontext (null)") {}
+  ScopedCurrent(const ScopedCurrent&) = delete;
+  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
+  ~ScopedCurrent() {
+    if (switched_)
+      detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent,
+                            "restoring the thread's previous context (oxicuda::ScopedCurrent)");
   }
-  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current()) {
+
+ private:
+  ScopedCurrent(CUcontext ctx, SourceLocation where, const char* empty_type) {
+    if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
     detail::check(detail::api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, where);
     if (previous_ != ctx) {
       detail::check(detail::api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, where);
       switched_ = true;
     }
   }
-  ScopedCurrent(const ScopedCurrent&) = delete;
-  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
-  ~ScopedCurrent() {
-    if (switched_) detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
-  }
 
- private:
   CUcontext previous_ = nullptr;
   bool switched_ = false;
 };
+
+namespace detail {
+
+// ScopedCurrent for destructors: never throws; failures go to the diagnostic
+// hook, saying what was being done. A null context changes nothing.
+class ScopedCurrentNothrow {
+ public:
+  ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
+    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, during) && previous_ != ctx)
+      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, during);
+  }
+  ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
+  ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
+  ~ScopedCurrentNothrow() {
+    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent, during_);
+  }
+
+ private:
+  const char* during_;
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+
+}  // namespace detail
 
 namespace detail {
 
@@ -237,7 +283,8 @@ inline Context Context::primary(const Device& device, SourceLocation where) {
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
-    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease);
+    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease,
+                          "releasing the primary context after a failed oxicuda::Context::primary");
     throw;
   }
 #else
@@ -256,7 +303,8 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   CUcontext popped = nullptr;
   const ffi::CUresult pop = detail::api().CtxPopCurrent(&popped);
   if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+                          "destroying the context of a failed oxicuda::Context::create");
     detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
   }
   detail::Shared<Owner> owner;
@@ -264,7 +312,8 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy);
+    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+                          "destroying the context of a failed oxicuda::Context::create");
     throw;
   }
 #else
@@ -294,8 +343,11 @@ inline void Context::make_current(SourceLocation where) const {
 }
 
 inline void Context::synchronize(SourceLocation where) const {
-  ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-  detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
+  {
+    ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
+    detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
+  }
+  detail::reclaim();
 }
 
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {

@@ -160,20 +160,30 @@ class CudaCategory final : public std::error_category {
 #endif
 }
 
-// Reports a failure in a destructor to the diagnostic hook. Never throws.
-OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view detail = {},
-                                SourceLocation where = SourceLocation::current()) noexcept {
+// Reports a failure that cannot be thrown (in a destructor, or in a host
+// function on the driver's thread) to the diagnostic hook. Never throws: a
+// hook that throws is caught wherever the compiler has exceptions, also
+// when oxicuda itself reports by handler (OXICUDA_NO_EXCEPTIONS). The Error
+// has no source line: the failure is oxicuda's cleanup, not a line of the
+// caller's; `during` says what was being done ("destroying an oxicuda::Stream").
+OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view during,
+                                std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
-#if OXICUDA_EXCEPTIONS
+#if OXICUDA_HAS_EXCEPTIONS
   try {
-    (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
+#endif
+    (h ? h : default_diagnostic_hook)(Error(r, call, cat({"while ", during, detail.empty() ? "" : "; ", detail}),
+                                            SourceLocation()));
+#if OXICUDA_HAS_EXCEPTIONS
   } catch (...) {
     std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
   }
-#else
-  (h ? h : default_diagnostic_hook)(Error(r, call, std::string(detail), where));
 #endif
 }
+
+// Set on the driver's callback thread while a host function of oxicuda's
+// runs there, where the driver refuses CUDA calls.
+inline thread_local bool in_host_function = false;
 
 // The error for an entry point the driver does not provide: either no usable
 // driver at all (the loader's reason), or this one symbol is missing from an
@@ -202,12 +212,29 @@ OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_v
   raise(Error(ffi::CUDA_ERROR_NOT_INITIALIZED, e.name, info.reason, where));
 }
 
+// Why a call that the driver refused may have been refused, where oxicuda
+// can tell: a process forked after the driver was loaded, or a CUDA call
+// made inside a host function.
+inline std::string refusal_reason(ffi::CUresult r) {
+  if (r == ffi::CUDA_ERROR_NOT_PERMITTED && in_host_function)
+    return "this call was made inside a host function (launch_host_func or a graph host node), on the driver's "
+           "thread, where the driver permits no CUDA call; enqueue the work on a stream instead";
+  if (r == ffi::CUDA_ERROR_NOT_INITIALIZED && forked_after_load())
+    return "this process is a child forked after the CUDA driver was initialized in its parent: CUDA cannot be "
+           "used in such a child. Initialize CUDA only after fork(), or exec() a new program in the child";
+  return {};
+}
+
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
                                            std::string detail = {}) {
   if (r == ffi::CUDA_ERROR_NOT_FOUND && missing(entry)) unavailable(entry, where);
+  if (r == ffi::CUDA_ERROR_NOT_INITIALIZED || r == ffi::CUDA_ERROR_NOT_PERMITTED) {
+    std::string why = refusal_reason(r);
+    if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
+  }
   raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
 }
 
@@ -220,10 +247,12 @@ inline void check(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
-// the diagnostic hook. Returns whether the call succeeded.
-inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
+// the diagnostic hook, saying what was being done (`during`: "destroying an
+// oxicuda::Stream"). Returns whether the call succeeded.
+inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry, const char* during) noexcept {
   if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  report(r, ffi::entry_info(entry).name, missing(entry) ? "the loaded driver does not provide this entry point" : "");
+  report(r, ffi::entry_info(entry).name, during,
+         missing(entry) ? "the loaded driver does not provide this entry point" : "");
   return false;
 }
 
@@ -235,7 +264,8 @@ inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry) noexcept {
 
 inline std::string driver_description(ffi::CUresult r) {
   const char* s = nullptr;
-  if (api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
+  // Not on the driver's callback thread, where the driver refuses calls.
+  if (in_host_function || api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
     const ffi::ResultText* t = result_text(r);
     s = t ? t->text : "unknown CUresult";
   }
@@ -256,9 +286,10 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
       detail_(std::move(detail)),
       where_(where) {
   const char* function = where_.function_name();
-  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_,
-                       "\n  at ", where_.file_name(), ":", std::to_string(where_.line()), *function ? " in " : "",
-                       function});
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_});
+  if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
+    what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
+                         *function ? " in " : "", function});
   if (!detail_.empty()) {
     // The detail on its own lines, each indented by two spaces.
     std::string_view rest = detail_;

@@ -20,7 +20,9 @@ struct EventOptions {
 using Milliseconds = std::chrono::duration<float, std::milli>;
 
 namespace detail {
-inline void destroy_event(CUevent_st* e) noexcept { check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy); }
+inline void destroy_event(CUevent_st* e) noexcept {
+  check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy, "destroying an oxicuda::Event");
+}
 }  // namespace detail
 
 // A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
@@ -74,6 +76,7 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
 inline void Event::synchronize(SourceLocation where) const {
   detail::check(detail::api().EventSynchronize(checked("oxicuda::Event::synchronize", where)),
                 ffi::Entry::EventSynchronize, where);
+  detail::reclaim();
 }
 
 inline bool Event::ready(SourceLocation where) const {

@@ -76,67 +76,113 @@ struct Located {
   fail(entry, r, where, std::move(why));
 }
 
-// Enqueues the kernel with its packed arguments: one driver call on the
-// plain path. `params` points to the arguments, in parameter order.
-inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
-                    SourceLocation where) {
-  CUstream s = stream.checked("oxicuda::launch", where);
-  CUfunction f = fn.checked("oxicuda::launch", where);
-  if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024) && cfg.shared_bytes > fn.allowed_dynamic_shared_bytes()) {
-    const ffi::CUresult raised = fn.try_allow_dynamic_shared_bytes(cfg.shared_bytes);
-    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
-  }
-  ffi::CUresult r;
-  ffi::Entry entry;
+// One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
+// clusters and cooperative launches. Returns the driver's answer.
+inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params,
+                                 ffi::Entry& entry) noexcept {
   if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
     entry = ffi::Entry::LaunchKernel;
-    r = api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
-                           cfg.shared_bytes, s, params, nullptr);
-  } else {
-    ffi::CUlaunchAttribute attrs[2] = {};
-    unsigned n = 0;
-    if (cfg.cluster.x) {
-      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
-      ++n;
+    return api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                              cfg.shared_bytes, s, params, nullptr);
+  }
+  ffi::CUlaunchAttribute attrs[2] = {};
+  unsigned n = 0;
+  if (cfg.cluster.x) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
+    ++n;
+  }
+  if (cfg.cooperative) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n].value.cooperative = 1;
+    ++n;
+  }
+  const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
+                                   cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
+  entry = ffi::Entry::LaunchKernelEx;
+  return api().LaunchKernelEx(&config, f, params, nullptr);
+}
+
+// A launch that asks for more than 48 KiB of dynamic shared memory. The
+// kernel's limit is raised first when this Function has not raised it that
+// far; and when the driver refuses the launch because the limit was lowered
+// since (through another Function of the kernel, or raw()), the limit is
+// read again, raised, and the launch made once more.
+OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
+                                             SourceLocation where) {
+  const CUfunction f = fn.raw();
+  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
+    const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
+  }
+  ffi::Entry entry;
+  ffi::CUresult r = launch_once(s, f, cfg, params, entry);
+  if (r == ffi::CUDA_ERROR_INVALID_VALUE) {
+    int limit = 0;
+    if (api().FuncGetAttribute(&limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == ffi::CUDA_SUCCESS &&
+        static_cast<unsigned>(limit) < cfg.shared_bytes) {
+      const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
+      r = launch_once(s, f, cfg, params, entry);
     }
-    if (cfg.cooperative) {
-      attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-      attrs[n].value.cooperative = 1;
-      ++n;
-    }
-    const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
-                                     cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
-    entry = ffi::Entry::LaunchKernelEx;
-    r = api().LaunchKernelEx(&config, f, params, nullptr);
   }
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
 }
 
+// Enqueues the kernel with its packed arguments: one driver call on the
+// plain path. `params` points to the arguments, in parameter order.
+inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                    SourceLocation where) {
+  on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
+    CUfunction f = FunctionAccess::checked(fn, "oxicuda::launch", where);
+    if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
+    ffi::Entry entry;
+    const ffi::CUresult r = launch_once(s, f, cfg, params, entry);
+    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+  });
+}
+
 // How an argument becomes a parameter of type P: device buffers and spans
-// become their T*, anything else converts as in a function call.
+// become their T* — only where P is a pointer their element converts to,
+// never through their T* on to a bool or an integer — and anything else
+// converts as in a function call.
+template <class P, class R>
+concept device_pointer_parameter = std::is_pointer_v<P> && std::is_convertible_v<device_element_t<R>*, P>;
+
 template <class P, class A>
-concept passable_as = std::is_convertible_v<A, P> ||
-    (std::is_pointer_v<P>&& device_range<std::remove_cvref_t<A>>&&
-         std::is_convertible_v<device_element_t<std::remove_cvref_t<A>>*, P>);
+concept passable_as = (device_range<std::remove_cvref_t<A>> && device_pointer_parameter<P, std::remove_cvref_t<A>>) ||
+                      (!device_range<std::remove_cvref_t<A>> && std::is_convertible_v<A, P>);
 
 template <class P, class A>
 P to_parameter(A&& a) noexcept {
-  if constexpr (std::is_convertible_v<A, P>)
-    return static_cast<P>(std::forward<A>(a));
-  else
+  if constexpr (device_range<std::remove_cvref_t<A>>)
     return a.device_span().data();
+  else
+    return static_cast<P>(std::forward<A>(a));
 }
+
+// What the untyped launch may pass: the bytes of a kernel parameter type,
+// but not an oxicuda buffer or span, whose bytes are not the device address.
+template <class A>
+inline constexpr bool untyped_argument_v = is_kernel_parameter_v<A> && !device_range<A>;
 
 }  // namespace detail
 
 // Launches an untyped Function: each argument is passed by address and must
 // have exactly the type of the kernel's parameter (a device pointer, an
 // unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
-// plain path; no allocation, no context switch.
+// plain path; no allocation, no context switch. An argument whose bytes
+// cannot be a kernel parameter does not compile: one that is not trivially
+// copyable (an oxicuda handle, a std::vector), and a DeviceBuffer or
+// DeviceSpan (pass buffer.data(): the untyped path converts nothing; a
+// Kernel<Sig> converts buffers to their pointer).
 template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
                    const Args&... args) {
+  static_assert((detail::untyped_argument_v<Args> && ...),
+                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
+                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
   void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
   detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
 }

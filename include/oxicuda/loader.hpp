@@ -33,6 +33,7 @@
 #endif
 #else
 #include <dlfcn.h>
+#include <unistd.h>
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
@@ -100,6 +101,7 @@ namespace detail {
 
 struct Driver {
   ffi::DriverApi api;
+  long pid = 0;  // the process that loaded the driver (a forked child has another)
   bool provided[ffi::entry_count] = {};  // by entry: the slot holds the driver's function, not the stand-in
   DriverInfo info;
 
@@ -141,6 +143,7 @@ inline std::string lib_error() {
   return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
 }
 inline const char* const default_candidates[] = {"nvcuda.dll"};
+inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 #else
 using LibHandle = void*;
 inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
@@ -150,6 +153,7 @@ inline std::string lib_error() {
   return cat({e ? e : "unknown error"});
 }
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
+inline long process_id() noexcept { return static_cast<long>(::getpid()); }
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -192,6 +196,7 @@ inline void resolve(Driver& d, LibHandle h) {
 
 inline Driver* load_driver() {
   auto* d = new Driver{};
+  d->pid = process_id();
   DriverInfo& info = d->info;
   const char* env = std::getenv("OXICUDA_LIBCUDA_PATH");
   const bool from_env = env && *env;
@@ -257,6 +262,10 @@ inline const Driver& driver() noexcept {
 }
 
 inline const ffi::DriverApi& api() noexcept { return driver().api; }
+
+// Whether this process is a child forked after the driver was loaded (the
+// driver then answers every call with CUDA_ERROR_NOT_INITIALIZED).
+inline bool forked_after_load() noexcept { return driver().pid != process_id(); }
 
 // Whether the driver lacks this entry point (its slot holds the stand-in).
 inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[static_cast<std::size_t>(entry)]; }

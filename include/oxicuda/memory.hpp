@@ -263,24 +263,6 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
   if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
 }
 
-// ScopedCurrent for destructors: never throws; failures go to the diagnostic hook.
-class ScopedCurrentNothrow {
- public:
-  explicit ScopedCurrentNothrow(CUcontext ctx) noexcept {
-    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent) && previous_ != ctx)
-      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent);
-  }
-  ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
-  ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
-  ~ScopedCurrentNothrow() {
-    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent);
-  }
-
- private:
-  CUcontext previous_ = nullptr;
-  bool switched_ = false;
-};
-
 }  // namespace detail
 
 namespace detail {
@@ -316,6 +298,7 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
 template <class Dst>
 void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation where) {
   using T = device_element_t<Dst>;
+  static_assert(!std::is_const_v<T>, "fill: the destination is const");
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
@@ -328,6 +311,7 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
 
 template <class Dst>
 void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
   const auto d = dst.device_span();
   check(api().MemsetD8Async(d.device_ptr(), byte, d.size_bytes(), q), ffi::Entry::MemsetD8Async, where);
 }
@@ -383,7 +367,8 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  detail::copy_on(stream.checked("oxicuda::copy_async", where), dst, src, "oxicuda::copy_async", where);
+  detail::on_stream(stream, "oxicuda::copy_async", where,
+                    [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
 }
 
 // Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
@@ -401,7 +386,7 @@ template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
-  detail::fill_on(stream.checked("oxicuda::fill_async", where), dst, value, where);
+  detail::on_stream(stream, "oxicuda::fill_async", where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
 }
 
 template <class Dst>
@@ -415,7 +400,8 @@ template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
-  detail::fill_bytes_on(stream.checked("oxicuda::fill_bytes_async", where), dst, byte, where);
+  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
 }
 
 // --- DeviceBuffer -----------------------------------------------------------------
@@ -443,12 +429,14 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
 
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
-  CUstream q = stream.checked("oxicuda::DeviceBuffer::allocate_async", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
+  detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
+    if (count != 0) detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
+  });
+  // Stream-ordered also when empty (nothing to allocate or free): free_on
+  // and stream_ordered() behave as for any other size.
   b.ctx_ = stream.context();
-  if (count == 0) return b;
-  detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
   b.free_stream_ = stream;
   b.count_ = count;
   return b;
@@ -456,7 +444,7 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_
 
 template <class T>
 void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
-  (void)stream.checked("oxicuda::DeviceBuffer::free_on", where);
+  if (!stream) detail::empty_handle("oxicuda::Stream", "oxicuda::DeviceBuffer::free_on", where);
   if (!free_stream_)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
                         "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
@@ -467,11 +455,15 @@ void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
 template <class T>
 void DeviceBuffer<T>::release() noexcept {
   if (ptr_ != 0) {
+    constexpr const char* during = "freeing an oxicuda::DeviceBuffer";
     if (free_stream_) {
-      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync);
+      // A default stream belongs to the current context: make its own current.
+      const bool default_stream = reinterpret_cast<std::uintptr_t>(free_stream_.raw()) <= 2;
+      detail::ScopedCurrentNothrow current(default_stream ? free_stream_.context().raw() : nullptr, during);
+      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync, during);
     } else {
-      detail::ScopedCurrentNothrow current(ctx_.raw());
-      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree);
+      detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree, during);
     }
   }
   ptr_ = 0;
@@ -509,8 +501,9 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
 template <class T>
 void PinnedBuffer<T>::release() noexcept {
   if (data_ != nullptr) {
-    detail::ScopedCurrentNothrow current(ctx_.raw());
-    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost);
+    constexpr const char* during = "freeing an oxicuda::PinnedBuffer";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost, during);
   }
   data_ = nullptr;
   count_ = 0;

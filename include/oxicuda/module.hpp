@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "context.hpp"
 
@@ -17,12 +18,18 @@ struct JitOptions {
   int optimization_level = -1;        // 0..4; -1: the driver's default (4)
   bool line_info = false;             // -lineinfo
   bool debug_info = false;            // -G
-  std::size_t log_bytes = 16 * 1024;  // room for each of the info and error logs
+  // Room for each of the info and error logs. The driver takes the size as
+  // a 32-bit unsigned: at most max_log_bytes (more is an Error).
+  std::size_t log_bytes = 16 * 1024;
+  static constexpr std::size_t max_log_bytes = 0xFFFFFFFEu;
 };
 
 class Function;
 template <class Signature>
 class Kernel;
+namespace detail {
+struct FunctionAccess;
+}
 
 // Whether T may be a kernel parameter type: passed to the kernel by copying
 // its bytes. True for trivially copyable types; specialize it to
@@ -89,7 +96,9 @@ class Module {
     CUmodule raw = nullptr;
     std::string info_log;
     State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
-    ~State() override { detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload); }
+    ~State() override {
+      detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload, "unloading an oxicuda::Module");
+    }
   };
   friend class Function;
 
@@ -103,6 +112,15 @@ class Module {
 class Function {
  public:
   Function() noexcept = default;
+  Function(const Function&) noexcept = default;
+  Function& operator=(const Function&) noexcept = default;
+  // A moved-from Function is empty, like a default-constructed one.
+  Function(Function&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)), state_(std::move(o.state_)) {}
+  Function& operator=(Function&& o) noexcept {
+    raw_ = std::exchange(o.raw_, nullptr);
+    state_ = std::move(o.state_);
+    return *this;
+  }
 
   [[nodiscard]] CUfunction raw() const noexcept { return raw_; }
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
@@ -146,33 +164,35 @@ class Function {
 
   // Lets launches use up to `bytes` of dynamic shared memory (above 48 KiB a
   // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-  // Launches do this themselves when they ask for more than was allowed.
+  // Launches do this themselves when they ask for more than is allowed.
   void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
-  // The same, reporting the driver's answer instead of throwing.
-  [[nodiscard]] ffi::CUresult try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept;
-  // What launches may currently use without raising the limit.
-  [[nodiscard]] unsigned allowed_dynamic_shared_bytes() const noexcept {
-    return state_ ? state_->dynamic_shared_allowed.load(std::memory_order_relaxed) : 0;
-  }
-
-  // The checked handle for code that launches the function.
-  [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
-    return raw_;
+  // What launches may use now without raising the limit, as the driver says
+  // (cuFuncGetAttribute): also after the limit was set through another
+  // Function of the same kernel, or through raw().
+  [[nodiscard]] unsigned allowed_dynamic_shared_bytes(SourceLocation where = SourceLocation::current()) const {
+    return static_cast<unsigned>(attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, where));
   }
 
   friend bool operator==(const Function& a, const Function& b) noexcept { return a.raw_ == b.raw_; }
 
  private:
   friend class Module;
+  friend struct detail::FunctionAccess;
   struct State : detail::Owned {
     Module module;
     std::string name;
-    // Dynamic shared memory launches may use without setting the attribute.
+    // The dynamic shared memory limit last set through this Function (48 KiB
+    // until then): a hint that saves launches a driver call. Another
+    // Function of the same kernel, or raw(), may have changed the limit since;
+    // a launch refused for it re-reads the limit (see launch.hpp).
     mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
+  [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
+    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
+    return raw_;
+  }
 
   CUfunction raw_ = nullptr;
   detail::Shared<const State> state_;
@@ -197,22 +217,27 @@ inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
 // Why a binary image is unfit to hand to the driver (which reads it without
 // knowing its size), or empty when it is fit.
 inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
-  auto truncated = [&](const char* what, std::uint64_t need) {
-    return cat({"the ", what, " image is truncated: its headers describe ", std::to_string(need), " bytes but only ",
-                std::to_string(size), " were given"});
+  // Whether [offset, offset + length) lies within the `size` bytes given,
+  // computed without overflow (a crafted header may claim nearly 2^64 bytes).
+  auto fits = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
+  auto truncated = [&](const char* what, std::uint64_t offset, std::uint64_t length) {
+    const bool wraps = length > ~std::uint64_t{0} - offset;
+    return cat({"the ", what, " image is truncated: its headers describe ",
+                wraps ? cat({std::to_string(offset), " + ", std::to_string(length)}) : std::to_string(offset + length),
+                " bytes but only ", std::to_string(size), " were given"});
   };
   if (kind == ImageKind::elf) {
-    if (size < 64) return truncated("cubin (ELF)", 64);
+    if (size < 64) return truncated("cubin (ELF)", 0, 64);
     if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
     const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
     const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
     const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
-    const std::uint64_t need = phoff + phsize > shoff + shsize ? phoff + phsize : shoff + shsize;
-    if (need > size) return truncated("cubin (ELF)", need);
+    if (!fits(phoff, phsize)) return truncated("cubin (ELF)", phoff, phsize);
+    if (!fits(shoff, shsize)) return truncated("cubin (ELF)", shoff, shsize);
   } else if (kind == ImageKind::fatbin) {
-    if (size < 16) return truncated("fatbin", 16);
-    const std::uint64_t need = read_le(p + 6, 2) + read_le(p + 8, 8);
-    if (need > size) return truncated("fatbin", need);
+    if (size < 16) return truncated("fatbin", 0, 16);
+    const std::uint64_t header = read_le(p + 6, 2), payload = read_le(p + 8, 8);
+    if (!fits(header, payload)) return truncated("fatbin", header, payload);
   }
   return {};
 }
@@ -222,6 +247,13 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
+  if (options.log_bytes > JitOptions::max_log_bytes)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::load",
+                        detail::cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
+                                     "; the driver takes a log size as a 32-bit unsigned, so at most ",
+                                     std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
+                        where));
+  // Each buffer holds log_bytes and a NUL; the driver is told log_bytes.
   std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
   ffi::CUjit_option keys[10];
   void* values[10];
@@ -262,7 +294,8 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   try {
     m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
-    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload);
+    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload,
+                          "unloading the module of a failed oxicuda::Module load");
     throw;
   }
 #else
@@ -272,8 +305,14 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
 }
 
 inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
+  while (!ptx.empty() && ptx.back() == '\0') ptx.remove_suffix(1);  // a terminating NUL (or several) is fine
   if (ptx.find_first_not_of(" \t\r\n") == std::string_view::npos)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx", "the PTX source is empty", where));
+  if (const std::size_t nul = ptx.find('\0'); nul != std::string_view::npos)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
+                        detail::cat({"the PTX source of ", std::to_string(ptx.size()), " bytes has a NUL byte at offset ",
+                                     std::to_string(nul), "; the driver would read only the text before it"}),
+                        where));
   const std::string text(ptx);  // the driver wants it NUL-terminated
   return load(ctx, text.c_str(), text.size(), true, options, where);
 }
@@ -350,6 +389,8 @@ inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation wh
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
   detail::check(detail::api().FuncSetAttribute(checked("oxicuda::Function::set_attribute", where), attr, value),
                 ffi::Entry::FuncSetAttribute, where);
+  if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
@@ -373,21 +414,32 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   return s;
 }
 
-inline ffi::CUresult Function::try_allow_dynamic_shared_bytes(unsigned bytes) const noexcept {
-  if (!raw_) return ffi::CUDA_ERROR_INVALID_HANDLE;
-  const ffi::CUresult r = detail::api().FuncSetAttribute(raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                         static_cast<int>(bytes));
-  if (r == ffi::CUDA_SUCCESS) {
-    unsigned seen = state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
-    while (seen < bytes && !state_->dynamic_shared_allowed.compare_exchange_weak(seen, bytes)) {
-    }
+namespace detail {
+
+// What launches need of a Function beyond its public API.
+struct FunctionAccess {
+  // The checked handle of a function being launched.
+  static CUfunction checked(const Function& fn, const char* operation, SourceLocation where) {
+    return fn.checked(operation, where);
   }
-  return r;
-}
+  // The limit last set through `fn` (a hint; see Function::State).
+  static unsigned allowed_hint(const Function& fn) noexcept {
+    return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+  }
+  // Raises the limit to `bytes`; the driver's answer, not thrown.
+  static ffi::CUresult try_allow(const Function& fn, unsigned bytes) noexcept {
+    const ffi::CUresult r =
+        api().FuncSetAttribute(fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+    if (r == ffi::CUDA_SUCCESS) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
+  }
+};
+
+}  // namespace detail
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  const ffi::CUresult r = try_allow_dynamic_shared_bytes(bytes);
+  const ffi::CUresult r = detail::FunctionAccess::try_allow(*this, bytes);
   if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
 }
 
