@@ -21,6 +21,7 @@ struct Fake {
   fake_set_device_count_fn set_device_count;
   fake_last_launch_fn last_launch;
   fake_host_funcs_run_fn host_funcs_run;
+  fake_last_context_fn last_context;
 
   // The fake that oxicuda loaded (loading it first if need be).
   static Fake& get() {
@@ -41,6 +42,7 @@ struct Fake {
       x.set_device_count = reinterpret_cast<fake_set_device_count_fn>(dlsym(lib, "fake_set_device_count"));
       x.last_launch = reinterpret_cast<fake_last_launch_fn>(dlsym(lib, "fake_last_launch"));
       x.host_funcs_run = reinterpret_cast<fake_host_funcs_run_fn>(dlsym(lib, "fake_host_funcs_run"));
+      x.last_context = reinterpret_cast<fake_last_context_fn>(dlsym(lib, "fake_last_context"));
       return x;
     }();
     return f;

@@ -58,6 +58,8 @@ static_assert(launchable<Kernel<void(float*, unsigned)>, float*, int>);
 static_assert(launchable<Kernel<void(float*, unsigned)>, DeviceBuffer<float>&, unsigned>);
 static_assert(launchable<Kernel<void(const float*, unsigned)>, DeviceSpan<float>, unsigned>);
 static_assert(!launchable<Kernel<void(float*, unsigned)>, int*, unsigned>);                   // int* is not float*
+static_assert(!launchable<Kernel<void(bool)>, DeviceSpan<float>>);  // a span is a pointer parameter, never a bool
+static_assert(!launchable<Kernel<void(bool)>, DeviceBuffer<float>&>);
 static_assert(!launchable<Kernel<void(float*, unsigned)>, DeviceBuffer<int>&, unsigned>);      // wrong element type
 static_assert(!launchable<Kernel<void(float*, unsigned)>, float*>);                            // too few
 static_assert(!launchable<Kernel<void(float*, unsigned)>, float*, unsigned, unsigned>);        // too many

@@ -40,6 +40,9 @@ typedef long (*fake_live_fn)(const char* kind);
 typedef long (*fake_invalid_destroys_fn)(void);
 typedef void (*fake_set_device_count_fn)(int count);
 typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
+// The context that the last work enqueued on a stream went to (for a
+// default stream: the enqueuing thread's current context).
+typedef const void* (*fake_last_context_fn)(void);
 // How many times host functions enqueued with cuLaunchHostFunc have run.
 typedef long (*fake_host_funcs_run_fn)(void);
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <pthread.h>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,10 +44,24 @@ const bool env_faults = [] {
   return true;
 }();
 
+// As the driver: a child forked after the driver was loaded gets
+// CUDA_ERROR_NOT_INITIALIZED from every call, cuInit included.
+std::atomic<bool> forked{false};
+const bool fork_handler = [] {
+  pthread_atfork(nullptr, nullptr, [] { forked = true; });
+  return true;
+}();
+
+// As the driver: on the thread that runs host functions, every call but
+// cuStreamDestroy is refused (measured on an H200, driver 580).
+thread_local bool in_host_function = false;
+
 CUresult enter(Entry e) noexcept {
   const auto i = static_cast<std::size_t>(e);
   calls[i].fetch_add(1, std::memory_order_relaxed);
   total_calls.fetch_add(1, std::memory_order_relaxed);
+  if (forked.load(std::memory_order_relaxed)) return CUDA_ERROR_NOT_INITIALIZED;
+  if (in_host_function && e != Entry::StreamDestroy) return CUDA_ERROR_NOT_PERMITTED;
   if (fail_sticky[i].load(std::memory_order_relaxed)) return static_cast<CUresult>(fail_result[i].load());
   if (fail_countdown[i].load(std::memory_order_relaxed) > 0 && fail_countdown[i].fetch_sub(1) == 1)
     return static_cast<CUresult>(fail_result[i].load());
@@ -67,6 +82,7 @@ Ctx primaries[8];
 Pool pools[8];
 double clock_ms = 0;
 FakeLaunch last_launch;
+CUcontext last_enqueue_context = nullptr;
 thread_local std::vector<CUcontext> ctx_stack;
 
 bool alive(const void* h, Kind k) {
@@ -74,9 +90,17 @@ bool alive(const void* h, Kind k) {
   return it != live.end() && it->second == k;
 }
 
-bool valid_stream(CUstream s) {
-  const auto v = reinterpret_cast<std::uintptr_t>(s);
-  return v <= 2 || alive(s, Kind::stream);
+CUresult use_stream(CUstream s) {
+  // As the driver: null and CU_STREAM_LEGACY (1) / CU_STREAM_PER_THREAD (2)
+  // are the default streams of the calling thread's current context.
+  if (reinterpret_cast<std::uintptr_t>(s) <= 2) {
+    if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+    last_enqueue_context = current();
+    return CUDA_SUCCESS;
+  }
+  if (!alive(s, Kind::stream)) return CUDA_ERROR_INVALID_HANDLE;
+  last_enqueue_context = reinterpret_cast<Stream*>(s)->ctx;
+  return CUDA_SUCCESS;
 }
 
 CUcontext current() { return ctx_stack.empty() ? nullptr : ctx_stack.back(); }
@@ -89,6 +113,7 @@ bool valid_ctx(CUcontext c) {
 
 // [ptr, ptr + bytes) inside one allocation?
 bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
+  if (bytes == 0) return true;  // as the driver: a zero-size copy or memset succeeds, whatever the pointer
   auto it = allocations.upper_bound(ptr);
   if (it == allocations.begin()) return false;
   --it;
@@ -233,6 +258,11 @@ FAKE_EXPORT void fake_set_device_count(int n) { device_count = n; }
 FAKE_EXPORT void fake_last_launch(FakeLaunch* out) {
   std::lock_guard lock(mu);
   *out = last_launch;
+}
+
+FAKE_EXPORT const void* fake_last_context() {
+  std::lock_guard lock(mu);
+  return last_enqueue_context;
 }
 
 FAKE_EXPORT long fake_host_funcs_run() {
@@ -469,19 +499,20 @@ CUresult fake_StreamDestroy(CUstream s) {
 CUresult fake_StreamSynchronize(CUstream s) {
   FAKE_ENTRY(StreamSynchronize);
   std::lock_guard lock(mu);
-  return valid_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return use_stream(s);
 }
 
 CUresult fake_StreamQuery(CUstream s) {
   FAKE_ENTRY(StreamQuery);
   std::lock_guard lock(mu);
-  return valid_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return use_stream(s);
 }
 
 CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   FAKE_ENTRY(StreamWaitEvent);
   std::lock_guard lock(mu);
-  if (!valid_stream(s) || !alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -543,7 +574,8 @@ CUresult fake_EventDestroy(CUevent e) {
 CUresult fake_EventRecord(CUevent e, CUstream s) {
   FAKE_ENTRY(EventRecord);
   std::lock_guard lock(mu);
-  if (!alive(e, Kind::event) || !valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   auto* ev = reinterpret_cast<Event*>(e);
   ev->recorded = true;
   clock_ms += 0.5;  // every record is half a millisecond after the one before
@@ -702,7 +734,8 @@ static void run_kernel(const Func& f, void** params) {
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
                        void** params, void** extra, const unsigned cluster[3], int cooperative, int via_ex) {
   std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function) || !valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   const Func& f = *reinterpret_cast<Func*>(fn);
   for (int i = 0; i < 3; ++i)
     if (!grid[i] || !block[i]) return CUDA_ERROR_INVALID_VALUE;
@@ -840,7 +873,7 @@ CUresult fake_MemFree(CUdeviceptr p) {
 CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemcpyHtoDAsync);
   std::lock_guard lock(mu);
-  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
   return CUDA_SUCCESS;
@@ -849,7 +882,7 @@ CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, C
 CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemcpyDtoHAsync);
   std::lock_guard lock(mu);
-  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
   return CUDA_SUCCESS;
@@ -858,7 +891,7 @@ CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstrea
 CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemcpyDtoDAsync);
   std::lock_guard lock(mu);
-  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
                reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
@@ -868,7 +901,7 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
 template <class T>
 static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
   std::lock_guard lock(mu);
-  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(dst, n * sizeof(T)) || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
   auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
   for (std::size_t i = 0; i < n; ++i) p[i] = value;
@@ -913,7 +946,7 @@ CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
   FAKE_ENTRY(MemAllocAsync);
   if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu);
-  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   void* mem = std::malloc(bytes);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
@@ -925,7 +958,7 @@ CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
 CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
   FAKE_ENTRY(MemFreeAsync);
   std::lock_guard lock(mu);
-  if (!valid_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
   auto it = allocations.find(p);
   if (it == allocations.end()) {
     ++invalid_destroys;

@@ -3,11 +3,22 @@
 // need one may fail.
 #include "fake_state.hpp"
 
+#include <thread>
+
+// As the driver, the function runs on a thread of the driver's, where CUDA
+// calls are refused; the fake's queues are always drained, so it runs now,
+// and the call returns once it has.
 CUresult fake_LaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
   FAKE_ENTRY(LaunchHostFunc);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
-  (void)s;
-  fn(data);  // the fake's queues are always drained: run it now
+  {
+    std::lock_guard lock(fake::mu);
+    if (const CUresult r = fake::use_stream(s)) return r;
+  }
+  std::thread([fn, data] {
+    fake::in_host_function = true;
+    fn(data);
+  }).join();
   std::lock_guard lock(fake::mu);
   ++fake::host_funcs_run;
   return CUDA_SUCCESS;

@@ -66,7 +66,10 @@ extern Pool pools[8];
 extern FakeLaunch last_launch;
 
 bool alive(const void* h, Kind k);
-bool valid_stream(CUstream s);
+// Whether work may be enqueued on `s` (and notes the context it goes to).
+CUresult use_stream(CUstream s);
+extern CUcontext last_enqueue_context;
+extern thread_local bool in_host_function;
 bool in_allocation(CUdeviceptr ptr, std::size_t bytes);
 CUcontext current();
 

@@ -144,6 +144,32 @@ TEST_CASE("loader: concurrent first use") {
   CHECK(Fake::get().calls("cuDeviceGetCount") == 16);
 }
 
+TEST_CASE("loader: concurrent first use with one call failing") {
+  // 32 threads race to be first while the first cuDeviceGetCount fails
+  // (FAKE_CUDA_FAIL=cuDeviceGetCount:1:2): exactly one thread gets that
+  // error; the driver is loaded once and every other call succeeds.
+  std::atomic<bool> go{false};
+  std::atomic<int> ok{0}, out_of_memory{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 32; ++i)
+    threads.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      try {
+        (void)Device::count();
+        ++ok;
+      } catch (const Error& e) {
+        ++(e.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY && e.call() == "cuDeviceGetCount" ? out_of_memory : other);
+      }
+    });
+  go = true;
+  for (auto& t : threads) t.join();
+  CHECK(ok == 31);
+  CHECK(out_of_memory == 1);
+  CHECK(other == 0);
+  CHECK(Fake::get().calls("cuInit") == 1);
+  CHECK(Fake::get().calls("cuDeviceGetCount") == 32);
+}
+
 // Run by the fault-injection test with FAKE_CUDA_FAIL=cuInit:1:999.
 TEST_CASE("loader: injected failure of cuInit") {
   const DriverInfo& info = driver_info();
