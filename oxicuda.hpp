@@ -1240,34 +1240,40 @@ inline std::string refusal_reason(ffi::CUresult r) {
   return {};
 }
 
+// A driver call's result, with the entry point that gave it.
+struct Outcome {
+  ffi::CUresult result;
+  ffi::Entry entry;
+  [[nodiscard]] bool ok() const noexcept { return result == ffi::CUDA_SUCCESS; }
+};
+
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
-[[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
-                                           std::string detail = {}) {
-  if (r == ffi::CUDA_ERROR_NOT_FOUND && missing(entry)) unavailable(entry, where);
-  if (r == ffi::CUDA_ERROR_NOT_INITIALIZED || r == ffi::CUDA_ERROR_NOT_PERMITTED) {
-    std::string why = refusal_reason(r);
+[[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+  if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
+  if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED) {
+    std::string why = refusal_reason(o.result);
     if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
   }
-  raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
+  raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
 // Checks one driver call's result: throws (or reports) an Error naming the
 // call when it failed. Every wrapper calls the driver as
-//   check(api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
+//   check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 // which is the driver call, one compare and nothing else on success.
-inline void check(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(entry, r, where);
+inline void check(Outcome o, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
 // the diagnostic hook, saying what was being done (`during`: "destroying an
 // oxicuda::Stream"). Returns whether the call succeeded.
-inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry, const char* during) noexcept {
-  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  report(r, ffi::entry_info(entry).name, during,
-         missing(entry) ? "the loaded driver does not provide this entry point" : "");
+inline bool check_nothrow(Outcome o, const char* during) noexcept {
+  if (OXICUDA_LIKELY(o.ok())) return true;
+  report(o.result, ffi::entry_info(o.entry).name, during,
+         missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
   return false;
 }
 
@@ -1332,6 +1338,13 @@ inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
 }
 
 OXICUDA_NAMESPACE_END
+
+// Calls the driver's entry point `member` (a name of the table in ffi.hpp,
+// without its `cu`) with the arguments that follow, and pairs the result with
+// that entry point, so that an error can only name the call that was made:
+//   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+#define OXICUDA_DRIVER(member, ...) \
+  (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
 
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
@@ -1464,7 +1477,7 @@ OXICUDA_NAMESPACE_BEGIN
 // The driver's CUDA version, e.g. 13000 for CUDA 13.0.
 [[nodiscard]] inline int driver_version(SourceLocation where = SourceLocation::current()) {
   int v = 0;
-  detail::check(detail::api().DriverGetVersion(&v), ffi::Entry::DriverGetVersion, where);
+  detail::check(OXICUDA_DRIVER(DriverGetVersion, &v), where);
   return v;
 }
 
@@ -1526,7 +1539,7 @@ inline std::string Uuid::to_string() const {
 
 inline int Device::count(SourceLocation where) {
   int n = 0;
-  detail::check(detail::api().DeviceGetCount(&n), ffi::Entry::DeviceGetCount, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetCount, &n), where);
   return n;
 }
 
@@ -1539,20 +1552,20 @@ inline Device Device::get(int ordinal, SourceLocation where) {
                                      n > 0 ? std::to_string(n - 1) : std::string(), n > 0 ? ")" : ""}),
                         where));
   ffi::CUdevice d = 0;
-  detail::check(detail::api().DeviceGet(&d, ordinal), ffi::Entry::DeviceGet, where);
+  detail::check(OXICUDA_DRIVER(DeviceGet, &d, ordinal), where);
   return Device(d);
 }
 
 inline std::string Device::name(SourceLocation where) const {
   char buf[256] = {};
-  detail::check(detail::api().DeviceGetName(buf, static_cast<int>(sizeof buf - 1), raw_), ffi::Entry::DeviceGetName,
+  detail::check(OXICUDA_DRIVER(DeviceGetName, buf, static_cast<int>(sizeof buf - 1), raw_),
                 where);
   return std::string(static_cast<const char*>(buf));
 }
 
 inline int Device::attribute(ffi::CUdevice_attribute attr, SourceLocation where) const {
   int v = 0;
-  detail::check(detail::api().DeviceGetAttribute(&v, attr, raw_), ffi::Entry::DeviceGetAttribute, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetAttribute, &v, attr, raw_), where);
   return v;
 }
 
@@ -1563,13 +1576,13 @@ inline ComputeCapability Device::compute_capability(SourceLocation where) const 
 
 inline std::size_t Device::total_memory(SourceLocation where) const {
   std::size_t bytes = 0;
-  detail::check(detail::api().DeviceTotalMem(&bytes, raw_), ffi::Entry::DeviceTotalMem, where);
+  detail::check(OXICUDA_DRIVER(DeviceTotalMem, &bytes, raw_), where);
   return bytes;
 }
 
 inline Uuid Device::uuid(SourceLocation where) const {
   ffi::CUuuid raw{};
-  detail::check(detail::api().DeviceGetUuid(&raw, raw_), ffi::Entry::DeviceGetUuid, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetUuid, &raw, raw_), where);
   Uuid u;
   for (std::size_t i = 0; i < u.bytes.size(); ++i) u.bytes[i] = static_cast<unsigned char>(raw.bytes[i]);
   return u;
@@ -1708,10 +1721,10 @@ class Context {
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
     ~Owner() override {
       if (kind == Kind::primary)
-        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease,
+        detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");
       else
-        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+        detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                               "destroying an oxicuda::Context");
     }
   };
@@ -1744,16 +1757,16 @@ class ScopedCurrent {
   ScopedCurrent& operator=(const ScopedCurrent&) = delete;
   ~ScopedCurrent() {
     if (switched_)
-      detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent,
+      detail::check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_),
                             "restoring the thread's previous context (oxicuda::ScopedCurrent)");
   }
 
  private:
   ScopedCurrent(CUcontext ctx, SourceLocation where, const char* empty_type) {
     if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
-    detail::check(detail::api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, where);
+    detail::check(OXICUDA_DRIVER(CtxGetCurrent, &previous_), where);
     if (previous_ != ctx) {
-      detail::check(detail::api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, where);
+      detail::check(OXICUDA_DRIVER(CtxSetCurrent, ctx), where);
       switched_ = true;
     }
   }
@@ -1769,13 +1782,13 @@ namespace detail {
 class ScopedCurrentNothrow {
  public:
   ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
-    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, during) && previous_ != ctx)
-      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, during);
+    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx)
+      switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
   ~ScopedCurrentNothrow() {
-    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent, during_);
+    if (switched_) check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_), during_);
   }
 
  private:
@@ -1855,13 +1868,13 @@ class SharedHandle {
 
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::check(detail::api().DevicePrimaryCtxRetain(&raw, device.raw()), ffi::Entry::DevicePrimaryCtxRetain, where);
+  detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
   detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
-    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease,
+    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device.raw()),
                           "releasing the primary context after a failed oxicuda::Context::primary");
     throw;
   }
@@ -1877,20 +1890,20 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   // cuCtxCreate pushes the new context on the calling thread's stack; pop it
   // so the thread's current context is what it was.
   CUcontext raw = nullptr;
-  detail::check(detail::api().CtxCreate(&raw, flags, device.raw()), ffi::Entry::CtxCreate, where);
+  detail::check(OXICUDA_DRIVER(CtxCreate, &raw, flags, device.raw()), where);
   CUcontext popped = nullptr;
-  const ffi::CUresult pop = detail::api().CtxPopCurrent(&popped);
-  if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+  const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
+  if (OXICUDA_UNLIKELY(!pop.ok())) {
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                           "destroying the context of a failed oxicuda::Context::create");
-    detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
+    detail::fail(pop, where);
   }
   detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                           "destroying the context of a failed oxicuda::Context::create");
     throw;
   }
@@ -1902,7 +1915,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
 
 inline Context Context::current(SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::check(detail::api().CtxGetCurrent(&raw), ffi::Entry::CtxGetCurrent, where);
+  detail::check(OXICUDA_DRIVER(CtxGetCurrent, &raw), where);
   return borrow(raw);
 }
 
@@ -1911,19 +1924,18 @@ inline Device Context::device(SourceLocation where) const {
   if (device_ >= 0) return Device::from_raw(device_);
   ScopedCurrent current(raw, where);
   ffi::CUdevice d = 0;
-  detail::check(detail::api().CtxGetDevice(&d), ffi::Entry::CtxGetDevice, where);
+  detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
   return Device::from_raw(d);
 }
 
 inline void Context::make_current(SourceLocation where) const {
-  detail::check(detail::api().CtxSetCurrent(checked("oxicuda::Context::make_current", where)),
-                ffi::Entry::CtxSetCurrent, where);
+  detail::check(OXICUDA_DRIVER(CtxSetCurrent, checked("oxicuda::Context::make_current", where)), where);
 }
 
 inline void Context::synchronize(SourceLocation where) const {
   {
     ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-    detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
+    detail::check(OXICUDA_DRIVER(CtxSynchronize), where);
   }
   detail::reclaim();
 }
@@ -1931,7 +1943,7 @@ inline void Context::synchronize(SourceLocation where) const {
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
   StreamPriorityRange r;
-  detail::check(detail::api().CtxGetStreamPriorityRange(&r.least, &r.greatest), ffi::Entry::CtxGetStreamPriorityRange,
+  detail::check(OXICUDA_DRIVER(CtxGetStreamPriorityRange, &r.least, &r.greatest),
                 where);
   return r;
 }
@@ -1939,7 +1951,7 @@ inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) 
 inline MemoryInfo Context::memory_info(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
   MemoryInfo m;
-  detail::check(detail::api().MemGetInfo(&m.free, &m.total), ffi::Entry::MemGetInfo, where);
+  detail::check(OXICUDA_DRIVER(MemGetInfo, &m.free, &m.total), where);
   return m;
 }
 
@@ -1968,7 +1980,7 @@ using Milliseconds = std::chrono::duration<float, std::milli>;
 
 namespace detail {
 inline void destroy_event(CUevent_st* e) noexcept {
-  check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy, "destroying an oxicuda::Event");
+  check_nothrow(OXICUDA_DRIVER(EventDestroy, e), "destroying an oxicuda::Event");
 }
 }  // namespace detail
 
@@ -2015,40 +2027,39 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
   CUevent raw = nullptr;
   {
     ScopedCurrent current(ctx, where);
-    detail::check(detail::api().EventCreate(&raw, flags), ffi::Entry::EventCreate, where);
+    detail::check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
   }
   event_ = {ctx, raw, &detail::destroy_event, options.timing};
 }
 
 inline void Event::synchronize(SourceLocation where) const {
-  detail::check(detail::api().EventSynchronize(checked("oxicuda::Event::synchronize", where)),
-                ffi::Entry::EventSynchronize, where);
+  detail::check(OXICUDA_DRIVER(EventSynchronize, checked("oxicuda::Event::synchronize", where)), where);
   detail::reclaim();
 }
 
 inline bool Event::ready(SourceLocation where) const {
-  const ffi::CUresult r = detail::api().EventQuery(checked("oxicuda::Event::ready", where));
-  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  if (r == ffi::CUDA_ERROR_NOT_READY) return false;
-  detail::fail(ffi::Entry::EventQuery, r, where);
+  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, checked("oxicuda::Event::ready", where));
+  if (OXICUDA_LIKELY(r.ok())) return true;
+  if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
+  detail::fail(r, where);
 }
 
 inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceLocation where) {
   CUevent s = start.checked("oxicuda::Event::elapsed", where);
   CUevent e = end.checked("oxicuda::Event::elapsed", where);
   float ms = 0.0f;
-  const ffi::CUresult r = detail::api().EventElapsedTime(&ms, s, e);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+  const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
     const char* why = "";
     if (!start.timing())
       why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
     else if (!end.timing())
       why = "the end event was created with {.timing = false}; elapsed time needs timing on both events";
-    else if (r == ffi::CUDA_ERROR_NOT_READY)
+    else if (r.result == ffi::CUDA_ERROR_NOT_READY)
       why = "an event has not completed yet; synchronize the end event first";
-    else if (r == ffi::CUDA_ERROR_INVALID_HANDLE)
+    else if (r.result == ffi::CUDA_ERROR_INVALID_HANDLE)
       why = "both events must have been recorded on a stream before their elapsed time is asked";
-    detail::fail(ffi::Entry::EventElapsedTime, r, where, detail::cat({why}));
+    detail::fail(r, where, detail::cat({why}));
   }
   return Milliseconds(ms);
 }
@@ -2068,7 +2079,7 @@ OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 inline void destroy_stream(CUstream_st* s) noexcept {
-  check_nothrow(api().StreamDestroy(s), ffi::Entry::StreamDestroy, "destroying an oxicuda::Stream");
+  check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
   reclaim();
 }
 }  // namespace detail
@@ -2170,10 +2181,9 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
   {
     ScopedCurrent current(ctx, where);
     if (options.priority == 0)
-      detail::check(detail::api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
+      detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
     else
-      detail::check(detail::api().StreamCreateWithPriority(&raw, flags, options.priority),
-                    ffi::Entry::StreamCreateWithPriority, where);
+      detail::check(OXICUDA_DRIVER(StreamCreateWithPriority, &raw, flags, options.priority), where);
   }
   queue_ = {ctx, raw, &detail::destroy_stream};
 }
@@ -2213,22 +2223,22 @@ inline Stream Stream::borrow(CUstream raw, Context ctx) {
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
   CUcontext ctx = nullptr;
-  detail::check(detail::api().StreamGetCtx(raw, &ctx), ffi::Entry::StreamGetCtx, where);
+  detail::check(OXICUDA_DRIVER(StreamGetCtx, raw, &ctx), where);
   return borrow(raw, Context::borrow(ctx));
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
   detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [&](CUstream q) {
-    detail::check(detail::api().StreamSynchronize(q), ffi::Entry::StreamSynchronize, where);
+    detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
   });
   detail::reclaim();
 }
 
 inline bool Stream::ready(SourceLocation where) const {
   return detail::on_stream(*this, "oxicuda::Stream::ready", where, [&](CUstream q) {
-    const ffi::CUresult r = detail::api().StreamQuery(q);
-    if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-    if (r != ffi::CUDA_ERROR_NOT_READY) detail::fail(ffi::Entry::StreamQuery, r, where);
+    const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
+    if (OXICUDA_LIKELY(r.ok())) return true;
+    if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
     return false;
   });
 }
@@ -2237,7 +2247,7 @@ inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
   detail::on_stream(*this, "oxicuda::Stream::record", where, [&](CUstream q) {
-    detail::check(detail::api().EventRecord(e, q), ffi::Entry::EventRecord, where);
+    detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
   });
 }
 
@@ -2245,14 +2255,14 @@ inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
   detail::on_stream(*this, "oxicuda::Stream::wait", where, [&](CUstream q) {
-    detail::check(detail::api().StreamWaitEvent(q, e, 0u), ffi::Entry::StreamWaitEvent, where);
+    detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
   });
 }
 
 inline int Stream::priority(SourceLocation where) const {
   int p = 0;
   detail::on_stream(*this, "oxicuda::Stream::priority", where, [&](CUstream q) {
-    detail::check(detail::api().StreamGetPriority(q, &p), ffi::Entry::StreamGetPriority, where);
+    detail::check(OXICUDA_DRIVER(StreamGetPriority, q, &p), where);
   });
   return p;
 }
@@ -2260,7 +2270,7 @@ inline int Stream::priority(SourceLocation where) const {
 inline bool Stream::non_blocking(SourceLocation where) const {
   unsigned flags = 0;
   detail::on_stream(*this, "oxicuda::Stream::non_blocking", where, [&](CUstream q) {
-    detail::check(detail::api().StreamGetFlags(q, &flags), ffi::Entry::StreamGetFlags, where);
+    detail::check(OXICUDA_DRIVER(StreamGetFlags, q, &flags), where);
   });
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
@@ -2270,10 +2280,10 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
   detail::reclaim();
   detail::on_stream(*this, "oxicuda::Stream::launch_host_func", where, [&](CUstream q) {
     detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), "oxicuda::Stream::launch_host_func");
-    const ffi::CUresult r = detail::api().LaunchHostFunc(q, &detail::run_host_call_once, boxed);
-    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+    const detail::Outcome r = OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_once, boxed);
+    if (OXICUDA_UNLIKELY(!r.ok())) {
       boxed->destroy(boxed);
-      detail::fail(ffi::Entry::LaunchHostFunc, r, where);
+      detail::fail(r, where);
     }
   });
 }
@@ -2379,7 +2389,7 @@ class Module {
     std::string info_log;
     State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
     ~State() override {
-      detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload, "unloading an oxicuda::Module");
+      detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
   };
   friend class Function;
@@ -2558,14 +2568,14 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, as_value(1));
 
   CUmodule raw = nullptr;
-  ffi::CUresult r;
+  detail::Outcome r;
   {
     ScopedCurrent current(ctx, where);
-    r = detail::api().ModuleLoadDataEx(&raw, image, n, keys, values);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, n, keys, values);
   }
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+  if (OXICUDA_UNLIKELY(!r.ok())) {
     const bool logged = error[0] != '\0';
-    detail::fail(ffi::Entry::ModuleLoadDataEx, r, where,
+    detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                               logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
   }
@@ -2576,7 +2586,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   try {
     m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
-    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload,
+    detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw),
                           "unloading the module of a failed oxicuda::Module load");
     throw;
   }
@@ -2642,14 +2652,14 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
   if (!state_) detail::empty_handle("oxicuda::Module", "oxicuda::Module::function", where);
   std::string n(name);
   CUfunction raw = nullptr;
-  ffi::CUresult r;
+  detail::Outcome r;
   {
     ScopedCurrent current(state_->ctx, where);
-    r = detail::api().ModuleGetFunction(&raw, state_->raw, n.c_str());
+    r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS))
-    detail::fail(ffi::Entry::ModuleGetFunction, r, where,
-                 r == ffi::CUDA_ERROR_NOT_FOUND
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 r.result == ffi::CUDA_ERROR_NOT_FOUND
                      ? detail::cat({"the module has no kernel named '", n,
                                     "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
                      : detail::cat({"looking up kernel '", n, "'"}));
@@ -2664,13 +2674,12 @@ inline const Module& Function::module() const noexcept {
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
   CUfunction f = checked("oxicuda::Function::attribute", where);
   int v = 0;
-  detail::check(detail::api().FuncGetAttribute(&v, attr, f), ffi::Entry::FuncGetAttribute, where);
+  detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
   return v;
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
-  detail::check(detail::api().FuncSetAttribute(checked("oxicuda::Function::set_attribute", where), attr, value),
-                ffi::Entry::FuncSetAttribute, where);
+  detail::check(OXICUDA_DRIVER(FuncSetAttribute, checked("oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
@@ -2680,8 +2689,7 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
   CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
   ScopedCurrent current(module().context(), where);
   int blocks = 0;
-  detail::check(detail::api().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, block_size, dynamic_shared_bytes),
-                ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor, where);
+  detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
   return blocks;
 }
 
@@ -2690,9 +2698,8 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
   ScopedCurrent current(module().context(), where);
   BlockSizeSuggestion s;
-  detail::check(detail::api().OccupancyMaxPotentialBlockSize(&s.min_grid_size, &s.block_size, f, nullptr,
-                                                             dynamic_shared_bytes, block_size_limit),
-                ffi::Entry::OccupancyMaxPotentialBlockSize, where);
+  detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
+                                                             dynamic_shared_bytes, block_size_limit), where);
   return s;
 }
 
@@ -2709,10 +2716,10 @@ struct FunctionAccess {
     return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
   }
   // Raises the limit to `bytes`; the driver's answer, not thrown.
-  static ffi::CUresult try_allow(const Function& fn, unsigned bytes) noexcept {
-    const ffi::CUresult r =
-        api().FuncSetAttribute(fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
-    if (r == ffi::CUDA_SUCCESS) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+  static Outcome try_allow(const Function& fn, unsigned bytes) noexcept {
+    const Outcome r =
+        OXICUDA_DRIVER(FuncSetAttribute, fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
     return r;
   }
 };
@@ -2721,8 +2728,8 @@ struct FunctionAccess {
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  const ffi::CUresult r = detail::FunctionAccess::try_allow(*this, bytes);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
+  const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
 // A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
@@ -2795,14 +2802,13 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
               where));
 }
 
-[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, ffi::CUresult r, SourceLocation where) {
-  fail(ffi::Entry::FuncGetParamInfo, r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
+[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
+  fail(r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
   if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
-  auto info = api().FuncGetParamInfo;
   constexpr std::size_t n = sizeof...(Params);
   ParamSlot want[n + 1] = {};
   {
@@ -2820,10 +2826,10 @@ void check_parameters(const Function& fn, SourceLocation where) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
-    const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
-    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
-    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
-    if (r != ffi::CUDA_SUCCESS) layout_query_failed(fn, r, where);
+    const Outcome r = OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
+    if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
+    if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
+    if (!r.ok()) layout_query_failed(fn, r, where);
     got[count++] = slot;
   }
   bool same = count == n;
@@ -3128,21 +3134,21 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    check(api().MemcpyDtoDAsync(d.device_ptr(), s.device_ptr(), d.size_bytes(), q), ffi::Entry::MemcpyDtoDAsync, where);
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, d.device_ptr(), s.device_ptr(), d.size_bytes(), q), where);
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    check(api().MemcpyHtoDAsync(d.device_ptr(), std::data(src), d.size_bytes(), q), ffi::Entry::MemcpyHtoDAsync, where);
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, d.device_ptr(), std::data(src), d.size_bytes(), q), where);
   } else {
     using T = device_element_t<Src>;
     static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    check(api().MemcpyDtoHAsync(std::data(dst), s.device_ptr(), s.size_bytes(), q), ffi::Entry::MemcpyDtoHAsync, where);
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, std::data(dst), s.device_ptr(), s.size_bytes(), q), where);
   }
 }
 
@@ -3153,10 +3159,9 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
-    check(api().MemsetD8Async(d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q),
-          ffi::Entry::MemsetD8Async, where);
+    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
   else
-    check(api().MemsetD32Async(d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q), ffi::Entry::MemsetD32Async,
+    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
           where);
 }
 
@@ -3164,7 +3169,7 @@ template <class Dst>
 void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
   static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
   const auto d = dst.device_span();
-  check(api().MemsetD8Async(d.device_ptr(), byte, d.size_bytes(), q), ffi::Entry::MemsetD8Async, where);
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, d.size_bytes(), q), where);
 }
 
 template <class R>
@@ -3185,7 +3190,7 @@ template <class Enqueue>
 void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
   auto run = [&] {
     enqueue(ffi::stream_per_thread());
-    check(api().StreamSynchronize(ffi::stream_per_thread()), ffi::Entry::StreamSynchronize, where);
+    check(OXICUDA_DRIVER(StreamSynchronize, ffi::stream_per_thread()), where);
   };
   if (ctx) {
     ScopedCurrent current(ctx, where);
@@ -3274,7 +3279,7 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
   ScopedCurrent current(ctx, where);
-  detail::check(detail::api().MemAlloc(&ptr_, bytes), ffi::Entry::MemAlloc, where);
+  detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
 
@@ -3283,7 +3288,7 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
   detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
-    if (count != 0) detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
+    if (count != 0) detail::check(OXICUDA_DRIVER(MemAllocAsync, &b.ptr_, bytes, q), where);
   });
   // Stream-ordered also when empty (nothing to allocate or free): free_on
   // and stream_ordered() behave as for any other size.
@@ -3311,10 +3316,10 @@ void DeviceBuffer<T>::release() noexcept {
       // A default stream belongs to the current context: make its own current.
       const bool default_stream = reinterpret_cast<std::uintptr_t>(free_stream_.raw()) <= 2;
       detail::ScopedCurrentNothrow current(default_stream ? free_stream_.context().raw() : nullptr, during);
-      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync, during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeAsync, ptr_, free_stream_.raw()), during);
     } else {
       detail::ScopedCurrentNothrow current(ctx_.raw(), during);
-      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree, during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemFree, ptr_), during);
     }
   }
   ptr_ = 0;
@@ -3344,7 +3349,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
   void* p = nullptr;
   ScopedCurrent current(ctx, where);
-  detail::check(detail::api().MemHostAlloc(&p, bytes, flags), ffi::Entry::MemHostAlloc, where);
+  detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
   data_ = static_cast<T*>(p);
   count_ = count;
 }
@@ -3354,7 +3359,7 @@ void PinnedBuffer<T>::release() noexcept {
   if (data_ != nullptr) {
     constexpr const char* during = "freeing an oxicuda::PinnedBuffer";
     detail::ScopedCurrentNothrow current(ctx_.raw(), during);
-    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost, during);
+    detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, static_cast<void*>(data_)), during);
   }
   data_ = nullptr;
   count_ = 0;
@@ -3364,23 +3369,22 @@ void PinnedBuffer<T>::release() noexcept {
 
 inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
   CUmemoryPool pool = nullptr;
-  detail::check(detail::api().DeviceGetDefaultMemPool(&pool, device.raw()), ffi::Entry::DeviceGetDefaultMemPool, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetDefaultMemPool, &pool, device.raw()), where);
   return MemoryPool(pool);
 }
 
 inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
   ffi::cuuint64_t v = bytes;
-  detail::check(detail::api().MemPoolSetAttribute(raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)),
-                ffi::Entry::MemPoolSetAttribute, where);
+  detail::check(OXICUDA_DRIVER(MemPoolSetAttribute, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)), where);
 }
 
 inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
-  detail::check(detail::api().MemPoolTrimTo(raw_, keep_bytes), ffi::Entry::MemPoolTrimTo, where);
+  detail::check(OXICUDA_DRIVER(MemPoolTrimTo, raw_, keep_bytes), where);
 }
 
 inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
   ffi::cuuint64_t v = 0;
-  detail::check(detail::api().MemPoolGetAttribute(raw_, attr, static_cast<void*>(&v)), ffi::Entry::MemPoolGetAttribute,
+  detail::check(OXICUDA_DRIVER(MemPoolGetAttribute, raw_, attr, static_cast<void*>(&v)),
                 where);
   return v;
 }
@@ -3439,18 +3443,20 @@ struct Located {
 };
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
-                                                    const LaunchConfig& cfg, SourceLocation where) {
+[[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+                                                    SourceLocation where) {
   auto dims = [](Dim3 d) { return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)}); };
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
            cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
-  if (entry == ffi::Entry::FuncSetAttribute) {
+  if (r.entry == ffi::Entry::FuncSetAttribute) {
     int optin = 0;
     const Device device = fn.module().context().device(where);
-    const bool known = api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                                device.raw()) == ffi::CUDA_SUCCESS;
+    const bool known =
+        OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                       device.raw())
+            .ok();
     why = cat({why,
                ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
                "failed",
@@ -3458,21 +3464,18 @@ struct Located {
                known ? " bytes per block" : ""});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
-  } else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT) {
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
     why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
   }
-  fail(entry, r, where, std::move(why));
+  fail(r, where, std::move(why));
 }
 
 // One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
 // clusters and cooperative launches. Returns the driver's answer.
-inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params,
-                                 ffi::Entry& entry) noexcept {
-  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
-    entry = ffi::Entry::LaunchKernel;
-    return api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
-                              cfg.shared_bytes, s, params, nullptr);
-  }
+inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
+  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
+    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                          cfg.shared_bytes, s, params, nullptr);
   ffi::CUlaunchAttribute attrs[2] = {};
   unsigned n = 0;
   if (cfg.cluster.x) {
@@ -3487,8 +3490,7 @@ inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& c
   }
   const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
                                    cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
-  entry = ffi::Entry::LaunchKernelEx;
-  return api().LaunchKernelEx(&config, f, params, nullptr);
+  return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
 }
 
 // A launch that asks for more than 48 KiB of dynamic shared memory. The
@@ -3499,22 +3501,21 @@ inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& c
 OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
                                              SourceLocation where) {
   const CUfunction f = fn.raw();
-  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
-    const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
-  }
-  ffi::Entry entry;
-  ffi::CUresult r = launch_once(s, f, cfg, params, entry);
-  if (r == ffi::CUDA_ERROR_INVALID_VALUE) {
+  auto raise_limit = [&] {
+    const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+    if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+  };
+  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) raise_limit();
+  Outcome r = launch_once(s, f, cfg, params);
+  if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) {
     int limit = 0;
-    if (api().FuncGetAttribute(&limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == ffi::CUDA_SUCCESS &&
+    if (OXICUDA_DRIVER(FuncGetAttribute, &limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f).ok() &&
         static_cast<unsigned>(limit) < cfg.shared_bytes) {
-      const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-      if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
-      r = launch_once(s, f, cfg, params, entry);
+      raise_limit();
+      r = launch_once(s, f, cfg, params);
     }
   }
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+  if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
 
 // Enqueues the kernel with its packed arguments: one driver call on the
@@ -3524,9 +3525,8 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
   on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
     CUfunction f = FunctionAccess::checked(fn, "oxicuda::launch", where);
     if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
-    ffi::Entry entry;
-    const ffi::CUresult r = launch_once(s, f, cfg, params, entry);
-    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+    const Outcome r = launch_once(s, f, cfg, params);
+    if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
 }
 

@@ -130,10 +130,10 @@ class Context {
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
     ~Owner() override {
       if (kind == Kind::primary)
-        detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device), ffi::Entry::DevicePrimaryCtxRelease,
+        detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");
       else
-        detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+        detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                               "destroying an oxicuda::Context");
     }
   };
@@ -166,16 +166,16 @@ class ScopedCurrent {
   ScopedCurrent& operator=(const ScopedCurrent&) = delete;
   ~ScopedCurrent() {
     if (switched_)
-      detail::check_nothrow(detail::api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent,
+      detail::check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_),
                             "restoring the thread's previous context (oxicuda::ScopedCurrent)");
   }
 
  private:
   ScopedCurrent(CUcontext ctx, SourceLocation where, const char* empty_type) {
     if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
-    detail::check(detail::api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, where);
+    detail::check(OXICUDA_DRIVER(CtxGetCurrent, &previous_), where);
     if (previous_ != ctx) {
-      detail::check(detail::api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, where);
+      detail::check(OXICUDA_DRIVER(CtxSetCurrent, ctx), where);
       switched_ = true;
     }
   }
@@ -191,13 +191,13 @@ namespace detail {
 class ScopedCurrentNothrow {
  public:
   ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
-    if (ctx && check_nothrow(api().CtxGetCurrent(&previous_), ffi::Entry::CtxGetCurrent, during) && previous_ != ctx)
-      switched_ = check_nothrow(api().CtxSetCurrent(ctx), ffi::Entry::CtxSetCurrent, during);
+    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx)
+      switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
   ~ScopedCurrentNothrow() {
-    if (switched_) check_nothrow(api().CtxSetCurrent(previous_), ffi::Entry::CtxSetCurrent, during_);
+    if (switched_) check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_), during_);
   }
 
  private:
@@ -277,13 +277,13 @@ class SharedHandle {
 
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::check(detail::api().DevicePrimaryCtxRetain(&raw, device.raw()), ffi::Entry::DevicePrimaryCtxRetain, where);
+  detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
   detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
   } catch (...) {
-    detail::check_nothrow(detail::api().DevicePrimaryCtxRelease(device.raw()), ffi::Entry::DevicePrimaryCtxRelease,
+    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device.raw()),
                           "releasing the primary context after a failed oxicuda::Context::primary");
     throw;
   }
@@ -299,20 +299,20 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   // cuCtxCreate pushes the new context on the calling thread's stack; pop it
   // so the thread's current context is what it was.
   CUcontext raw = nullptr;
-  detail::check(detail::api().CtxCreate(&raw, flags, device.raw()), ffi::Entry::CtxCreate, where);
+  detail::check(OXICUDA_DRIVER(CtxCreate, &raw, flags, device.raw()), where);
   CUcontext popped = nullptr;
-  const ffi::CUresult pop = detail::api().CtxPopCurrent(&popped);
-  if (OXICUDA_UNLIKELY(pop != ffi::CUDA_SUCCESS)) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+  const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
+  if (OXICUDA_UNLIKELY(!pop.ok())) {
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                           "destroying the context of a failed oxicuda::Context::create");
-    detail::fail(ffi::Entry::CtxPopCurrent, pop, where);
+    detail::fail(pop, where);
   }
   detail::Shared<Owner> owner;
 #if OXICUDA_EXCEPTIONS
   try {
     owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
   } catch (...) {
-    detail::check_nothrow(detail::api().CtxDestroy(raw), ffi::Entry::CtxDestroy,
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                           "destroying the context of a failed oxicuda::Context::create");
     throw;
   }
@@ -324,7 +324,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
 
 inline Context Context::current(SourceLocation where) {
   CUcontext raw = nullptr;
-  detail::check(detail::api().CtxGetCurrent(&raw), ffi::Entry::CtxGetCurrent, where);
+  detail::check(OXICUDA_DRIVER(CtxGetCurrent, &raw), where);
   return borrow(raw);
 }
 
@@ -333,19 +333,18 @@ inline Device Context::device(SourceLocation where) const {
   if (device_ >= 0) return Device::from_raw(device_);
   ScopedCurrent current(raw, where);
   ffi::CUdevice d = 0;
-  detail::check(detail::api().CtxGetDevice(&d), ffi::Entry::CtxGetDevice, where);
+  detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
   return Device::from_raw(d);
 }
 
 inline void Context::make_current(SourceLocation where) const {
-  detail::check(detail::api().CtxSetCurrent(checked("oxicuda::Context::make_current", where)),
-                ffi::Entry::CtxSetCurrent, where);
+  detail::check(OXICUDA_DRIVER(CtxSetCurrent, checked("oxicuda::Context::make_current", where)), where);
 }
 
 inline void Context::synchronize(SourceLocation where) const {
   {
     ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-    detail::check(detail::api().CtxSynchronize(), ffi::Entry::CtxSynchronize, where);
+    detail::check(OXICUDA_DRIVER(CtxSynchronize), where);
   }
   detail::reclaim();
 }
@@ -353,7 +352,7 @@ inline void Context::synchronize(SourceLocation where) const {
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
   StreamPriorityRange r;
-  detail::check(detail::api().CtxGetStreamPriorityRange(&r.least, &r.greatest), ffi::Entry::CtxGetStreamPriorityRange,
+  detail::check(OXICUDA_DRIVER(CtxGetStreamPriorityRange, &r.least, &r.greatest),
                 where);
   return r;
 }
@@ -361,7 +360,7 @@ inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) 
 inline MemoryInfo Context::memory_info(SourceLocation where) const {
   ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
   MemoryInfo m;
-  detail::check(detail::api().MemGetInfo(&m.free, &m.total), ffi::Entry::MemGetInfo, where);
+  detail::check(OXICUDA_DRIVER(MemGetInfo, &m.free, &m.total), where);
   return m;
 }
 

@@ -12,7 +12,7 @@ OXICUDA_NAMESPACE_BEGIN
 // The driver's CUDA version, e.g. 13000 for CUDA 13.0.
 [[nodiscard]] inline int driver_version(SourceLocation where = SourceLocation::current()) {
   int v = 0;
-  detail::check(detail::api().DriverGetVersion(&v), ffi::Entry::DriverGetVersion, where);
+  detail::check(OXICUDA_DRIVER(DriverGetVersion, &v), where);
   return v;
 }
 
@@ -74,7 +74,7 @@ inline std::string Uuid::to_string() const {
 
 inline int Device::count(SourceLocation where) {
   int n = 0;
-  detail::check(detail::api().DeviceGetCount(&n), ffi::Entry::DeviceGetCount, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetCount, &n), where);
   return n;
 }
 
@@ -87,20 +87,20 @@ inline Device Device::get(int ordinal, SourceLocation where) {
                                      n > 0 ? std::to_string(n - 1) : std::string(), n > 0 ? ")" : ""}),
                         where));
   ffi::CUdevice d = 0;
-  detail::check(detail::api().DeviceGet(&d, ordinal), ffi::Entry::DeviceGet, where);
+  detail::check(OXICUDA_DRIVER(DeviceGet, &d, ordinal), where);
   return Device(d);
 }
 
 inline std::string Device::name(SourceLocation where) const {
   char buf[256] = {};
-  detail::check(detail::api().DeviceGetName(buf, static_cast<int>(sizeof buf - 1), raw_), ffi::Entry::DeviceGetName,
+  detail::check(OXICUDA_DRIVER(DeviceGetName, buf, static_cast<int>(sizeof buf - 1), raw_),
                 where);
   return std::string(static_cast<const char*>(buf));
 }
 
 inline int Device::attribute(ffi::CUdevice_attribute attr, SourceLocation where) const {
   int v = 0;
-  detail::check(detail::api().DeviceGetAttribute(&v, attr, raw_), ffi::Entry::DeviceGetAttribute, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetAttribute, &v, attr, raw_), where);
   return v;
 }
 
@@ -111,13 +111,13 @@ inline ComputeCapability Device::compute_capability(SourceLocation where) const 
 
 inline std::size_t Device::total_memory(SourceLocation where) const {
   std::size_t bytes = 0;
-  detail::check(detail::api().DeviceTotalMem(&bytes, raw_), ffi::Entry::DeviceTotalMem, where);
+  detail::check(OXICUDA_DRIVER(DeviceTotalMem, &bytes, raw_), where);
   return bytes;
 }
 
 inline Uuid Device::uuid(SourceLocation where) const {
   ffi::CUuuid raw{};
-  detail::check(detail::api().DeviceGetUuid(&raw, raw_), ffi::Entry::DeviceGetUuid, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetUuid, &raw, raw_), where);
   Uuid u;
   for (std::size_t i = 0; i < u.bytes.size(); ++i) u.bytes[i] = static_cast<unsigned char>(raw.bytes[i]);
   return u;

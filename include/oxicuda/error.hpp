@@ -225,34 +225,40 @@ inline std::string refusal_reason(ffi::CUresult r) {
   return {};
 }
 
+// A driver call's result, with the entry point that gave it.
+struct Outcome {
+  ffi::CUresult result;
+  ffi::Entry entry;
+  [[nodiscard]] bool ok() const noexcept { return result == ffi::CUDA_SUCCESS; }
+};
+
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
-[[noreturn]] OXICUDA_COLD inline void fail(ffi::Entry entry, ffi::CUresult r, SourceLocation where,
-                                           std::string detail = {}) {
-  if (r == ffi::CUDA_ERROR_NOT_FOUND && missing(entry)) unavailable(entry, where);
-  if (r == ffi::CUDA_ERROR_NOT_INITIALIZED || r == ffi::CUDA_ERROR_NOT_PERMITTED) {
-    std::string why = refusal_reason(r);
+[[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+  if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
+  if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED) {
+    std::string why = refusal_reason(o.result);
     if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
   }
-  raise(Error(r, ffi::entry_info(entry).name, std::move(detail), where));
+  raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
 // Checks one driver call's result: throws (or reports) an Error naming the
 // call when it failed. Every wrapper calls the driver as
-//   check(api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
+//   check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 // which is the driver call, one compare and nothing else on success.
-inline void check(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) fail(entry, r, where);
+inline void check(Outcome o, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
 // the diagnostic hook, saying what was being done (`during`: "destroying an
 // oxicuda::Stream"). Returns whether the call succeeded.
-inline bool check_nothrow(ffi::CUresult r, ffi::Entry entry, const char* during) noexcept {
-  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  report(r, ffi::entry_info(entry).name, during,
-         missing(entry) ? "the loaded driver does not provide this entry point" : "");
+inline bool check_nothrow(Outcome o, const char* during) noexcept {
+  if (OXICUDA_LIKELY(o.ok())) return true;
+  report(o.result, ffi::entry_info(o.entry).name, during,
+         missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
   return false;
 }
 
@@ -317,6 +323,13 @@ inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
 }
 
 OXICUDA_NAMESPACE_END
+
+// Calls the driver's entry point `member` (a name of the table in ffi.hpp,
+// without its `cu`) with the arguments that follow, and pairs the result with
+// that entry point, so that an error can only name the call that was made:
+//   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+#define OXICUDA_DRIVER(member, ...) \
+  (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
 
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};

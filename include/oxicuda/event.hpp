@@ -21,7 +21,7 @@ using Milliseconds = std::chrono::duration<float, std::milli>;
 
 namespace detail {
 inline void destroy_event(CUevent_st* e) noexcept {
-  check_nothrow(api().EventDestroy(e), ffi::Entry::EventDestroy, "destroying an oxicuda::Event");
+  check_nothrow(OXICUDA_DRIVER(EventDestroy, e), "destroying an oxicuda::Event");
 }
 }  // namespace detail
 
@@ -68,40 +68,39 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
   CUevent raw = nullptr;
   {
     ScopedCurrent current(ctx, where);
-    detail::check(detail::api().EventCreate(&raw, flags), ffi::Entry::EventCreate, where);
+    detail::check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
   }
   event_ = {ctx, raw, &detail::destroy_event, options.timing};
 }
 
 inline void Event::synchronize(SourceLocation where) const {
-  detail::check(detail::api().EventSynchronize(checked("oxicuda::Event::synchronize", where)),
-                ffi::Entry::EventSynchronize, where);
+  detail::check(OXICUDA_DRIVER(EventSynchronize, checked("oxicuda::Event::synchronize", where)), where);
   detail::reclaim();
 }
 
 inline bool Event::ready(SourceLocation where) const {
-  const ffi::CUresult r = detail::api().EventQuery(checked("oxicuda::Event::ready", where));
-  if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-  if (r == ffi::CUDA_ERROR_NOT_READY) return false;
-  detail::fail(ffi::Entry::EventQuery, r, where);
+  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, checked("oxicuda::Event::ready", where));
+  if (OXICUDA_LIKELY(r.ok())) return true;
+  if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
+  detail::fail(r, where);
 }
 
 inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceLocation where) {
   CUevent s = start.checked("oxicuda::Event::elapsed", where);
   CUevent e = end.checked("oxicuda::Event::elapsed", where);
   float ms = 0.0f;
-  const ffi::CUresult r = detail::api().EventElapsedTime(&ms, s, e);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+  const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
     const char* why = "";
     if (!start.timing())
       why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
     else if (!end.timing())
       why = "the end event was created with {.timing = false}; elapsed time needs timing on both events";
-    else if (r == ffi::CUDA_ERROR_NOT_READY)
+    else if (r.result == ffi::CUDA_ERROR_NOT_READY)
       why = "an event has not completed yet; synchronize the end event first";
-    else if (r == ffi::CUDA_ERROR_INVALID_HANDLE)
+    else if (r.result == ffi::CUDA_ERROR_INVALID_HANDLE)
       why = "both events must have been recorded on a stream before their elapsed time is asked";
-    detail::fail(ffi::Entry::EventElapsedTime, r, where, detail::cat({why}));
+    detail::fail(r, where, detail::cat({why}));
   }
   return Milliseconds(ms);
 }

@@ -51,18 +51,20 @@ struct Located {
 };
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_COLD inline void launch_failed(ffi::Entry entry, ffi::CUresult r, const Function& fn,
-                                                    const LaunchConfig& cfg, SourceLocation where) {
+[[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+                                                    SourceLocation where) {
   auto dims = [](Dim3 d) { return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)}); };
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
            cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
-  if (entry == ffi::Entry::FuncSetAttribute) {
+  if (r.entry == ffi::Entry::FuncSetAttribute) {
     int optin = 0;
     const Device device = fn.module().context().device(where);
-    const bool known = api().DeviceGetAttribute(&optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                                device.raw()) == ffi::CUDA_SUCCESS;
+    const bool known =
+        OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                       device.raw())
+            .ok();
     why = cat({why,
                ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
                "failed",
@@ -70,21 +72,18 @@ struct Located {
                known ? " bytes per block" : ""});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
-  } else if (r == ffi::CUDA_ERROR_INVALID_CONTEXT) {
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
     why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
   }
-  fail(entry, r, where, std::move(why));
+  fail(r, where, std::move(why));
 }
 
 // One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
 // clusters and cooperative launches. Returns the driver's answer.
-inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params,
-                                 ffi::Entry& entry) noexcept {
-  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative)) {
-    entry = ffi::Entry::LaunchKernel;
-    return api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
-                              cfg.shared_bytes, s, params, nullptr);
-  }
+inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
+  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
+    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                          cfg.shared_bytes, s, params, nullptr);
   ffi::CUlaunchAttribute attrs[2] = {};
   unsigned n = 0;
   if (cfg.cluster.x) {
@@ -99,8 +98,7 @@ inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& c
   }
   const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
                                    cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
-  entry = ffi::Entry::LaunchKernelEx;
-  return api().LaunchKernelEx(&config, f, params, nullptr);
+  return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
 }
 
 // A launch that asks for more than 48 KiB of dynamic shared memory. The
@@ -111,22 +109,21 @@ inline ffi::CUresult launch_once(CUstream s, CUfunction f, const LaunchConfig& c
 OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
                                              SourceLocation where) {
   const CUfunction f = fn.raw();
-  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
-    const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-    if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
-  }
-  ffi::Entry entry;
-  ffi::CUresult r = launch_once(s, f, cfg, params, entry);
-  if (r == ffi::CUDA_ERROR_INVALID_VALUE) {
+  auto raise_limit = [&] {
+    const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+    if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+  };
+  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) raise_limit();
+  Outcome r = launch_once(s, f, cfg, params);
+  if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) {
     int limit = 0;
-    if (api().FuncGetAttribute(&limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == ffi::CUDA_SUCCESS &&
+    if (OXICUDA_DRIVER(FuncGetAttribute, &limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f).ok() &&
         static_cast<unsigned>(limit) < cfg.shared_bytes) {
-      const ffi::CUresult raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-      if (raised != ffi::CUDA_SUCCESS) launch_failed(ffi::Entry::FuncSetAttribute, raised, fn, cfg, where);
-      r = launch_once(s, f, cfg, params, entry);
+      raise_limit();
+      r = launch_once(s, f, cfg, params);
     }
   }
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+  if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
 
 // Enqueues the kernel with its packed arguments: one driver call on the
@@ -136,9 +133,8 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
   on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
     CUfunction f = FunctionAccess::checked(fn, "oxicuda::launch", where);
     if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
-    ffi::Entry entry;
-    const ffi::CUresult r = launch_once(s, f, cfg, params, entry);
-    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed(entry, r, fn, cfg, where);
+    const Outcome r = launch_once(s, f, cfg, params);
+    if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
 }
 

@@ -277,21 +277,21 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    check(api().MemcpyDtoDAsync(d.device_ptr(), s.device_ptr(), d.size_bytes(), q), ffi::Entry::MemcpyDtoDAsync, where);
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, d.device_ptr(), s.device_ptr(), d.size_bytes(), q), where);
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    check(api().MemcpyHtoDAsync(d.device_ptr(), std::data(src), d.size_bytes(), q), ffi::Entry::MemcpyHtoDAsync, where);
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, d.device_ptr(), std::data(src), d.size_bytes(), q), where);
   } else {
     using T = device_element_t<Src>;
     static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    check(api().MemcpyDtoHAsync(std::data(dst), s.device_ptr(), s.size_bytes(), q), ffi::Entry::MemcpyDtoHAsync, where);
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, std::data(dst), s.device_ptr(), s.size_bytes(), q), where);
   }
 }
 
@@ -302,10 +302,9 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
-    check(api().MemsetD8Async(d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q),
-          ffi::Entry::MemsetD8Async, where);
+    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
   else
-    check(api().MemsetD32Async(d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q), ffi::Entry::MemsetD32Async,
+    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
           where);
 }
 
@@ -313,7 +312,7 @@ template <class Dst>
 void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
   static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
   const auto d = dst.device_span();
-  check(api().MemsetD8Async(d.device_ptr(), byte, d.size_bytes(), q), ffi::Entry::MemsetD8Async, where);
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, d.size_bytes(), q), where);
 }
 
 template <class R>
@@ -334,7 +333,7 @@ template <class Enqueue>
 void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
   auto run = [&] {
     enqueue(ffi::stream_per_thread());
-    check(api().StreamSynchronize(ffi::stream_per_thread()), ffi::Entry::StreamSynchronize, where);
+    check(OXICUDA_DRIVER(StreamSynchronize, ffi::stream_per_thread()), where);
   };
   if (ctx) {
     ScopedCurrent current(ctx, where);
@@ -423,7 +422,7 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
   ScopedCurrent current(ctx, where);
-  detail::check(detail::api().MemAlloc(&ptr_, bytes), ffi::Entry::MemAlloc, where);
+  detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
 
@@ -432,7 +431,7 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
   detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
-    if (count != 0) detail::check(detail::api().MemAllocAsync(&b.ptr_, bytes, q), ffi::Entry::MemAllocAsync, where);
+    if (count != 0) detail::check(OXICUDA_DRIVER(MemAllocAsync, &b.ptr_, bytes, q), where);
   });
   // Stream-ordered also when empty (nothing to allocate or free): free_on
   // and stream_ordered() behave as for any other size.
@@ -460,10 +459,10 @@ void DeviceBuffer<T>::release() noexcept {
       // A default stream belongs to the current context: make its own current.
       const bool default_stream = reinterpret_cast<std::uintptr_t>(free_stream_.raw()) <= 2;
       detail::ScopedCurrentNothrow current(default_stream ? free_stream_.context().raw() : nullptr, during);
-      detail::check_nothrow(detail::api().MemFreeAsync(ptr_, free_stream_.raw()), ffi::Entry::MemFreeAsync, during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeAsync, ptr_, free_stream_.raw()), during);
     } else {
       detail::ScopedCurrentNothrow current(ctx_.raw(), during);
-      detail::check_nothrow(detail::api().MemFree(ptr_), ffi::Entry::MemFree, during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemFree, ptr_), during);
     }
   }
   ptr_ = 0;
@@ -493,7 +492,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
   void* p = nullptr;
   ScopedCurrent current(ctx, where);
-  detail::check(detail::api().MemHostAlloc(&p, bytes, flags), ffi::Entry::MemHostAlloc, where);
+  detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
   data_ = static_cast<T*>(p);
   count_ = count;
 }
@@ -503,7 +502,7 @@ void PinnedBuffer<T>::release() noexcept {
   if (data_ != nullptr) {
     constexpr const char* during = "freeing an oxicuda::PinnedBuffer";
     detail::ScopedCurrentNothrow current(ctx_.raw(), during);
-    detail::check_nothrow(detail::api().MemFreeHost(static_cast<void*>(data_)), ffi::Entry::MemFreeHost, during);
+    detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, static_cast<void*>(data_)), during);
   }
   data_ = nullptr;
   count_ = 0;
@@ -513,23 +512,22 @@ void PinnedBuffer<T>::release() noexcept {
 
 inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
   CUmemoryPool pool = nullptr;
-  detail::check(detail::api().DeviceGetDefaultMemPool(&pool, device.raw()), ffi::Entry::DeviceGetDefaultMemPool, where);
+  detail::check(OXICUDA_DRIVER(DeviceGetDefaultMemPool, &pool, device.raw()), where);
   return MemoryPool(pool);
 }
 
 inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
   ffi::cuuint64_t v = bytes;
-  detail::check(detail::api().MemPoolSetAttribute(raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)),
-                ffi::Entry::MemPoolSetAttribute, where);
+  detail::check(OXICUDA_DRIVER(MemPoolSetAttribute, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)), where);
 }
 
 inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
-  detail::check(detail::api().MemPoolTrimTo(raw_, keep_bytes), ffi::Entry::MemPoolTrimTo, where);
+  detail::check(OXICUDA_DRIVER(MemPoolTrimTo, raw_, keep_bytes), where);
 }
 
 inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
   ffi::cuuint64_t v = 0;
-  detail::check(detail::api().MemPoolGetAttribute(raw_, attr, static_cast<void*>(&v)), ffi::Entry::MemPoolGetAttribute,
+  detail::check(OXICUDA_DRIVER(MemPoolGetAttribute, raw_, attr, static_cast<void*>(&v)),
                 where);
   return v;
 }

@@ -97,7 +97,7 @@ class Module {
     std::string info_log;
     State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
     ~State() override {
-      detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload, "unloading an oxicuda::Module");
+      detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
   };
   friend class Function;
@@ -276,14 +276,14 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, as_value(1));
 
   CUmodule raw = nullptr;
-  ffi::CUresult r;
+  detail::Outcome r;
   {
     ScopedCurrent current(ctx, where);
-    r = detail::api().ModuleLoadDataEx(&raw, image, n, keys, values);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, n, keys, values);
   }
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+  if (OXICUDA_UNLIKELY(!r.ok())) {
     const bool logged = error[0] != '\0';
-    detail::fail(ffi::Entry::ModuleLoadDataEx, r, where,
+    detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                               logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
   }
@@ -294,7 +294,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   try {
     m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
   } catch (...) {
-    detail::check_nothrow(detail::api().ModuleUnload(raw), ffi::Entry::ModuleUnload,
+    detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw),
                           "unloading the module of a failed oxicuda::Module load");
     throw;
   }
@@ -360,14 +360,14 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
   if (!state_) detail::empty_handle("oxicuda::Module", "oxicuda::Module::function", where);
   std::string n(name);
   CUfunction raw = nullptr;
-  ffi::CUresult r;
+  detail::Outcome r;
   {
     ScopedCurrent current(state_->ctx, where);
-    r = detail::api().ModuleGetFunction(&raw, state_->raw, n.c_str());
+    r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS))
-    detail::fail(ffi::Entry::ModuleGetFunction, r, where,
-                 r == ffi::CUDA_ERROR_NOT_FOUND
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 r.result == ffi::CUDA_ERROR_NOT_FOUND
                      ? detail::cat({"the module has no kernel named '", n,
                                     "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
                      : detail::cat({"looking up kernel '", n, "'"}));
@@ -382,13 +382,12 @@ inline const Module& Function::module() const noexcept {
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
   CUfunction f = checked("oxicuda::Function::attribute", where);
   int v = 0;
-  detail::check(detail::api().FuncGetAttribute(&v, attr, f), ffi::Entry::FuncGetAttribute, where);
+  detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
   return v;
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
-  detail::check(detail::api().FuncSetAttribute(checked("oxicuda::Function::set_attribute", where), attr, value),
-                ffi::Entry::FuncSetAttribute, where);
+  detail::check(OXICUDA_DRIVER(FuncSetAttribute, checked("oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
@@ -398,8 +397,7 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
   CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
   ScopedCurrent current(module().context(), where);
   int blocks = 0;
-  detail::check(detail::api().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, block_size, dynamic_shared_bytes),
-                ffi::Entry::OccupancyMaxActiveBlocksPerMultiprocessor, where);
+  detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
   return blocks;
 }
 
@@ -408,9 +406,8 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
   CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
   ScopedCurrent current(module().context(), where);
   BlockSizeSuggestion s;
-  detail::check(detail::api().OccupancyMaxPotentialBlockSize(&s.min_grid_size, &s.block_size, f, nullptr,
-                                                             dynamic_shared_bytes, block_size_limit),
-                ffi::Entry::OccupancyMaxPotentialBlockSize, where);
+  detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
+                                                             dynamic_shared_bytes, block_size_limit), where);
   return s;
 }
 
@@ -427,10 +424,10 @@ struct FunctionAccess {
     return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
   }
   // Raises the limit to `bytes`; the driver's answer, not thrown.
-  static ffi::CUresult try_allow(const Function& fn, unsigned bytes) noexcept {
-    const ffi::CUresult r =
-        api().FuncSetAttribute(fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
-    if (r == ffi::CUDA_SUCCESS) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+  static Outcome try_allow(const Function& fn, unsigned bytes) noexcept {
+    const Outcome r =
+        OXICUDA_DRIVER(FuncSetAttribute, fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
     return r;
   }
 };
@@ -439,8 +436,8 @@ struct FunctionAccess {
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
-  const ffi::CUresult r = detail::FunctionAccess::try_allow(*this, bytes);
-  if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) detail::fail(ffi::Entry::FuncSetAttribute, r, where);
+  const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
 // A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
@@ -513,14 +510,13 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
               where));
 }
 
-[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, ffi::CUresult r, SourceLocation where) {
-  fail(ffi::Entry::FuncGetParamInfo, r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
+[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
+  fail(r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
   if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
-  auto info = api().FuncGetParamInfo;
   constexpr std::size_t n = sizeof...(Params);
   ParamSlot want[n + 1] = {};
   {
@@ -538,10 +534,10 @@ void check_parameters(const Function& fn, SourceLocation where) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
-    const ffi::CUresult r = info(fn.raw(), i, &slot.offset, &slot.size);
-    if (r == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
-    if (r == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
-    if (r != ffi::CUDA_SUCCESS) layout_query_failed(fn, r, where);
+    const Outcome r = OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
+    if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
+    if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
+    if (!r.ok()) layout_query_failed(fn, r, where);
     got[count++] = slot;
   }
   bool same = count == n;

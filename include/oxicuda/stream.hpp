@@ -11,7 +11,7 @@ OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 inline void destroy_stream(CUstream_st* s) noexcept {
-  check_nothrow(api().StreamDestroy(s), ffi::Entry::StreamDestroy, "destroying an oxicuda::Stream");
+  check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
   reclaim();
 }
 }  // namespace detail
@@ -113,10 +113,9 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
   {
     ScopedCurrent current(ctx, where);
     if (options.priority == 0)
-      detail::check(detail::api().StreamCreate(&raw, flags), ffi::Entry::StreamCreate, where);
+      detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
     else
-      detail::check(detail::api().StreamCreateWithPriority(&raw, flags, options.priority),
-                    ffi::Entry::StreamCreateWithPriority, where);
+      detail::check(OXICUDA_DRIVER(StreamCreateWithPriority, &raw, flags, options.priority), where);
   }
   queue_ = {ctx, raw, &detail::destroy_stream};
 }
@@ -156,22 +155,22 @@ inline Stream Stream::borrow(CUstream raw, Context ctx) {
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
   CUcontext ctx = nullptr;
-  detail::check(detail::api().StreamGetCtx(raw, &ctx), ffi::Entry::StreamGetCtx, where);
+  detail::check(OXICUDA_DRIVER(StreamGetCtx, raw, &ctx), where);
   return borrow(raw, Context::borrow(ctx));
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
   detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [&](CUstream q) {
-    detail::check(detail::api().StreamSynchronize(q), ffi::Entry::StreamSynchronize, where);
+    detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
   });
   detail::reclaim();
 }
 
 inline bool Stream::ready(SourceLocation where) const {
   return detail::on_stream(*this, "oxicuda::Stream::ready", where, [&](CUstream q) {
-    const ffi::CUresult r = detail::api().StreamQuery(q);
-    if (OXICUDA_LIKELY(r == ffi::CUDA_SUCCESS)) return true;
-    if (r != ffi::CUDA_ERROR_NOT_READY) detail::fail(ffi::Entry::StreamQuery, r, where);
+    const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
+    if (OXICUDA_LIKELY(r.ok())) return true;
+    if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
     return false;
   });
 }
@@ -180,7 +179,7 @@ inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
   detail::on_stream(*this, "oxicuda::Stream::record", where, [&](CUstream q) {
-    detail::check(detail::api().EventRecord(e, q), ffi::Entry::EventRecord, where);
+    detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
   });
 }
 
@@ -188,14 +187,14 @@ inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
   detail::on_stream(*this, "oxicuda::Stream::wait", where, [&](CUstream q) {
-    detail::check(detail::api().StreamWaitEvent(q, e, 0u), ffi::Entry::StreamWaitEvent, where);
+    detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
   });
 }
 
 inline int Stream::priority(SourceLocation where) const {
   int p = 0;
   detail::on_stream(*this, "oxicuda::Stream::priority", where, [&](CUstream q) {
-    detail::check(detail::api().StreamGetPriority(q, &p), ffi::Entry::StreamGetPriority, where);
+    detail::check(OXICUDA_DRIVER(StreamGetPriority, q, &p), where);
   });
   return p;
 }
@@ -203,7 +202,7 @@ inline int Stream::priority(SourceLocation where) const {
 inline bool Stream::non_blocking(SourceLocation where) const {
   unsigned flags = 0;
   detail::on_stream(*this, "oxicuda::Stream::non_blocking", where, [&](CUstream q) {
-    detail::check(detail::api().StreamGetFlags(q, &flags), ffi::Entry::StreamGetFlags, where);
+    detail::check(OXICUDA_DRIVER(StreamGetFlags, q, &flags), where);
   });
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
@@ -213,10 +212,10 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
   detail::reclaim();
   detail::on_stream(*this, "oxicuda::Stream::launch_host_func", where, [&](CUstream q) {
     detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), "oxicuda::Stream::launch_host_func");
-    const ffi::CUresult r = detail::api().LaunchHostFunc(q, &detail::run_host_call_once, boxed);
-    if (OXICUDA_UNLIKELY(r != ffi::CUDA_SUCCESS)) {
+    const detail::Outcome r = OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_once, boxed);
+    if (OXICUDA_UNLIKELY(!r.ok())) {
       boxed->destroy(boxed);
-      detail::fail(ffi::Entry::LaunchHostFunc, r, where);
+      detail::fail(r, where);
     }
   });
 }
