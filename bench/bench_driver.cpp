@@ -119,6 +119,18 @@ TEST_CASE("stream create + destroy") {
   });
 }
 
+TEST_CASE("event create + destroy") {
+  Fixture& f = fx();
+  OXI_BENCH_PAIR("event create + destroy", {
+    CUevent e = nullptr;
+    check(raw().EventCreate(&e, ffi::CU_EVENT_DEFAULT));
+    check(raw().EventDestroy(e));
+  }, {
+    Event e(f.ctx);
+    return e.raw();
+  });
+}
+
 TEST_CASE("copying and dropping a Stream handle") {
   Fixture& f = fx();
   // The raw comparison is a std::shared_ptr copy (what the Rust original's

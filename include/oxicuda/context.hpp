@@ -29,12 +29,12 @@ template <class T>
 class Shared {
  public:
   Shared() noexcept = default;
-  // new T(args...), shared. If the control block cannot be allocated, the T
-  // is deleted (its destructor releases what it holds) before the error leaves.
+  // A T made from args, shared: one allocation holds the T and its control
+  // block (std::make_shared). If it fails, no T was made.
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
     Shared s;
-    s.owner_ = std::shared_ptr<const Owned>(static_cast<const Owned*>(new T(std::forward<A>(args)...)));
+    s.owner_ = std::make_shared<std::remove_const_t<T>>(std::forward<A>(args)...);
     return s;
   }
 

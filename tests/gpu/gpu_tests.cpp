@@ -289,6 +289,7 @@ TEST_CASE("hot path: enqueueing works on a thread with no current context") {
   Event e(ctx());
   Function dbl = double_kernel();
   DeviceBuffer<float> buf(ctx(), 1024);
+  fill(buf, 1.0f);  // the kernel reads it (initcheck)
   std::vector<std::string> results;
   std::thread([&] {
     auto attempt = [&](const char* what, auto&& op) {
