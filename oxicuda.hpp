@@ -1591,11 +1591,13 @@ inline Uuid Device::uuid(SourceLocation where) const {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/device.hpp ----
 
-// ---- begin oxicuda/context.hpp ----
-// oxicuda/context.hpp — Context (a device's primary context, or one created
-// explicitly) and ScopedCurrent, the "make current, restore on exit" guard.
+// ---- begin oxicuda/handle.hpp ----
+// oxicuda/handle.hpp — the ownership machinery shared by every handle: the
+// one shared-state type (Owned, held through Shared<T>), and the emptiness
+// check every operation on a handle makes.
 
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 
@@ -1638,7 +1640,31 @@ class Shared {
   std::shared_ptr<const Owned> owner_;
 };
 
+
+// The raw handle of `handle`, or an Error (CUDA_ERROR_INVALID_HANDLE) naming
+// its `type` and the `operation` when it is empty (default-constructed or
+// moved-from). One compare on success. Every handle type checks this way.
+template <class Handle>
+[[nodiscard]] auto checked(const Handle& handle, const char* type, const char* operation, SourceLocation where) {
+  auto raw = handle.raw();
+  if (OXICUDA_UNLIKELY(!raw)) empty_handle(type, operation, where);
+  return raw;
+}
+
 }  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/handle.hpp ----
+
+// ---- begin oxicuda/context.hpp ----
+// oxicuda/context.hpp — Context (a device's primary context, or one created
+// explicitly), ScopedCurrent, the "make current, restore on exit" guard, and
+// ScopedCurrentNothrow, the same for destructors.
+
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
 
 enum class Schedule : unsigned {
   automatic = ffi::CU_CTX_SCHED_AUTO,
@@ -1731,10 +1757,6 @@ class Context {
 
   Context(CUcontext raw, ffi::CUdevice device, detail::Shared<Owner> owner) noexcept
       : raw_(raw), device_(device), owner_(std::move(owner)) {}
-  [[nodiscard]] CUcontext checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Context", operation, where);
-    return raw_;
-  }
 
   CUcontext raw_ = nullptr;
   ffi::CUdevice device_ = -1;  // -1: not known yet (borrowed)
@@ -1798,6 +1820,109 @@ class ScopedCurrentNothrow {
 };
 
 }  // namespace detail
+
+inline Context Context::primary(const Device& device, SourceLocation where) {
+  CUcontext raw = nullptr;
+  detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
+  detail::Shared<Owner> owner;
+#if OXICUDA_EXCEPTIONS
+  try {
+    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
+  } catch (...) {
+    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device.raw()),
+                          "releasing the primary context after a failed oxicuda::Context::primary");
+    throw;
+  }
+#else
+  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
+#endif
+  return Context(raw, device.raw(), std::move(owner));
+}
+
+inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
+  unsigned flags = static_cast<unsigned>(options.schedule);
+  if (options.keep_local_memory) flags |= ffi::CU_CTX_LMEM_RESIZE_TO_MAX;
+  // cuCtxCreate pushes the new context on the calling thread's stack; pop it
+  // so the thread's current context is what it was.
+  CUcontext raw = nullptr;
+  detail::check(OXICUDA_DRIVER(CtxCreate, &raw, flags, device.raw()), where);
+  CUcontext popped = nullptr;
+  const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
+  if (OXICUDA_UNLIKELY(!pop.ok())) {
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
+                          "destroying the context of a failed oxicuda::Context::create");
+    detail::fail(pop, where);
+  }
+  detail::Shared<Owner> owner;
+#if OXICUDA_EXCEPTIONS
+  try {
+    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
+  } catch (...) {
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
+                          "destroying the context of a failed oxicuda::Context::create");
+    throw;
+  }
+#else
+  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
+#endif
+  return Context(raw, device.raw(), std::move(owner));
+}
+
+inline Context Context::current(SourceLocation where) {
+  CUcontext raw = nullptr;
+  detail::check(OXICUDA_DRIVER(CtxGetCurrent, &raw), where);
+  return borrow(raw);
+}
+
+inline Device Context::device(SourceLocation where) const {
+  CUcontext raw = detail::checked(*this, "oxicuda::Context", "oxicuda::Context::device", where);
+  if (device_ >= 0) return Device::from_raw(device_);
+  ScopedCurrent current(raw, where);
+  ffi::CUdevice d = 0;
+  detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
+  return Device::from_raw(d);
+}
+
+inline void Context::make_current(SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(CtxSetCurrent, detail::checked(*this, "oxicuda::Context", "oxicuda::Context::make_current", where)), where);
+}
+
+inline void Context::synchronize(SourceLocation where) const {
+  {
+    ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::synchronize", where), where);
+    detail::check(OXICUDA_DRIVER(CtxSynchronize), where);
+  }
+  detail::reclaim();
+}
+
+inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
+  ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::stream_priority_range", where), where);
+  StreamPriorityRange r;
+  detail::check(OXICUDA_DRIVER(CtxGetStreamPriorityRange, &r.least, &r.greatest),
+                where);
+  return r;
+}
+
+inline MemoryInfo Context::memory_info(SourceLocation where) const {
+  ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::memory_info", where), where);
+  MemoryInfo m;
+  detail::check(OXICUDA_DRIVER(MemGetInfo, &m.free, &m.total), where);
+  return m;
+}
+
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/context.hpp ----
+
+// ---- begin oxicuda/in_context.hpp ----
+// oxicuda/in_context.hpp — SharedHandle, a shared handle to a driver object that
+// lives in a context (a stream, an event): the object is destroyed once, when
+// the last handle drops, and every handle keeps the context alive.
+
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -1866,97 +1991,8 @@ class SharedHandle {
 
 }  // namespace detail
 
-inline Context Context::primary(const Device& device, SourceLocation where) {
-  CUcontext raw = nullptr;
-  detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
-  detail::Shared<Owner> owner;
-#if OXICUDA_EXCEPTIONS
-  try {
-    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device.raw()),
-                          "releasing the primary context after a failed oxicuda::Context::primary");
-    throw;
-  }
-#else
-  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
-#endif
-  return Context(raw, device.raw(), std::move(owner));
-}
-
-inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
-  unsigned flags = static_cast<unsigned>(options.schedule);
-  if (options.keep_local_memory) flags |= ffi::CU_CTX_LMEM_RESIZE_TO_MAX;
-  // cuCtxCreate pushes the new context on the calling thread's stack; pop it
-  // so the thread's current context is what it was.
-  CUcontext raw = nullptr;
-  detail::check(OXICUDA_DRIVER(CtxCreate, &raw, flags, device.raw()), where);
-  CUcontext popped = nullptr;
-  const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
-  if (OXICUDA_UNLIKELY(!pop.ok())) {
-    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
-                          "destroying the context of a failed oxicuda::Context::create");
-    detail::fail(pop, where);
-  }
-  detail::Shared<Owner> owner;
-#if OXICUDA_EXCEPTIONS
-  try {
-    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
-                          "destroying the context of a failed oxicuda::Context::create");
-    throw;
-  }
-#else
-  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
-#endif
-  return Context(raw, device.raw(), std::move(owner));
-}
-
-inline Context Context::current(SourceLocation where) {
-  CUcontext raw = nullptr;
-  detail::check(OXICUDA_DRIVER(CtxGetCurrent, &raw), where);
-  return borrow(raw);
-}
-
-inline Device Context::device(SourceLocation where) const {
-  CUcontext raw = checked("oxicuda::Context::device", where);
-  if (device_ >= 0) return Device::from_raw(device_);
-  ScopedCurrent current(raw, where);
-  ffi::CUdevice d = 0;
-  detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
-  return Device::from_raw(d);
-}
-
-inline void Context::make_current(SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(CtxSetCurrent, checked("oxicuda::Context::make_current", where)), where);
-}
-
-inline void Context::synchronize(SourceLocation where) const {
-  {
-    ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
-    detail::check(OXICUDA_DRIVER(CtxSynchronize), where);
-  }
-  detail::reclaim();
-}
-
-inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
-  ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
-  StreamPriorityRange r;
-  detail::check(OXICUDA_DRIVER(CtxGetStreamPriorityRange, &r.least, &r.greatest),
-                where);
-  return r;
-}
-
-inline MemoryInfo Context::memory_info(SourceLocation where) const {
-  ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
-  MemoryInfo m;
-  detail::check(OXICUDA_DRIVER(MemGetInfo, &m.free, &m.total), where);
-  return m;
-}
-
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/context.hpp ----
+// ---- end oxicuda/in_context.hpp ----
 
 // ---- begin oxicuda/event.hpp ----
 // oxicuda/event.hpp — Event: a marker in a stream's work. It is recorded
@@ -2010,11 +2046,6 @@ class Event {
   friend bool operator==(const Event& a, const Event& b) noexcept { return a.raw() == b.raw(); }
 
  private:
-  [[nodiscard]] CUevent checked(const char* operation, SourceLocation where) const {
-    CUevent e = event_.get();
-    if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", operation, where);
-    return e;
-  }
 
   detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
 };
@@ -2033,20 +2064,20 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
 }
 
 inline void Event::synchronize(SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(EventSynchronize, checked("oxicuda::Event::synchronize", where)), where);
+  detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);
   detail::reclaim();
 }
 
 inline bool Event::ready(SourceLocation where) const {
-  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, checked("oxicuda::Event::ready", where));
+  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::ready", where));
   if (OXICUDA_LIKELY(r.ok())) return true;
   if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(r, where);
 }
 
 inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceLocation where) {
-  CUevent s = start.checked("oxicuda::Event::elapsed", where);
-  CUevent e = end.checked("oxicuda::Event::elapsed", where);
+  CUevent s = detail::checked(start, "oxicuda::Event", "oxicuda::Event::elapsed", where);
+  CUevent e = detail::checked(end, "oxicuda::Event", "oxicuda::Event::elapsed", where);
   float ms = 0.0f;
   const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
   if (OXICUDA_UNLIKELY(!r.ok())) {
@@ -2291,13 +2322,76 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/stream.hpp ----
 
+// ---- begin oxicuda/image.hpp ----
+// oxicuda/image.hpp — what kind of image a module is loaded from (PTX text,
+// a cubin, a fatbin), and whether a binary one is whole: the driver reads an
+// image without knowing its size, so a truncated or crafted header would
+// make it read past the end.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+inline std::uint64_t read_le(const unsigned char* p, int bytes) noexcept {
+  std::uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+enum class ImageKind { ptx, elf, fatbin };
+
+inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
+  if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') return ImageKind::elf;
+  if (size >= 4 && read_le(p, 4) == 0xBA55ED50u) return ImageKind::fatbin;
+  return ImageKind::ptx;
+}
+
+// Why a binary image is unfit to hand to the driver (which reads it without
+// knowing its size), or empty when it is fit.
+inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
+  // Whether [offset, offset + length) lies within the `size` bytes given,
+  // computed without overflow (a crafted header may claim nearly 2^64 bytes).
+  auto fits = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
+  auto truncated = [&](const char* what, std::uint64_t offset, std::uint64_t length) {
+    const bool wraps = length > ~std::uint64_t{0} - offset;
+    return cat({"the ", what, " image is truncated: its headers describe ",
+                wraps ? cat({std::to_string(offset), " + ", std::to_string(length)}) : std::to_string(offset + length),
+                " bytes but only ", std::to_string(size), " were given"});
+  };
+  if (kind == ImageKind::elf) {
+    if (size < 64) return truncated("cubin (ELF)", 0, 64);
+    if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
+    const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
+    const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
+    const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
+    if (!fits(phoff, phsize)) return truncated("cubin (ELF)", phoff, phsize);
+    if (!fits(shoff, shsize)) return truncated("cubin (ELF)", shoff, shsize);
+  } else if (kind == ImageKind::fatbin) {
+    if (size < 16) return truncated("fatbin", 0, 16);
+    const std::uint64_t header = read_le(p + 6, 2), payload = read_le(p + 8, 8);
+    if (!fits(header, payload)) return truncated("fatbin", header, payload);
+  }
+  return {};
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/image.hpp ----
+
 // ---- begin oxicuda/module.hpp ----
 // oxicuda/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
 // and Function (a kernel in it, which keeps its module alive).
 
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 
 
@@ -2322,18 +2416,6 @@ class Kernel;
 namespace detail {
 struct FunctionAccess;
 }
-
-// Whether T may be a kernel parameter type: passed to the kernel by copying
-// its bytes. True for trivially copyable types; specialize it to
-// std::true_type for a type of your own whose bytes are safe to copy even
-// though it is not trivially copyable (a handle with a user-written copy
-// constructor, say). References never qualify.
-template <class T>
-struct is_kernel_parameter : std::bool_constant<std::is_trivially_copyable_v<T>> {};
-
-template <class T>
-inline constexpr bool is_kernel_parameter_v =
-    !std::is_reference_v<T> && is_kernel_parameter<std::remove_cv_t<T>>::value;
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
 struct BlockSizeSuggestion {
@@ -2481,60 +2563,10 @@ class Function {
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
-  [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
-    return raw_;
-  }
 
   CUfunction raw_ = nullptr;
   detail::Shared<const State> state_;
 };
-
-namespace detail {
-
-inline std::uint64_t read_le(const unsigned char* p, int bytes) noexcept {
-  std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-enum class ImageKind { ptx, elf, fatbin };
-
-inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
-  if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') return ImageKind::elf;
-  if (size >= 4 && read_le(p, 4) == 0xBA55ED50u) return ImageKind::fatbin;
-  return ImageKind::ptx;
-}
-
-// Why a binary image is unfit to hand to the driver (which reads it without
-// knowing its size), or empty when it is fit.
-inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
-  // Whether [offset, offset + length) lies within the `size` bytes given,
-  // computed without overflow (a crafted header may claim nearly 2^64 bytes).
-  auto fits = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
-  auto truncated = [&](const char* what, std::uint64_t offset, std::uint64_t length) {
-    const bool wraps = length > ~std::uint64_t{0} - offset;
-    return cat({"the ", what, " image is truncated: its headers describe ",
-                wraps ? cat({std::to_string(offset), " + ", std::to_string(length)}) : std::to_string(offset + length),
-                " bytes but only ", std::to_string(size), " were given"});
-  };
-  if (kind == ImageKind::elf) {
-    if (size < 64) return truncated("cubin (ELF)", 0, 64);
-    if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
-    const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
-    const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
-    const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
-    if (!fits(phoff, phsize)) return truncated("cubin (ELF)", phoff, phsize);
-    if (!fits(shoff, shsize)) return truncated("cubin (ELF)", shoff, shsize);
-  } else if (kind == ImageKind::fatbin) {
-    if (size < 16) return truncated("fatbin", 0, 16);
-    const std::uint64_t header = read_le(p + 6, 2), payload = read_le(p + 8, 8);
-    if (!fits(header, payload)) return truncated("fatbin", header, payload);
-  }
-  return {};
-}
-
-}  // namespace detail
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where) {
@@ -2649,7 +2681,7 @@ inline const Context& Module::context() const noexcept {
 }
 
 inline Function Module::function(std::string_view name, SourceLocation where) const {
-  if (!state_) detail::empty_handle("oxicuda::Module", "oxicuda::Module::function", where);
+  (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -2672,21 +2704,21 @@ inline const Module& Function::module() const noexcept {
 }
 
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::attribute", where);
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::attribute", where);
   int v = 0;
   detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
   return v;
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(FuncSetAttribute, checked("oxicuda::Function::set_attribute", where), attr, value), where);
+  detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
                                                           SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::max_active_blocks_per_multiprocessor", where);
   ScopedCurrent current(module().context(), where);
   int blocks = 0;
   detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
@@ -2695,7 +2727,7 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
 
 inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
                                                           SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::suggested_block_size", where);
   ScopedCurrent current(module().context(), where);
   BlockSizeSuggestion s;
   detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
@@ -2707,10 +2739,6 @@ namespace detail {
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
-  // The checked handle of a function being launched.
-  static CUfunction checked(const Function& fn, const char* operation, SourceLocation where) {
-    return fn.checked(operation, where);
-  }
   // The limit last set through `fn` (a hint; see Function::State).
   static unsigned allowed_hint(const Function& fn) noexcept {
     return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
@@ -2727,11 +2755,39 @@ struct FunctionAccess {
 }  // namespace detail
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
-  (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
+  (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
   const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
   if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/module.hpp ----
+
+// ---- begin oxicuda/kernel.hpp ----
+// oxicuda/kernel.hpp — Kernel<Sig>, a kernel typed by its signature, and the
+// check of its parameter layout against the driver's (Module::kernel<Sig>).
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Whether T may be a kernel parameter type: passed to the kernel by copying
+// its bytes. True for trivially copyable types; specialize it to
+// std::true_type for a type of your own whose bytes are safe to copy even
+// though it is not trivially copyable (a handle with a user-written copy
+// constructor, say). References never qualify.
+template <class T>
+struct is_kernel_parameter : std::bool_constant<std::is_trivially_copyable_v<T>> {};
+
+template <class T>
+inline constexpr bool is_kernel_parameter_v =
+    !std::is_reference_v<T> && is_kernel_parameter<std::remove_cv_t<T>>::value;
 // A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
 // Launching it (launch.hpp) converts each argument to its parameter type and
 // refuses, at compile time, arguments that cannot convert.
@@ -2854,18 +2910,16 @@ Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) co
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/module.hpp ----
+// ---- end oxicuda/kernel.hpp ----
 
-// ---- begin oxicuda/memory.hpp ----
-// oxicuda/memory.hpp — device memory (DeviceBuffer<T>, DeviceSpan<T>),
-// page-locked host memory (PinnedBuffer<T>), copies and fills, synchronous
-// and stream-ordered, and the device's memory pool.
+// ---- begin oxicuda/span.hpp ----
+// oxicuda/span.hpp — DeviceSpan<T>, a view of elements in device memory, and
+// the device_range concept that copies, fills and launches accept.
 
-#include <bit>
-#include <concepts>
+#include <cstddef>
 #include <cstdint>
-#include <span>
 #include <type_traits>
+#include <utility>
 
 
 OXICUDA_NAMESPACE_BEGIN
@@ -2918,164 +2972,36 @@ class DeviceSpan {
 // initialized. Allocated either synchronously in a context (cuMemAlloc; freed
 // with cuMemFree) or stream-ordered on a stream (allocate_async:
 // cuMemAllocAsync; freed with cuMemFreeAsync on the stream given to free_on,
-// by default the allocating one).
-template <class T>
-class DeviceBuffer {
-  static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
 
- public:
-  using value_type = T;
+namespace detail {
 
-  DeviceBuffer() noexcept = default;
-  DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
-  // Stream-ordered: usable by work enqueued on `stream` after this call (and
-  // on other streams once they wait for an event recorded after it).
-  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
-                                                   SourceLocation where = SourceLocation::current());
-  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    DeviceBuffer(std::move(other)).swap(*this);
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { release(); }
-
-  [[nodiscard]] std::size_t size() const noexcept { return count_; }
-  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
-  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
-  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
-  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
-  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
-    return device_span().subspan(offset, count);
-  }
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator DeviceSpan<T>() const noexcept { return device_span(); }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  [[nodiscard]] bool stream_ordered() const noexcept { return static_cast<bool>(free_stream_); }
-
-  // For a stream-ordered buffer: free it on `stream` instead (after the work
-  // enqueued there before the buffer's end). The caller orders that stream
-  // after every use of the buffer, as for cuMemFreeAsync.
-  void free_on(const Stream& stream, SourceLocation where = SourceLocation::current());
-  // Frees now (stream-ordered on the free stream, or synchronously); the
-  // buffer is then empty.
-  void reset() noexcept { release(); }
-
-  // Synchronous copies to and from host memory (sizes must match).
-  void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
-  void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
-
-  void swap(DeviceBuffer& other) noexcept {
-    std::swap(ctx_, other.ctx_);
-    std::swap(free_stream_, other.free_stream_);
-    std::swap(ptr_, other.ptr_);
-    std::swap(count_, other.count_);
-  }
-
- private:
-  void release() noexcept;
-
-  Context ctx_;
-  Stream free_stream_;  // set: stream-ordered
-  ffi::CUdeviceptr ptr_ = 0;
-  std::size_t count_ = 0;
+// A device range: anything with device_span() (DeviceSpan, DeviceBuffer).
+template <class R>
+concept device_range = requires(const R& r) {
+  r.device_span();
 };
 
-// Options for page-locked host memory, taken by designated initializers.
-struct PinnedOptions {
-  bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
-};
+template <class R>
+using device_element_t = typename decltype(std::declval<const R&>().device_span())::element_type;
 
-// `count` elements of T in page-locked (pinned) host memory: copies to and
-// from it run at full bus speed and truly asynchronously. A contiguous range
-// (data, size, begin/end, operator[]); move-only; elements not initialized.
-// Allocated portable (usable with every context).
-template <class T>
-class PinnedBuffer {
-  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
+}  // namespace detail
 
- public:
-  using value_type = T;
-  using iterator = T*;
-  using const_iterator = const T*;
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/span.hpp ----
 
-  PinnedBuffer() noexcept = default;
-  PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options = {},
-               SourceLocation where = SourceLocation::current());
-  PinnedBuffer(PinnedBuffer&& other) noexcept { swap(other); }
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    PinnedBuffer(std::move(other)).swap(*this);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { release(); }
+// ---- begin oxicuda/copy.hpp ----
+// oxicuda/copy.hpp — copies and fills between host and device memory,
+// synchronous and stream-ordered, over any host range and any device range.
 
-  [[nodiscard]] T* data() noexcept { return data_; }
-  [[nodiscard]] const T* data() const noexcept { return data_; }
-  [[nodiscard]] std::size_t size() const noexcept { return count_; }
-  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
-  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  [[nodiscard]] T* begin() noexcept { return data_; }
-  [[nodiscard]] T* end() noexcept { return data_ + count_; }
-  [[nodiscard]] const T* begin() const noexcept { return data_; }
-  [[nodiscard]] const T* end() const noexcept { return data_ + count_; }
-  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
-  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::span<T>() noexcept { return {data_, count_}; }
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::span<const T>() const noexcept { return {data_, count_}; }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+#include <bit>
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <type_traits>
 
-  void swap(PinnedBuffer& other) noexcept {
-    std::swap(ctx_, other.ctx_);
-    std::swap(data_, other.data_);
-    std::swap(count_, other.count_);
-  }
 
- private:
-  void release() noexcept;
+OXICUDA_NAMESPACE_BEGIN
 
-  Context ctx_;
-  T* data_ = nullptr;
-  std::size_t count_ = 0;
-};
-
-// The device's default memory pool, which stream-ordered allocations draw
-// from. Not owned: the driver keeps it for the device's lifetime.
-class MemoryPool {
- public:
-  [[nodiscard]] static MemoryPool device_default(const Device& device,
-                                                 SourceLocation where = SourceLocation::current());
-
-  [[nodiscard]] CUmemoryPool raw() const noexcept { return raw_; }
-  // Memory the pool keeps reserved after a synchronization instead of
-  // returning it to the system (default 0: everything is returned).
-  void set_release_threshold(std::uint64_t bytes, SourceLocation where = SourceLocation::current()) const;
-  [[nodiscard]] std::uint64_t release_threshold(SourceLocation where = SourceLocation::current()) const {
-    return get(ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, where);
-  }
-  // Returns reserved memory beyond `keep_bytes` to the system now.
-  void trim_to(std::size_t keep_bytes, SourceLocation where = SourceLocation::current()) const;
-  [[nodiscard]] std::uint64_t reserved_bytes(SourceLocation where = SourceLocation::current()) const {
-    return get(ffi::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, where);
-  }
-  [[nodiscard]] std::uint64_t used_bytes(SourceLocation where = SourceLocation::current()) const {
-    return get(ffi::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, where);
-  }
-
- private:
-  explicit MemoryPool(CUmemoryPool raw) noexcept : raw_(raw) {}
-  [[nodiscard]] std::uint64_t get(ffi::CUmemPool_attribute attr, SourceLocation where) const;
-  CUmemoryPool raw_ = nullptr;
-};
-
-// --- copies and fills ---------------------------------------------------------
-//
 // copy(dst, src) and copy_async(stream, dst, src) copy between host memory
 // (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
 // and device memory (DeviceBuffer, DeviceSpan), in any direction, after
@@ -3084,21 +3010,14 @@ class MemoryPool {
 // from pageable host memory the driver stages the copy, so it may return
 // before or after the copy is done — use a PinnedBuffer for truly async copies.
 
-namespace detail {
 
-template <class R>
-concept device_range = requires(const R& r) {
-  r.device_span();
-};
+namespace detail {
 
 template <class R>
 concept host_range = !device_range<R> && requires(R & r) {
   {std::data(r)};
   { std::size(r) } -> std::convertible_to<std::size_t>;
 };
-
-template <class R>
-using device_element_t = typename decltype(std::declval<const R&>().device_span())::element_type;
 
 template <class R>
 using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
@@ -3260,7 +3179,148 @@ void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                     [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
 }
 
-// --- DeviceBuffer -----------------------------------------------------------------
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/copy.hpp ----
+
+// ---- begin oxicuda/buffer.hpp ----
+// oxicuda/buffer.hpp — owning memory: DeviceBuffer<T> (device memory,
+// allocated in a context or stream-ordered on a stream) and PinnedBuffer<T>
+// (page-locked host memory).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  DeviceBuffer() noexcept = default;
+  DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
+  // Stream-ordered: usable by work enqueued on `stream` after this call (and
+  // on other streams once they wait for an event recorded after it).
+  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
+                                                   SourceLocation where = SourceLocation::current());
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    DeviceBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { release(); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  [[nodiscard]] bool stream_ordered() const noexcept { return static_cast<bool>(free_stream_); }
+
+  // For a stream-ordered buffer: free it on `stream` instead (after the work
+  // enqueued there before the buffer's end). The caller orders that stream
+  // after every use of the buffer, as for cuMemFreeAsync.
+  void free_on(const Stream& stream, SourceLocation where = SourceLocation::current());
+  // Frees now (stream-ordered on the free stream, or synchronously); the
+  // buffer is then empty.
+  void reset() noexcept { release(); }
+
+  // Synchronous copies to and from host memory (sizes must match).
+  void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
+  void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
+
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(free_stream_, other.free_stream_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  Stream free_stream_;  // set: stream-ordered
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+};
+
+
+struct PinnedOptions {
+  bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+};
+
+// `count` elements of T in page-locked (pinned) host memory: copies to and
+// from it run at full bus speed and truly asynchronously. A contiguous range
+// (data, size, begin/end, operator[]); move-only; elements not initialized.
+// Allocated portable (usable with every context).
+template <class T>
+class PinnedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  PinnedBuffer() noexcept = default;
+  PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options = {},
+               SourceLocation where = SourceLocation::current());
+  PinnedBuffer(PinnedBuffer&& other) noexcept { swap(other); }
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    PinnedBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { release(); }
+
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] T* begin() noexcept { return data_; }
+  [[nodiscard]] T* end() noexcept { return data_ + count_; }
+  [[nodiscard]] const T* begin() const noexcept { return data_; }
+  [[nodiscard]] const T* end() const noexcept { return data_ + count_; }
+  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
+  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<T>() noexcept { return {data_, count_}; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<const T>() const noexcept { return {data_, count_}; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+
+  void swap(PinnedBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
 
 namespace detail {
 inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
@@ -3365,7 +3425,47 @@ void PinnedBuffer<T>::release() noexcept {
   count_ = 0;
 }
 
-// --- MemoryPool -------------------------------------------------------------------
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/buffer.hpp ----
+
+// ---- begin oxicuda/pool.hpp ----
+// oxicuda/pool.hpp — MemoryPool, the device's default pool that
+// stream-ordered allocations draw from.
+
+#include <cstddef>
+#include <cstdint>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// The device's default memory pool, which stream-ordered allocations draw
+// from. Not owned: the driver keeps it for the device's lifetime.
+class MemoryPool {
+ public:
+  [[nodiscard]] static MemoryPool device_default(const Device& device,
+                                                 SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUmemoryPool raw() const noexcept { return raw_; }
+  // Memory the pool keeps reserved after a synchronization instead of
+  // returning it to the system (default 0: everything is returned).
+  void set_release_threshold(std::uint64_t bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t release_threshold(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, where);
+  }
+  // Returns reserved memory beyond `keep_bytes` to the system now.
+  void trim_to(std::size_t keep_bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t reserved_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, where);
+  }
+  [[nodiscard]] std::uint64_t used_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, where);
+  }
+
+ private:
+  explicit MemoryPool(CUmemoryPool raw) noexcept : raw_(raw) {}
+  [[nodiscard]] std::uint64_t get(ffi::CUmemPool_attribute attr, SourceLocation where) const;
+  CUmemoryPool raw_ = nullptr;
+};
 
 inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
   CUmemoryPool pool = nullptr;
@@ -3390,13 +3490,17 @@ inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocati
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/memory.hpp ----
+// ---- end oxicuda/pool.hpp ----
 
-// ---- begin oxicuda/launch.hpp ----
-// oxicuda/launch.hpp — launching kernels: LaunchConfig, the untyped variadic
-// launch of a Function, and the typed, checked launch of a Kernel<Sig>.
+// ---- begin oxicuda/kernel_args.hpp ----
+// oxicuda/kernel_args.hpp — what a kernel launch is made of, shared by stream
+// launches and graph kernel nodes: the configuration (Dim3, LaunchConfig),
+// and the arguments, converted to a typed kernel's parameter types and packed
+// as the driver takes them, or checked as an untyped launch's bytes.
 
+#include <cstddef>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 
@@ -3441,6 +3545,78 @@ struct Located {
   // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
   Located(T v, SourceLocation w = SourceLocation::current()) noexcept : value(v), where(w) {}
 };
+
+// How an argument becomes a parameter of type P: device buffers and spans
+// become their T* — only where P is a pointer their element converts to,
+// never through their T* on to a bool or an integer — and anything else
+// converts as in a function call.
+template <class P, class R>
+concept device_pointer_parameter = std::is_pointer_v<P> && std::is_convertible_v<device_element_t<R>*, P>;
+
+template <class P, class A>
+concept passable_as = (device_range<std::remove_cvref_t<A>> && device_pointer_parameter<P, std::remove_cvref_t<A>>) ||
+                      (!device_range<std::remove_cvref_t<A>> && std::is_convertible_v<A, P>);
+
+template <class P, class A>
+P to_parameter(A&& a) noexcept {
+  if constexpr (device_range<std::remove_cvref_t<A>>)
+    return a.device_span().data();
+  else
+    return static_cast<P>(std::forward<A>(a));
+}
+
+// What the untyped launch may pass: the bytes of a kernel parameter type,
+// but not an oxicuda buffer or span, whose bytes are not the device address.
+template <class A>
+inline constexpr bool untyped_argument_v = is_kernel_parameter_v<A> && !device_range<A>;
+
+// A typed kernel's arguments, converted to its parameter types and laid out
+// as the driver takes them: `get()` is the array of pointers to each value
+// (null when there are none). It lives as long as the call that hands it to
+// the driver (a launch, a graph kernel node: the driver copies the values),
+// and points into itself, so it is neither copied nor moved.
+template <class... Params>
+class PackedArgs {
+ public:
+  template <class... Args>
+  explicit PackedArgs(Args&&... args) noexcept : values_{to_parameter<Params>(std::forward<Args>(args))...} {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((pointers_[I] = static_cast<void*>(&std::get<I>(values_))), ...);
+    }(std::index_sequence_for<Params...>{});
+  }
+  PackedArgs(const PackedArgs&) = delete;
+  PackedArgs& operator=(const PackedArgs&) = delete;
+  [[nodiscard]] void** get() noexcept { return pointers_; }
+
+ private:
+  std::tuple<Params...> values_;
+  void* pointers_[sizeof...(Params)];
+};
+
+template <>
+class PackedArgs<> {
+ public:
+  PackedArgs() noexcept = default;
+  PackedArgs(const PackedArgs&) = delete;
+  PackedArgs& operator=(const PackedArgs&) = delete;
+  [[nodiscard]] void** get() noexcept { return nullptr; }
+};
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/kernel_args.hpp ----
+
+// ---- begin oxicuda/launch.hpp ----
+// oxicuda/launch.hpp — launching kernels on a stream: the untyped variadic
+// launch of a Function, and the typed, checked launch of a Kernel<Sig>.
+
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
 
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
@@ -3523,36 +3699,12 @@ OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, con
 inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
   on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
-    CUfunction f = FunctionAccess::checked(fn, "oxicuda::launch", where);
+    CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);
     if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
 }
-
-// How an argument becomes a parameter of type P: device buffers and spans
-// become their T* — only where P is a pointer their element converts to,
-// never through their T* on to a bool or an integer — and anything else
-// converts as in a function call.
-template <class P, class R>
-concept device_pointer_parameter = std::is_pointer_v<P> && std::is_convertible_v<device_element_t<R>*, P>;
-
-template <class P, class A>
-concept passable_as = (device_range<std::remove_cvref_t<A>> && device_pointer_parameter<P, std::remove_cvref_t<A>>) ||
-                      (!device_range<std::remove_cvref_t<A>> && std::is_convertible_v<A, P>);
-
-template <class P, class A>
-P to_parameter(A&& a) noexcept {
-  if constexpr (device_range<std::remove_cvref_t<A>>)
-    return a.device_span().data();
-  else
-    return static_cast<P>(std::forward<A>(a));
-}
-
-// What the untyped launch may pass: the bytes of a kernel parameter type,
-// but not an oxicuda buffer or span, whose bytes are not the device address.
-template <class A>
-inline constexpr bool untyped_argument_v = is_kernel_parameter_v<A> && !device_range<A>;
 
 }  // namespace detail
 
@@ -3593,15 +3745,8 @@ template <class... Params, class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
-  if constexpr (sizeof...(Params) == 0) {
-    detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
-  } else {
-    std::tuple<Params...> values{detail::to_parameter<Params>(std::forward<Args>(args))...};
-    void* params[sizeof...(Params)];
-    [&]<std::size_t... I>(std::index_sequence<I...>) { ((params[I] = static_cast<void*>(&std::get<I>(values))), ...); }
-    (std::index_sequence_for<Params...>{});
-    detail::enqueue(stream.value, kernel.function(), cfg, params, stream.where);
-  }
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
 }
 
 OXICUDA_NAMESPACE_END

@@ -10,6 +10,10 @@ depends on nothing but the parts (no dates, no paths), so it is reproducible.
   amalgamate.py --check    exit 1, naming the first stale part, when the
                            committed oxicuda.hpp differs from what the parts give
   amalgamate.py --output F write F instead
+  amalgamate.py --list-parts
+                           print the parts in order, one name a line (without
+                           .hpp): all.hpp is the one list of parts, which the
+                           compile tests read through this
 Stdlib only.
 """
 import os
@@ -71,6 +75,9 @@ def sections():
 
 
 def main(argv):
+    if "--list-parts" in argv:
+        print("\n".join(p[: -len(".hpp")] for p in part_order()))
+        return 0
     output = os.path.join(ROOT, "oxicuda.hpp")
     check = "--check" in argv
     if "--output" in argv:

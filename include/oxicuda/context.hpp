@@ -1,53 +1,15 @@
 // oxicuda/context.hpp — Context (a device's primary context, or one created
-// explicitly) and ScopedCurrent, the "make current, restore on exit" guard.
+// explicitly), ScopedCurrent, the "make current, restore on exit" guard, and
+// ScopedCurrentNothrow, the same for destructors.
 #pragma once
 
-#include <memory>
 #include <utility>
 
 #include "callback.hpp"
 #include "device.hpp"
+#include "handle.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
-
-namespace detail {
-
-// The shared state behind oxicuda's handles (a context's owner, a stream's
-// or event's InContext, a module's or function's State) derives from Owned
-// and is held through Shared<T>: every such state then shares one
-// control-block type, std::shared_ptr<const Owned>, which keeps the header
-// cheap to compile (each std::shared_ptr<T> or std::make_shared<T>
-// instantiates a family of templates per T).
-struct Owned {
-  Owned() noexcept = default;
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-  virtual ~Owned() = default;
-};
-
-template <class T>
-class Shared {
- public:
-  Shared() noexcept = default;
-  // A T made from args, shared: one allocation holds the T and its control
-  // block (std::make_shared). If it fails, no T was made.
-  template <class... A>
-  [[nodiscard]] static Shared make(A&&... args) {
-    Shared s;
-    s.owner_ = std::make_shared<std::remove_const_t<T>>(std::forward<A>(args)...);
-    return s;
-  }
-
-  [[nodiscard]] T* get() const noexcept { return static_cast<T*>(const_cast<Owned*>(owner_.get())); }
-  T* operator->() const noexcept { return get(); }
-  [[nodiscard]] explicit operator bool() const noexcept { return owner_ != nullptr; }
-  [[nodiscard]] long use_count() const noexcept { return owner_.use_count(); }
-
- private:
-  std::shared_ptr<const Owned> owner_;
-};
-
-}  // namespace detail
 
 enum class Schedule : unsigned {
   automatic = ffi::CU_CTX_SCHED_AUTO,
@@ -140,10 +102,6 @@ class Context {
 
   Context(CUcontext raw, ffi::CUdevice device, detail::Shared<Owner> owner) noexcept
       : raw_(raw), device_(device), owner_(std::move(owner)) {}
-  [[nodiscard]] CUcontext checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Context", operation, where);
-    return raw_;
-  }
 
   CUcontext raw_ = nullptr;
   ffi::CUdevice device_ = -1;  // -1: not known yet (borrowed)
@@ -208,73 +166,6 @@ class ScopedCurrentNothrow {
 
 }  // namespace detail
 
-namespace detail {
-
-// The state behind a driver object that lives in a context (a stream, an
-// event): the raw handle, the context it keeps alive, and how to destroy it
-// (null: borrowed, never destroyed). Destroying the state destroys the
-// object first, then releases the context.
-template <class Object, class Extra>
-struct InContext : Owned {
-  Context ctx;
-  Object* raw;
-  void (*destroy)(Object*) noexcept;
-  Extra extra;
-  InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
-      : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
-  ~InContext() override {
-    if (destroy) destroy(raw);
-  }
-};
-
-// A shared handle to such an object: the shared InContext state (the last
-// copy's drop runs the destroy exactly once) and the raw handle beside it, so
-// that a copy is one atomic increment and get() reads no indirection.
-template <class Object, class Extra = bool>
-class SharedHandle {
- public:
-  SharedHandle() noexcept = default;
-  // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
-  // state cannot be allocated, `raw` is destroyed before the error leaves.
-  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) : raw_(raw) {
-#if OXICUDA_EXCEPTIONS
-    try {
-      state_ = State::make(std::move(ctx), raw, destroy, extra);
-    } catch (...) {
-      if (destroy) destroy(raw);
-      throw;
-    }
-#else
-    state_ = State::make(std::move(ctx), raw, destroy, extra);
-#endif
-  }
-  SharedHandle(const SharedHandle&) noexcept = default;
-  SharedHandle& operator=(const SharedHandle&) noexcept = default;
-  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
-  SharedHandle& operator=(SharedHandle&& o) noexcept {
-    state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
-    return *this;
-  }
-
-  [[nodiscard]] Object* get() const noexcept { return raw_; }
-  [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
-  [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
-  [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
-  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
-
- private:
-  using State = Shared<InContext<Object, Extra>>;
-  static const Context& empty() noexcept {
-    static const Context none;
-    return none;
-  }
-  State state_;
-  Object* raw_ = nullptr;
-};
-
-}  // namespace detail
-
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
@@ -329,7 +220,7 @@ inline Context Context::current(SourceLocation where) {
 }
 
 inline Device Context::device(SourceLocation where) const {
-  CUcontext raw = checked("oxicuda::Context::device", where);
+  CUcontext raw = detail::checked(*this, "oxicuda::Context", "oxicuda::Context::device", where);
   if (device_ >= 0) return Device::from_raw(device_);
   ScopedCurrent current(raw, where);
   ffi::CUdevice d = 0;
@@ -338,19 +229,19 @@ inline Device Context::device(SourceLocation where) const {
 }
 
 inline void Context::make_current(SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(CtxSetCurrent, checked("oxicuda::Context::make_current", where)), where);
+  detail::check(OXICUDA_DRIVER(CtxSetCurrent, detail::checked(*this, "oxicuda::Context", "oxicuda::Context::make_current", where)), where);
 }
 
 inline void Context::synchronize(SourceLocation where) const {
   {
-    ScopedCurrent current(checked("oxicuda::Context::synchronize", where), where);
+    ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::synchronize", where), where);
     detail::check(OXICUDA_DRIVER(CtxSynchronize), where);
   }
   detail::reclaim();
 }
 
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
-  ScopedCurrent current(checked("oxicuda::Context::stream_priority_range", where), where);
+  ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::stream_priority_range", where), where);
   StreamPriorityRange r;
   detail::check(OXICUDA_DRIVER(CtxGetStreamPriorityRange, &r.least, &r.greatest),
                 where);
@@ -358,10 +249,11 @@ inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) 
 }
 
 inline MemoryInfo Context::memory_info(SourceLocation where) const {
-  ScopedCurrent current(checked("oxicuda::Context::memory_info", where), where);
+  ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::memory_info", where), where);
   MemoryInfo m;
   detail::check(OXICUDA_DRIVER(MemGetInfo, &m.free, &m.total), where);
   return m;
 }
+
 
 OXICUDA_NAMESPACE_END

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "context.hpp"
+#include "in_context.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -51,11 +51,6 @@ class Event {
   friend bool operator==(const Event& a, const Event& b) noexcept { return a.raw() == b.raw(); }
 
  private:
-  [[nodiscard]] CUevent checked(const char* operation, SourceLocation where) const {
-    CUevent e = event_.get();
-    if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", operation, where);
-    return e;
-  }
 
   detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
 };
@@ -74,20 +69,20 @@ inline Event::Event(const Context& ctx, EventOptions options, SourceLocation whe
 }
 
 inline void Event::synchronize(SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(EventSynchronize, checked("oxicuda::Event::synchronize", where)), where);
+  detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);
   detail::reclaim();
 }
 
 inline bool Event::ready(SourceLocation where) const {
-  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, checked("oxicuda::Event::ready", where));
+  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::ready", where));
   if (OXICUDA_LIKELY(r.ok())) return true;
   if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(r, where);
 }
 
 inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceLocation where) {
-  CUevent s = start.checked("oxicuda::Event::elapsed", where);
-  CUevent e = end.checked("oxicuda::Event::elapsed", where);
+  CUevent s = detail::checked(start, "oxicuda::Event", "oxicuda::Event::elapsed", where);
+  CUevent e = detail::checked(end, "oxicuda::Event", "oxicuda::Event::elapsed", where);
   float ms = 0.0f;
   const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
   if (OXICUDA_UNLIKELY(!r.ok())) {

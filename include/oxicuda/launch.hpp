@@ -1,54 +1,15 @@
-// oxicuda/launch.hpp — launching kernels: LaunchConfig, the untyped variadic
+// oxicuda/launch.hpp — launching kernels on a stream: the untyped variadic
 // launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 #pragma once
 
-#include <tuple>
 #include <utility>
 
-#include "memory.hpp"
-#include "module.hpp"
+#include "kernel_args.hpp"
+#include "stream.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
-// Grid, block or cluster dimensions; `Dim3{256}` is 256 x 1 x 1.
-struct Dim3 {
-  unsigned x = 1;
-  unsigned y = 1;
-  unsigned z = 1;
-  constexpr Dim3() noexcept = default;
-  constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) noexcept : x(x_), y(y_), z(z_) {}
-  [[nodiscard]] constexpr unsigned long long volume() const noexcept {
-    return static_cast<unsigned long long>(x) * y * z;
-  }
-  friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
-};
-
-// How to launch, taken by designated initializers:
-//   launch(stream, kernel, {.grid = blocks, .block = 256, .shared_bytes = 4096}, args...)
-// A plain configuration is one cuLaunchKernel. Thread-block clusters (a
-// non-zero `cluster`, compute capability 9.0+) and cooperative launches go
-// through cuLaunchKernelEx with the matching attributes. Dynamic shared
-// memory above what the kernel allows (48 KiB until raised) raises the
-// kernel's limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.
-struct LaunchConfig {
-  Dim3 grid{1};
-  Dim3 block{1};
-  unsigned shared_bytes = 0;
-  Dim3 cluster{0, 0, 0};  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x
-  bool cooperative = false;
-};
-
 namespace detail {
-
-// A launch argument that also carries the caller's source line (a variadic
-// function cannot take a defaulted source_location after its pack).
-template <class T>
-struct Located {
-  T value;
-  SourceLocation where;
-  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
-  Located(T v, SourceLocation w = SourceLocation::current()) noexcept : value(v), where(w) {}
-};
 
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
@@ -131,36 +92,12 @@ OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, con
 inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
   on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
-    CUfunction f = FunctionAccess::checked(fn, "oxicuda::launch", where);
+    CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);
     if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
 }
-
-// How an argument becomes a parameter of type P: device buffers and spans
-// become their T* — only where P is a pointer their element converts to,
-// never through their T* on to a bool or an integer — and anything else
-// converts as in a function call.
-template <class P, class R>
-concept device_pointer_parameter = std::is_pointer_v<P> && std::is_convertible_v<device_element_t<R>*, P>;
-
-template <class P, class A>
-concept passable_as = (device_range<std::remove_cvref_t<A>> && device_pointer_parameter<P, std::remove_cvref_t<A>>) ||
-                      (!device_range<std::remove_cvref_t<A>> && std::is_convertible_v<A, P>);
-
-template <class P, class A>
-P to_parameter(A&& a) noexcept {
-  if constexpr (device_range<std::remove_cvref_t<A>>)
-    return a.device_span().data();
-  else
-    return static_cast<P>(std::forward<A>(a));
-}
-
-// What the untyped launch may pass: the bytes of a kernel parameter type,
-// but not an oxicuda buffer or span, whose bytes are not the device address.
-template <class A>
-inline constexpr bool untyped_argument_v = is_kernel_parameter_v<A> && !device_range<A>;
 
 }  // namespace detail
 
@@ -201,15 +138,8 @@ template <class... Params, class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
-  if constexpr (sizeof...(Params) == 0) {
-    detail::enqueue(stream.value, kernel.function(), cfg, nullptr, stream.where);
-  } else {
-    std::tuple<Params...> values{detail::to_parameter<Params>(std::forward<Args>(args))...};
-    void* params[sizeof...(Params)];
-    [&]<std::size_t... I>(std::index_sequence<I...>) { ((params[I] = static_cast<void*>(&std::get<I>(values))), ...); }
-    (std::index_sequence_for<Params...>{});
-    detail::enqueue(stream.value, kernel.function(), cfg, params, stream.where);
-  }
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
 }
 
 OXICUDA_NAMESPACE_END

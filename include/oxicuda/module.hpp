@@ -3,11 +3,13 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 
 #include "context.hpp"
+#include "image.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -30,18 +32,6 @@ class Kernel;
 namespace detail {
 struct FunctionAccess;
 }
-
-// Whether T may be a kernel parameter type: passed to the kernel by copying
-// its bytes. True for trivially copyable types; specialize it to
-// std::true_type for a type of your own whose bytes are safe to copy even
-// though it is not trivially copyable (a handle with a user-written copy
-// constructor, say). References never qualify.
-template <class T>
-struct is_kernel_parameter : std::bool_constant<std::is_trivially_copyable_v<T>> {};
-
-template <class T>
-inline constexpr bool is_kernel_parameter_v =
-    !std::is_reference_v<T> && is_kernel_parameter<std::remove_cv_t<T>>::value;
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
 struct BlockSizeSuggestion {
@@ -189,60 +179,10 @@ class Function {
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
-  [[nodiscard]] CUfunction checked(const char* operation, SourceLocation where) const {
-    if (OXICUDA_UNLIKELY(raw_ == nullptr)) detail::empty_handle("oxicuda::Function", operation, where);
-    return raw_;
-  }
 
   CUfunction raw_ = nullptr;
   detail::Shared<const State> state_;
 };
-
-namespace detail {
-
-inline std::uint64_t read_le(const unsigned char* p, int bytes) noexcept {
-  std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
-enum class ImageKind { ptx, elf, fatbin };
-
-inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
-  if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') return ImageKind::elf;
-  if (size >= 4 && read_le(p, 4) == 0xBA55ED50u) return ImageKind::fatbin;
-  return ImageKind::ptx;
-}
-
-// Why a binary image is unfit to hand to the driver (which reads it without
-// knowing its size), or empty when it is fit.
-inline std::string image_problem(const unsigned char* p, std::size_t size, ImageKind kind) {
-  // Whether [offset, offset + length) lies within the `size` bytes given,
-  // computed without overflow (a crafted header may claim nearly 2^64 bytes).
-  auto fits = [&](std::uint64_t offset, std::uint64_t length) { return offset <= size && length <= size - offset; };
-  auto truncated = [&](const char* what, std::uint64_t offset, std::uint64_t length) {
-    const bool wraps = length > ~std::uint64_t{0} - offset;
-    return cat({"the ", what, " image is truncated: its headers describe ",
-                wraps ? cat({std::to_string(offset), " + ", std::to_string(length)}) : std::to_string(offset + length),
-                " bytes but only ", std::to_string(size), " were given"});
-  };
-  if (kind == ImageKind::elf) {
-    if (size < 64) return truncated("cubin (ELF)", 0, 64);
-    if (p[4] != 2) return cat({"the cubin (ELF) image is not a 64-bit ELF file"});
-    const std::uint64_t phoff = read_le(p + 32, 8), shoff = read_le(p + 40, 8);
-    const std::uint64_t phsize = read_le(p + 54, 2) * read_le(p + 56, 2);
-    const std::uint64_t shsize = read_le(p + 58, 2) * read_le(p + 60, 2);
-    if (!fits(phoff, phsize)) return truncated("cubin (ELF)", phoff, phsize);
-    if (!fits(shoff, shsize)) return truncated("cubin (ELF)", shoff, shsize);
-  } else if (kind == ImageKind::fatbin) {
-    if (size < 16) return truncated("fatbin", 0, 16);
-    const std::uint64_t header = read_le(p + 6, 2), payload = read_le(p + 8, 8);
-    if (!fits(header, payload)) return truncated("fatbin", header, payload);
-  }
-  return {};
-}
-
-}  // namespace detail
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where) {
@@ -357,7 +297,7 @@ inline const Context& Module::context() const noexcept {
 }
 
 inline Function Module::function(std::string_view name, SourceLocation where) const {
-  if (!state_) detail::empty_handle("oxicuda::Module", "oxicuda::Module::function", where);
+  (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -380,21 +320,21 @@ inline const Module& Function::module() const noexcept {
 }
 
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::attribute", where);
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::attribute", where);
   int v = 0;
   detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
   return v;
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(FuncSetAttribute, checked("oxicuda::Function::set_attribute", where), attr, value), where);
+  detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
                                                           SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::max_active_blocks_per_multiprocessor", where);
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::max_active_blocks_per_multiprocessor", where);
   ScopedCurrent current(module().context(), where);
   int blocks = 0;
   detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
@@ -403,7 +343,7 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
 
 inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
                                                           SourceLocation where) const {
-  CUfunction f = checked("oxicuda::Function::suggested_block_size", where);
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::suggested_block_size", where);
   ScopedCurrent current(module().context(), where);
   BlockSizeSuggestion s;
   detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
@@ -415,10 +355,6 @@ namespace detail {
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
-  // The checked handle of a function being launched.
-  static CUfunction checked(const Function& fn, const char* operation, SourceLocation where) {
-    return fn.checked(operation, where);
-  }
   // The limit last set through `fn` (a hint; see Function::State).
   static unsigned allowed_hint(const Function& fn) noexcept {
     return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
@@ -435,130 +371,10 @@ struct FunctionAccess {
 }  // namespace detail
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
-  (void)checked("oxicuda::Function::allow_dynamic_shared_bytes", where);
+  (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
   const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
   if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
-// A kernel that knows its parameter types: Kernel<void(float*, unsigned)>.
-// Launching it (launch.hpp) converts each argument to its parameter type and
-// refuses, at compile time, arguments that cannot convert.
-template <class... Params>
-class Kernel<void(Params...)> {
-  static_assert((is_kernel_parameter_v<Params> && ...),
-                "oxicuda::Kernel: every parameter type must be trivially copyable and not a reference "
-                "(specialize oxicuda::is_kernel_parameter<T> for a type whose bytes are safe to copy)");
-
- public:
-  using signature = void(Params...);
-  static constexpr std::size_t arity = sizeof...(Params);
-
-  Kernel() noexcept = default;
-  // Types an untyped Function without checking its parameters (see
-  // Module::kernel for the checked way).
-  explicit Kernel(Function fn) noexcept : fn_(std::move(fn)) {}
-
-  [[nodiscard]] const Function& function() const noexcept { return fn_; }
-  [[nodiscard]] CUfunction raw() const noexcept { return fn_.raw(); }
-  [[nodiscard]] std::string_view name() const noexcept { return fn_.name(); }
-  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
-
- private:
-  Function fn_;
-};
-
-namespace detail {
-
-// The spelling of a type, from the compiler (for error messages).
-template <class T>
-constexpr std::string_view type_name() noexcept {
-#if defined(__clang__) || defined(__GNUC__)
-  constexpr std::string_view p = __PRETTY_FUNCTION__;
-  constexpr std::size_t start = p.find("T = ") + 4;
-  return p.substr(start, p.find_first_of(";]", start) - start);
-#elif defined(_MSC_VER)
-  constexpr std::string_view p = __FUNCSIG__;
-  constexpr std::size_t start = p.find("type_name<") + 10;
-  return p.substr(start, p.rfind(">(") - start);
-#else
-  return "the declared signature";
-#endif
-}
-
-struct ParamSlot {
-  std::size_t offset = 0;
-  std::size_t size = 0;
-};
-
-inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
-  std::string s = cat({std::to_string(n), n == 1 ? " parameter" : " parameters"});
-  for (std::size_t i = 0; i < n; ++i)
-    s = cat({s, i ? ", " : " (", std::to_string(slots[i].size), " bytes at ", std::to_string(slots[i].offset)});
-  return n ? cat({s, ")"}) : s;
-}
-
-// Compares the kernel's parameter layout, as the driver reports it, with the
-// declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
-// or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
-// query is an Error.
-[[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
-                                                      const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
-                                                      std::size_t n_got, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
-              cat({"kernel '", fn.name(), "' is declared ", signature, ", ", describe_layout(want, n_want),
-                   ", but the module's kernel takes ", describe_layout(got, n_got)}),
-              where));
-}
-
-[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
-  fail(r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
-}
-
-template <class... Params>
-void check_parameters(const Function& fn, SourceLocation where) {
-  if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
-  constexpr std::size_t n = sizeof...(Params);
-  ParamSlot want[n + 1] = {};
-  {
-    constexpr std::size_t sizes[n + 1] = {sizeof(Params)..., 0};
-    constexpr std::size_t aligns[n + 1] = {alignof(Params)..., 1};
-    std::size_t offset = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      offset = (offset + aligns[i] - 1) / aligns[i] * aligns[i];
-      want[i] = {offset, sizes[i]};
-      offset += sizes[i];
-    }
-  }
-  constexpr std::size_t most = n + 64;  // enough to say that it is clearly not the declared kernel
-  ParamSlot got[most];
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < most; ++i) {
-    ParamSlot slot;
-    const Outcome r = OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
-    if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
-    if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
-    if (!r.ok()) layout_query_failed(fn, r, where);
-    got[count++] = slot;
-  }
-  bool same = count == n;
-  for (std::size_t i = 0; same && i < n; ++i) same = got[i].offset == want[i].offset && got[i].size == want[i].size;
-  if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
-}
-
-template <class Signature>
-struct kernel_checker;
-template <class... Params>
-struct kernel_checker<void(Params...)> {
-  static void check(const Function& fn, SourceLocation where) { check_parameters<Params...>(fn, where); }
-};
-
-}  // namespace detail
-
-template <class Signature>
-Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) const {
-  Function fn = function(name, where);
-  detail::kernel_checker<Signature>::check(fn, where);
-  return Kernel<Signature>(std::move(fn));
-}
 
 OXICUDA_NAMESPACE_END

@@ -1,0 +1,193 @@
+// oxicuda/copy.hpp — copies and fills between host and device memory,
+// synchronous and stream-ordered, over any host range and any device range.
+#pragma once
+
+#include <bit>
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <type_traits>
+
+#include "span.hpp"
+#include "stream.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+// copy(dst, src) and copy_async(stream, dst, src) copy between host memory
+// (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
+// and device memory (DeviceBuffer, DeviceSpan), in any direction, after
+// checking that both sides have the same element type and count. The async
+// forms are one driver call each, with no allocation and no context switch;
+// from pageable host memory the driver stages the copy, so it may return
+// before or after the copy is done — use a PinnedBuffer for truly async copies.
+
+
+namespace detail {
+
+template <class R>
+concept host_range = !device_range<R> && requires(R & r) {
+  {std::data(r)};
+  { std::size(r) } -> std::convertible_to<std::size_t>;
+};
+
+template <class R>
+using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
+
+template <class A, class B>
+inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
+
+[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+                                                    std::size_t element_size, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
+                   std::to_string(src), " (element size ", std::to_string(element_size), " bytes)",
+                   dst == 0 || src == 0 ? "; an empty device buffer is default-constructed or moved-from" : ""}),
+              where));
+}
+
+inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
+                        SourceLocation where) {
+  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// The one implementation of every copy direction, enqueued on queue `q`.
+template <class Dst, class Src>
+void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  if constexpr (device_range<Dst> && device_range<Src>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, d.device_ptr(), s.device_ptr(), d.size_bytes(), q), where);
+  } else if constexpr (device_range<Dst>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, d.device_ptr(), std::data(src), d.size_bytes(), q), where);
+  } else {
+    using T = device_element_t<Src>;
+    static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
+    static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
+    const auto s = src.device_span();
+    check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, std::data(dst), s.device_ptr(), s.size_bytes(), q), where);
+  }
+}
+
+template <class Dst>
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation where) {
+  using T = device_element_t<Dst>;
+  static_assert(!std::is_const_v<T>, "fill: the destination is const");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
+  else
+    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
+          where);
+}
+
+template <class Dst>
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
+  const auto d = dst.device_span();
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, d.size_bytes(), q), where);
+}
+
+template <class R>
+CUcontext context_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().context();
+  else
+    return nullptr;
+}
+
+// A synchronous operation: `enqueue` on the calling thread's per-thread
+// default stream, with the memory's context current (when known), then wait
+// for that stream. Unlike the driver's own "synchronous" cuMemcpy/cuMemset
+// (which may return before a pageable copy or a memset has landed, and are
+// not ordered with non-blocking streams), the bytes are in place when this
+// returns, for every stream to see.
+template <class Enqueue>
+void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
+  auto run = [&] {
+    enqueue(ffi::stream_per_thread());
+    check(OXICUDA_DRIVER(StreamSynchronize, ffi::stream_per_thread()), where);
+  };
+  if (ctx) {
+    ScopedCurrent current(ctx, where);
+    run();
+  } else {
+    run();
+  }
+}
+
+// clang-format off
+template <class Dst, class Src>
+concept copyable = (device_range<Dst> || device_range<Src>) &&
+                   (device_range<Dst> || host_range<Dst>) &&
+                   (device_range<Src> || host_range<Src>);
+// clang-format on
+
+}  // namespace detail
+
+// Synchronous copy: when it returns, the bytes are in place (see
+// detail::synchronously). The device side's context, when its span knows
+// it, is current for the call.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
+  detail::synchronously(ctx, where, [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered copy: enqueued on `stream`, one driver call.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::copy_async", where,
+                    [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
+}
+
+// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
+// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever T. The
+// synchronous forms return with the memory set; the _async ones are one
+// driver call on `stream`.
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+                SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::fill_async", where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), where,
+                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+                      SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
+}
+
+OXICUDA_NAMESPACE_END

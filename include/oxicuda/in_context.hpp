@@ -1,0 +1,79 @@
+// oxicuda/in_context.hpp — SharedHandle, a shared handle to a driver object that
+// lives in a context (a stream, an event): the object is destroyed once, when
+// the last handle drops, and every handle keeps the context alive.
+#pragma once
+
+#include <utility>
+
+#include "context.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The state behind a driver object that lives in a context (a stream, an
+// event): the raw handle, the context it keeps alive, and how to destroy it
+// (null: borrowed, never destroyed). Destroying the state destroys the
+// object first, then releases the context.
+template <class Object, class Extra>
+struct InContext : Owned {
+  Context ctx;
+  Object* raw;
+  void (*destroy)(Object*) noexcept;
+  Extra extra;
+  InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
+      : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
+  ~InContext() override {
+    if (destroy) destroy(raw);
+  }
+};
+
+// A shared handle to such an object: the shared InContext state (the last
+// copy's drop runs the destroy exactly once) and the raw handle beside it, so
+// that a copy is one atomic increment and get() reads no indirection.
+template <class Object, class Extra = bool>
+class SharedHandle {
+ public:
+  SharedHandle() noexcept = default;
+  // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
+  // state cannot be allocated, `raw` is destroyed before the error leaves.
+  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) : raw_(raw) {
+#if OXICUDA_EXCEPTIONS
+    try {
+      state_ = State::make(std::move(ctx), raw, destroy, extra);
+    } catch (...) {
+      if (destroy) destroy(raw);
+      throw;
+    }
+#else
+    state_ = State::make(std::move(ctx), raw, destroy, extra);
+#endif
+  }
+  SharedHandle(const SharedHandle&) noexcept = default;
+  SharedHandle& operator=(const SharedHandle&) noexcept = default;
+  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  SharedHandle& operator=(SharedHandle&& o) noexcept {
+    state_ = std::move(o.state_);
+    raw_ = std::exchange(o.raw_, nullptr);
+    return *this;
+  }
+
+  [[nodiscard]] Object* get() const noexcept { return raw_; }
+  [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
+  [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
+  [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+
+ private:
+  using State = Shared<InContext<Object, Extra>>;
+  static const Context& empty() noexcept {
+    static const Context none;
+    return none;
+  }
+  State state_;
+  Object* raw_ = nullptr;
+};
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
