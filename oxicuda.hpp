@@ -1259,12 +1259,18 @@ struct Outcome {
   raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
+// fail() for check(): the result and the entry apart, so that the hot path
+// does not build an Outcome it only needs when the call failed.
+[[noreturn]] OXICUDA_COLD inline void fail_call(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
+  fail(Outcome{r, entry}, where);
+}
+
 // Checks one driver call's result: throws (or reports) an Error naming the
 // call when it failed. Every wrapper calls the driver as
 //   check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 // which is the driver call, one compare and nothing else on success.
 inline void check(Outcome o, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
+  if (OXICUDA_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
@@ -2222,8 +2228,10 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
 namespace detail {
 
 // A default stream's call, with the stream's context current around it.
+// (The call is taken by value so that the hot path, which calls it in
+// place, need not give its captures an address.)
 template <class Call>
-OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call& call) {
+OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call call) {
   if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
   ScopedCurrent current(stream.context(), where);
   return call(q);
@@ -2259,14 +2267,14 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
-  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [&](CUstream q) {
+  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [where](CUstream q) {
     detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
   });
   detail::reclaim();
 }
 
 inline bool Stream::ready(SourceLocation where) const {
-  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [&](CUstream q) {
+  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [where](CUstream q) {
     const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
     if (OXICUDA_LIKELY(r.ok())) return true;
     if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
@@ -2277,7 +2285,7 @@ inline bool Stream::ready(SourceLocation where) const {
 inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::on_stream(*this, "oxicuda::Stream::record", where, [&](CUstream q) {
+  detail::on_stream(*this, "oxicuda::Stream::record", where, [e, where](CUstream q) {
     detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
   });
 }
@@ -2285,7 +2293,7 @@ inline void Stream::record(const Event& event, SourceLocation where) const {
 inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::on_stream(*this, "oxicuda::Stream::wait", where, [&](CUstream q) {
+  detail::on_stream(*this, "oxicuda::Stream::wait", where, [e, where](CUstream q) {
     detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
   });
 }
@@ -3698,7 +3706,7 @@ OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, con
 // plain path. `params` points to the arguments, in parameter order.
 inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
-  on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
+  on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);

@@ -244,12 +244,18 @@ struct Outcome {
   raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
+// fail() for check(): the result and the entry apart, so that the hot path
+// does not build an Outcome it only needs when the call failed.
+[[noreturn]] OXICUDA_COLD inline void fail_call(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
+  fail(Outcome{r, entry}, where);
+}
+
 // Checks one driver call's result: throws (or reports) an Error naming the
 // call when it failed. Every wrapper calls the driver as
 //   check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 // which is the driver call, one compare and nothing else on success.
 inline void check(Outcome o, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
+  if (OXICUDA_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to

@@ -91,7 +91,7 @@ OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, con
 // plain path. `params` points to the arguments, in parameter order.
 inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
-  on_stream(stream, "oxicuda::launch", where, [&](CUstream s) {
+  on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);

@@ -123,8 +123,10 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
 namespace detail {
 
 // A default stream's call, with the stream's context current around it.
+// (The call is taken by value so that the hot path, which calls it in
+// place, need not give its captures an address.)
 template <class Call>
-OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call& call) {
+OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call call) {
   if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
   ScopedCurrent current(stream.context(), where);
   return call(q);
@@ -160,14 +162,14 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
 }
 
 inline void Stream::synchronize(SourceLocation where) const {
-  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [&](CUstream q) {
+  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [where](CUstream q) {
     detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
   });
   detail::reclaim();
 }
 
 inline bool Stream::ready(SourceLocation where) const {
-  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [&](CUstream q) {
+  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [where](CUstream q) {
     const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
     if (OXICUDA_LIKELY(r.ok())) return true;
     if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
@@ -178,7 +180,7 @@ inline bool Stream::ready(SourceLocation where) const {
 inline void Stream::record(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::on_stream(*this, "oxicuda::Stream::record", where, [&](CUstream q) {
+  detail::on_stream(*this, "oxicuda::Stream::record", where, [e, where](CUstream q) {
     detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
   });
 }
@@ -186,7 +188,7 @@ inline void Stream::record(const Event& event, SourceLocation where) const {
 inline void Stream::wait(const Event& event, SourceLocation where) const {
   CUevent e = event.raw();
   if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::on_stream(*this, "oxicuda::Stream::wait", where, [&](CUstream q) {
+  detail::on_stream(*this, "oxicuda::Stream::wait", where, [e, where](CUstream q) {
     detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
   });
 }
