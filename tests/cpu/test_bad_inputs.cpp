@@ -2,7 +2,7 @@
 // (Where the driver decides, the GPU suite checks the same on a device.)
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <string>
 #include <vector>

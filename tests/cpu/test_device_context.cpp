@@ -1,7 +1,7 @@
 // Device and Context on the fake driver.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 using namespace oxicuda;
 

@@ -9,7 +9,7 @@
 // them.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <cstdio>
 #include <cstdlib>

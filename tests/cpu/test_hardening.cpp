@@ -3,7 +3,7 @@
 // (Items only a real driver can show are in tests/gpu/gpu_hardening.cpp.)
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

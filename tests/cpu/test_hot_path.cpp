@@ -2,7 +2,7 @@
 // query are each exactly one driver call and no heap allocation.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <vector>
 

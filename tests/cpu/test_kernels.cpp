@@ -1,7 +1,7 @@
 // Typed kernels, launch configuration and occupancy on the fake driver.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <cstring>
 #include <string>

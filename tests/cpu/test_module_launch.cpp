@@ -2,7 +2,7 @@
 // declarations and runs a kernel called `dbl` on the host).
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -2,7 +2,7 @@
 // context restored after creation, record/wait/query, borrowed streams.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <atomic>
 #include <stdexcept>

@@ -3,7 +3,7 @@
 // different contexts leave each thread's current context intact.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <atomic>
 #include <thread>

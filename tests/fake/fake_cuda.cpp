@@ -2,7 +2,7 @@
 // fake_getproc.cpp and fake_optional.cpp. See fake_cuda.hpp.
 #include "fake_cuda.hpp"
 
-#include "fake_control.h"
+#include "fake_abi.h"
 #include "fake_state.hpp"
 
 #include <atomic>

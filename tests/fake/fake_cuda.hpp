@@ -4,7 +4,7 @@
 // symbol (cuStreamDestroy_v2, ...), keeps in-memory handles, counts calls per
 // entry point, counts live handles per kind, and fails a chosen call of a
 // chosen entry point on request. Tests reach its controls (fake_*) through
-// tests/fake_control.hpp. It is split in files so that variants can leave
+// tests/fake_driver.hpp. It is split in files so that variants can leave
 // out cuGetProcAddress_v2 (fake_getproc.cpp) or the newest entry points
 // (fake_optional.cpp), as older drivers do.
 #pragma once

@@ -2,7 +2,7 @@
 // defines it). Every access holds `mu`.
 #pragma once
 
-#include "fake_control.h"
+#include "fake_abi.h"
 #include "fake_cuda.hpp"
 
 #include <cstdint>

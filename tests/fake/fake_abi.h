@@ -1,5 +1,6 @@
-// The fake driver's control interface: plain C, shared by the fake and the
-// tests (which reach it with dlsym on the library the loader opened).
+// The fake driver's own C interface: the controls it exports beside the
+// driver's entry points, shared by the fake and the tests (which reach it
+// with dlsym on the library the loader opened: tests/fake_driver.hpp).
 #pragma once
 
 #include <stddef.h>

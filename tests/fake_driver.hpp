@@ -1,8 +1,8 @@
-// Tests' access to the fake driver's controls (tests/fake/fake_control.h),
+// Tests' access to the fake driver's controls (tests/fake/fake_abi.h),
 // through the very library the loader opened (OXICUDA_LIBCUDA_PATH).
 #pragma once
 
-#include "fake/fake_control.h"
+#include "fake/fake_abi.h"
 #include "oxicuda.hpp"
 
 #include <doctest/doctest.h>
