@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 struct Fake {
   fake_reset_fn reset;
@@ -49,32 +50,71 @@ struct Fake {
   }
 };
 
-// Resets the fake's counters and faults for one test, and on exit checks
-// that the test left no handle alive and destroyed nothing twice.
+// The kinds of handle the fake counts as live (FAKE_LIVE_KINDS), as fields
+// of a count, one per kind: `counts.stream`.
+struct LiveCounts {
+#define FAKE_LIVE_FIELD(name, ...) long name = 0;
+  FAKE_LIVE_KINDS(FAKE_LIVE_FIELD)
+#undef FAKE_LIVE_FIELD
+  bool operator==(const LiveCounts&) const = default;
+  // The fake's counts now.
+  static LiveCounts take(Fake& fake);
+};
+
+struct LiveKind {
+  const char* name;                // fake_live's name for it
+  long LiveCounts::*count;         // its field
+  const char* destroyed_by[2];     // the entry points that destroy, release or free one
+};
+inline constexpr LiveKind live_kinds[] = {
+#define FAKE_LIVE_KIND(name, ...) {#name, &LiveCounts::name, {__VA_ARGS__}},
+    FAKE_LIVE_KINDS(FAKE_LIVE_KIND)
+#undef FAKE_LIVE_KIND
+};
+
+inline LiveCounts LiveCounts::take(Fake& fake) {
+  LiveCounts c;
+  for (const LiveKind& k : live_kinds) c.*k.count = fake.live(k.name);
+  return c;
+}
+
+// The kind of handle that a call of `entry` destroys, if any.
+inline const LiveKind* kind_destroyed_by(std::string_view entry) {
+  for (const LiveKind& k : live_kinds)
+    for (const char* e : k.destroyed_by)
+      if (e && entry == e) return &k;
+  return nullptr;
+}
+
+// Every entry point named in FAKE_LIVE_KINDS is one of the table's.
+static_assert([] {
+  for (const LiveKind& k : live_kinds)
+    for (const char* e : k.destroyed_by) {
+      bool found = !e;
+      for (const auto& entry : oxicuda::ffi::entries) found = found || std::string_view(entry.name) == e;
+      if (!found) return false;
+    }
+  return true;
+}());
+
+// Resets the fake's counters and faults for one test; balanced() says
+// whether the test has left no handle alive and destroyed nothing twice.
 struct FakeScope {
   Fake& fake = Fake::get();
-  long streams, events, contexts, primaries, modules, memory, pinned;
+  LiveCounts at_start;
   FakeScope() {
     fake.reset();
-    streams = fake.live("stream");
-    events = fake.live("event");
-    contexts = fake.live("context");
-    primaries = fake.live("primary");
-    modules = fake.live("module");
-    memory = fake.live("memory");
-    pinned = fake.live("pinned");
+    at_start = LiveCounts::take(fake);
   }
   bool balanced() const {
-    const bool ok = fake.live("stream") == streams && fake.live("event") == events && fake.live("context") == contexts &&
-           fake.live("primary") == primaries && fake.live("module") == modules && fake.live("memory") == memory && fake.live("pinned") == pinned &&
-           fake.invalid_destroys() == 0;
-    if (!ok)
-      std::fprintf(stderr,
-                   "fake driver not balanced: streams %ld->%ld events %ld->%ld contexts %ld->%ld primary %ld->%ld "
-                   "modules %ld->%ld memory %ld->%ld invalid destroys %ld\n",
-                   streams, fake.live("stream"), events, fake.live("event"), contexts, fake.live("context"),
-                   primaries, fake.live("primary"), modules, fake.live("module"), memory, fake.live("memory"),
-                   fake.invalid_destroys());
+    const LiveCounts now = LiveCounts::take(fake);
+    const long invalid_destroys = fake.invalid_destroys();
+    const bool ok = now == at_start && invalid_destroys == 0;
+    if (!ok) {
+      std::fprintf(stderr, "fake driver not balanced:");
+      for (const LiveKind& k : live_kinds) std::fprintf(stderr, " %s %ld->%ld", k.name, at_start.*k.count, now.*k.count);
+      std::fprintf(stderr, " invalid destroys %ld\n", invalid_destroys);
+    }
     return ok;
   }
 };

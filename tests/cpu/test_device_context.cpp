@@ -37,7 +37,7 @@ TEST_CASE("context: the primary context is retained once and released when the l
   {
     Context a = Context::primary(Device::get(0));
     CHECK(a.kind() == Context::Kind::primary);
-    CHECK(scope.fake.live("primary") == scope.primaries + 1);
+    CHECK(scope.fake.live("primary") == scope.at_start.primary + 1);
     {
       Context b = a;  // NOLINT(performance-unnecessary-copy-initialization)
       Context c = b;
@@ -60,7 +60,7 @@ TEST_CASE("context: a created context is destroyed once and leaves the thread's 
     CHECK(created.kind() == Context::Kind::created);
     CHECK(Context::current().raw() == nullptr);  // cuCtxCreate pushed it; create() popped it
     Context copy = created;
-    CHECK(scope.fake.live("context") == scope.contexts + 1);
+    CHECK(scope.fake.live("context") == scope.at_start.context + 1);
   }
   CHECK(scope.fake.calls("cuCtxDestroy") == 1);
   CHECK(scope.balanced());

@@ -89,7 +89,7 @@ TEST_CASE("a failing destroy goes to the diagnostic hook, never out of a destruc
   CHECK(last_diagnostic.rfind("cuStreamDestroy failed: CUDA_ERROR_LAUNCH_FAILED (719)", 0) == 0);
   set_diagnostic_hook(previous);
   // The stream the fake refused to destroy is still live there; nothing else is.
-  CHECK(scope.fake.live("stream") == scope.streams + 1);
+  CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);
 }
 
 TEST_CASE("using an empty handle is a clear error, not a crash") {

@@ -124,27 +124,6 @@ std::vector<Op> operations() {
   };
 }
 
-struct Snapshot {
-  long streams, events, contexts, primaries, modules, memory, pinned;
-  static Snapshot take(Fake& f) {
-    return {f.live("stream"), f.live("event"),  f.live("context"), f.live("primary"),
-            f.live("module"), f.live("memory"), f.live("pinned")};
-  }
-};
-
-// A failed destroy leaves the object alive in the fake (the driver said
-// no); that one object is expected to remain.
-const char* kind_destroyed_by(const std::string& entry) {
-  if (entry == "cuStreamDestroy") return "stream";
-  if (entry == "cuEventDestroy") return "event";
-  if (entry == "cuCtxDestroy") return "context";
-  if (entry == "cuDevicePrimaryCtxRelease") return "primary";
-  if (entry == "cuModuleUnload") return "module";
-  if (entry == "cuMemFree" || entry == "cuMemFreeAsync") return "memory";
-  if (entry == "cuMemFreeHost") return "pinned";
-  return nullptr;
-}
-
 std::vector<Error> reported;
 void capture(const Error& e) noexcept { reported.push_back(e); }
 
@@ -174,7 +153,7 @@ TEST_CASE("fault injection: every driver call of every operation, failed in turn
         CAPTURE(nth);
         fake.reset();
         reported.clear();
-        const Snapshot before = Snapshot::take(fake);
+        const LiveCounts before = LiveCounts::take(fake);
         fake.fail(entry.c_str(), nth, kInjected);
         bool thrown = false;
         try {
@@ -204,21 +183,14 @@ TEST_CASE("fault injection: every driver call of every operation, failed in turn
           CHECK(reported.empty());
         }
         // Nothing leaked, nothing destroyed twice, the current context restored.
-        Snapshot after = Snapshot::take(fake);
-        if (const char* kind = kind_destroyed_by(entry); kind && !thrown) {
-          const std::string k = kind;
-          long& slot = k == "stream" ? after.streams : k == "event" ? after.events : k == "context" ? after.contexts
-                       : k == "primary" ? after.primaries : k == "module" ? after.modules
-                       : k == "memory" ? after.memory : after.pinned;
-          --slot;  // the one object the fake refused to destroy
+        LiveCounts after = LiveCounts::take(fake);
+        // A failed destroy leaves the object alive in the fake (the driver
+        // said no); that one object is expected to remain.
+        if (const LiveKind* kind = kind_destroyed_by(entry); kind && !thrown) --(after.*kind->count);
+        for (const LiveKind& kind : live_kinds) {
+          INFO("live " << kind.name);
+          CHECK(after.*kind.count == before.*kind.count);
         }
-        CHECK(after.streams == before.streams);
-        CHECK(after.events == before.events);
-        CHECK(after.contexts == before.contexts);
-        CHECK(after.primaries == before.primaries);
-        CHECK(after.modules == before.modules);
-        CHECK(after.memory == before.memory);
-        CHECK(after.pinned == before.pinned);
         CHECK(fake.invalid_destroys() == 0);
         if (entry == "cuCtxSetCurrent" && !thrown) {
           // The driver refused to restore the previous context (reported

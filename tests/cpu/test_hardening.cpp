@@ -365,7 +365,7 @@ TEST_CASE("hardening 11: a throwing diagnostic hook does not end the process") {
   }  // the destroy fails, the hook throws, the destructor carries on
   set_diagnostic_hook(previous);
   scope.fake.reset();
-  CHECK(scope.fake.live("stream") == scope.streams + 1);  // the fake refused that one destroy
+  CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);  // the fake refused that one destroy
   CHECK(scope.fake.invalid_destroys() == 0);
 }
 
@@ -391,7 +391,7 @@ TEST_CASE("hardening 12: an error reported from a destructor says what was destr
         "cuStreamDestroy failed: CUDA_ERROR_UNKNOWN (999): " + text + "\n  while destroying an oxicuda::Stream");
   for (const Error& e : reported) CHECK(e.where().line() == 0);
   scope.fake.reset();
-  CHECK(scope.fake.live("stream") == scope.streams + 1);
+  CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);
 }
 
 TEST_CASE("hardening 13: PTX with an embedded NUL is refused, not cut") {

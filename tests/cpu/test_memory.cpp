@@ -32,7 +32,7 @@ TEST_CASE("device buffer: allocated in its context, freed once, move-only") {
     DeviceBuffer<float> c(ctx, 10);
     c = std::move(b);
     CHECK(scope.fake.calls("cuMemFree") == 1);  // c's old storage
-    CHECK(scope.fake.live("memory") == scope.memory + 1);
+    CHECK(scope.fake.live("memory") == scope.at_start.memory + 1);
     DeviceBuffer<float> empty(ctx, 0);
     CHECK(empty.empty());
   }
@@ -101,7 +101,7 @@ TEST_CASE("copies: every direction, sync and async, between vectors, pinned buff
     std::iota(host.begin(), host.end(), 7u);
     PinnedBuffer<std::uint32_t> pinned(ctx, 1000);
     CHECK(pinned.size() == 1000);
-    CHECK(scope.fake.live("pinned") == scope.pinned + 1);
+    CHECK(scope.fake.live("pinned") == scope.at_start.pinned + 1);
     DeviceBuffer<std::uint32_t> a(ctx, 1000), b(ctx, 1000);
     copy(a, host);                        // H -> D
     copy(b, a);                           // D -> D

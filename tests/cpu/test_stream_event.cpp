@@ -22,7 +22,7 @@ TEST_CASE("stream: N copies share one queue and cost one cuStreamDestroy_v2") {
     CHECK(s.use_count() == 101);
     for (const Stream& c : copies) CHECK(c.is_same_queue(s));
     CHECK(moved.raw() == s.raw());
-    CHECK(scope.fake.live("stream") == scope.streams + 1);
+    CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);
     copies.clear();
     CHECK(scope.fake.calls("cuStreamDestroy") == 0);
   }
@@ -61,7 +61,7 @@ TEST_CASE("stream: the stream keeps its context alive") {
     s = Stream(ctx);
   }
   CHECK(scope.fake.calls("cuCtxDestroy") == 0);
-  CHECK(scope.fake.live("context") == scope.contexts + 1);
+  CHECK(scope.fake.live("context") == scope.at_start.context + 1);
   s = Stream();
   CHECK(scope.fake.calls("cuStreamDestroy") == 1);
   CHECK(scope.fake.calls("cuCtxDestroy") == 1);
@@ -135,7 +135,7 @@ TEST_CASE("event: copies share one event, destroyed once, and keep the context a
     CHECK(copy == e);
     CHECK(e.use_count() == 2);
     CHECK_FALSE(e.timing());
-    CHECK(scope.fake.live("event") == scope.events + 1);
+    CHECK(scope.fake.live("event") == scope.at_start.event + 1);
   }
   CHECK(scope.fake.calls("cuEventDestroy") == 1);
   CHECK(scope.fake.calls("cuCtxDestroy") == 1);

@@ -120,6 +120,24 @@ bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
   return ptr >= it->first && ptr + bytes <= it->first + it->second;
 }
 
+long count_live(Kind k) {
+  long n = 0;
+  for (auto& [h, kk] : live) n += kk == k;
+  return n;
+}
+
+long live_context() { return count_live(Kind::context); }
+long live_primary() {
+  long n = 0;
+  for (auto& p : primaries) n += p.retains;
+  return n;
+}
+long live_stream() { return count_live(Kind::stream); }
+long live_event() { return count_live(Kind::event); }
+long live_module() { return count_live(Kind::module); }
+long live_memory() { return static_cast<long>(allocations.size()); }
+long live_pinned() { return static_cast<long>(host_allocations.size()); }
+
 std::size_t entry_index(const char* name) {
   for (std::size_t i = 0; i < N; ++i)
     if (std::strcmp(entries[i].name, name) == 0) return i;
@@ -230,22 +248,11 @@ FAKE_EXPORT int fake_fail(const char* name, long nth, int result) {
 
 FAKE_EXPORT long fake_live(const char* kind) {
   std::lock_guard lock(mu);
-  if (std::strcmp(kind, "memory") == 0) return static_cast<long>(allocations.size());
-  if (std::strcmp(kind, "pinned") == 0) return static_cast<long>(host_allocations.size());
-  if (std::strcmp(kind, "primary") == 0) {
-    long n = 0;
-    for (auto& p : primaries) n += p.retains;
-    return n;
-  }
-  Kind k;
-  if (std::strcmp(kind, "context") == 0) k = Kind::context;
-  else if (std::strcmp(kind, "stream") == 0) k = Kind::stream;
-  else if (std::strcmp(kind, "event") == 0) k = Kind::event;
-  else if (std::strcmp(kind, "module") == 0) k = Kind::module;
-  else return -1;
-  long n = 0;
-  for (auto& [h, kk] : live) n += kk == k;
-  return n;
+#define FAKE_LIVE_COUNT(name, ...) \
+  if (std::strcmp(kind, #name) == 0) return live_##name();
+  FAKE_LIVE_KINDS(FAKE_LIVE_COUNT)
+#undef FAKE_LIVE_COUNT
+  return -1;
 }
 
 FAKE_EXPORT long fake_invalid_destroys() {

@@ -66,6 +66,12 @@ extern Pool pools[8];
 extern FakeLaunch last_launch;
 
 bool alive(const void* h, Kind k);
+// Handles of kind `k` in `live`.
+long count_live(Kind k);
+// Live handles of each kind of FAKE_LIVE_KINDS (fake_live), with mu held.
+#define FAKE_LIVE_DECLARE(name, ...) long live_##name();
+FAKE_LIVE_KINDS(FAKE_LIVE_DECLARE)
+#undef FAKE_LIVE_DECLARE
 // Whether work may be enqueued on `s` (and notes the context it goes to).
 CUresult use_stream(CUstream s);
 extern CUcontext last_enqueue_context;
