@@ -134,8 +134,14 @@ oxicuda::Error error_of(F&& f) {
 // Heap allocations made by this process so far (tests/cpu/main.cpp counts them).
 long heap_allocations();
 
-// A tiny PTX module for the fake: `dbl(.u64 ptr, .u32 n)` doubles n floats,
-// `layout(.u64, .u32, .f32, .align 8 .b8[24])` and `none()` take what they say.
+// The PTX module of the CPU tests; the fake reads its entry declarations and
+// runs `dbl` on the host:
+//   dbl(.u64 ptr, .u32 n)                       doubles n floats
+//   layout(.u64, .u32, .f32, .align 8 .b8[24])  parameters at 0, 8, 12, 16
+//   saxpy(.u64 y, .u64 x, .f32 a, .u32 n)
+//   take_u32(.u32 n)
+//   take_blob(.u32 tag, .align 8 .b8 blob[24])
+//   none()
 inline constexpr const char* kFakePtx = R"(.version 7.0
 .target sm_70
 .address_size 64
@@ -145,6 +151,12 @@ inline constexpr const char* kFakePtx = R"(.version 7.0
 )
 { ret; }
 .visible .entry layout(.param .u64 a, .param .u32 b, .param .f32 c, .param .align 8 .b8 d[24])
+{ ret; }
+.visible .entry saxpy(.param .u64 y, .param .u64 x, .param .f32 a, .param .u32 n)
+{ ret; }
+.visible .entry take_u32(.param .u32 n)
+{ ret; }
+.visible .entry take_blob(.param .u32 tag, .param .align 8 .b8 blob[24])
 { ret; }
 .visible .entry none()
 { ret; }

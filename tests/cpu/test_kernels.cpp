@@ -10,19 +10,6 @@ using namespace oxicuda;
 
 namespace {
 
-constexpr const char* kPtx = R"(.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry saxpy(.param .u64 y, .param .u64 x, .param .f32 a, .param .u32 n)
-{ ret; }
-.visible .entry take_u32(.param .u32 n)
-{ ret; }
-.visible .entry take_blob(.param .u32 tag, .param .align 8 .b8 blob[24])
-{ ret; }
-.visible .entry none()
-{ ret; }
-)";
-
 struct Blob {
   alignas(8) unsigned char bytes[24];
 };
@@ -74,7 +61,7 @@ TEST_CASE("typed kernel: arguments convert to the declared parameter types") {
   {
     Context ctx = Context::primary(Device::get(0));
     Stream s(ctx);
-    Module m = Module::from_ptx(ctx, kPtx);
+    Module m = Module::from_ptx(ctx, kFakePtx);
     auto saxpy = m.kernel<void(float*, const float*, float, unsigned)>("saxpy");
     CHECK(saxpy.name() == "saxpy");
     DeviceBuffer<float> y(ctx, 16), x(ctx, 16);
@@ -116,7 +103,7 @@ TEST_CASE("typed kernel: the parameter layout is checked at lookup and a mismatc
   FakeScope scope;
   {
     Context ctx = Context::primary(Device::get(0));
-    Module m = Module::from_ptx(ctx, kPtx);
+    Module m = Module::from_ptx(ctx, kFakePtx);
     CHECK_NOTHROW((void)m.kernel<void(float*, const float*, float, unsigned)>("saxpy"));
     CHECK_NOTHROW((void)m.kernel<void(Handle, const float*, float, int)>("saxpy"));  // same sizes and offsets
     CHECK_NOTHROW((void)m.kernel<void(unsigned, Blob)>("take_blob"));
@@ -149,7 +136,7 @@ TEST_CASE("launch config: clusters and cooperative launches go through cuLaunchK
   {
     Context ctx = Context::primary(Device::get(0));
     Stream s(ctx);
-    Module m = Module::from_ptx(ctx, kPtx);
+    Module m = Module::from_ptx(ctx, kFakePtx);
     auto none = m.kernel<void()>("none");
     FakeLaunch l{};
     launch(s, none, {.grid = 8, .block = 32, .cluster = {2}});
@@ -181,7 +168,7 @@ TEST_CASE("launch config: dynamic shared memory above 48 KiB raises the kernel's
   {
     Context ctx = Context::primary(Device::get(0));
     Stream s(ctx);
-    Module m = Module::from_ptx(ctx, kPtx);
+    Module m = Module::from_ptx(ctx, kFakePtx);
     auto none = m.kernel<void()>("none");
     launch(s, none, {.shared_bytes = 48 * 1024});
     CHECK(scope.fake.calls("cuFuncSetAttribute") == 0);
@@ -205,7 +192,7 @@ TEST_CASE("occupancy: active blocks per multiprocessor and the suggested block s
   FakeScope scope;
   {
     Context ctx = Context::primary(Device::get(0));
-    Module m = Module::from_ptx(ctx, kPtx);
+    Module m = Module::from_ptx(ctx, kFakePtx);
     Function f = m.function("saxpy");
     CHECK(f.max_active_blocks_per_multiprocessor(256) == 8);
     CHECK(f.max_active_blocks_per_multiprocessor(32) == 32);
