@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 struct Fake {
@@ -97,8 +98,8 @@ static_assert([] {
   return true;
 }());
 
-// Resets the fake's counters and faults for one test; balanced() says
-// whether the test has left no handle alive and destroyed nothing twice.
+// Resets the fake's counters and faults for one test; imbalance() says
+// what the test has left in the fake.
 struct FakeScope {
   Fake& fake = Fake::get();
   LiveCounts at_start;
@@ -106,16 +107,17 @@ struct FakeScope {
     fake.reset();
     at_start = LiveCounts::take(fake);
   }
-  bool balanced() const {
+  // Empty when the test has left no handle alive and destroyed nothing twice;
+  // otherwise every kind's live count at the start and now, and the double
+  // destroys.
+  std::string imbalance() const {
     const LiveCounts now = LiveCounts::take(fake);
     const long invalid_destroys = fake.invalid_destroys();
-    const bool ok = now == at_start && invalid_destroys == 0;
-    if (!ok) {
-      std::fprintf(stderr, "fake driver not balanced:");
-      for (const LiveKind& k : live_kinds) std::fprintf(stderr, " %s %ld->%ld", k.name, at_start.*k.count, now.*k.count);
-      std::fprintf(stderr, " invalid destroys %ld\n", invalid_destroys);
-    }
-    return ok;
+    if (now == at_start && invalid_destroys == 0) return {};
+    std::string text;
+    for (const LiveKind& k : live_kinds)
+      text += std::string(k.name) + " " + std::to_string(at_start.*k.count) + "->" + std::to_string(now.*k.count) + ", ";
+    return text + "invalid destroys " + std::to_string(invalid_destroys);
   }
 };
 

@@ -5,6 +5,8 @@
 
 #include "fake_driver.hpp"
 
+#include <string>
+
 // Resets the fake's counters and faults before the test; after it, once the
 // test's handles and the fixture's own are gone, checks that the fake is
 // balanced: no handle left alive, nothing destroyed twice.
@@ -13,7 +15,11 @@ struct FakeTest : FakeScope {
   FakeTest(const FakeTest&) = delete;
   FakeTest& operator=(const FakeTest&) = delete;
   // Runs after the destructors of the fixtures below, so after their handles.
-  ~FakeTest() { CHECK(balanced()); }
+  ~FakeTest() {
+    const std::string left = imbalance();
+    INFO("fake driver not balanced: " << left);
+    CHECK(left.empty());
+  }
 };
 
 // The primary context of device 0.

@@ -181,7 +181,7 @@ TEST_CASE("fault injection: every driver call of every operation, failed in turn
         // said no); that one object is expected to remain.
         if (const LiveKind* kind = kind_destroyed_by(entry); kind && !thrown) --(after.*kind->count);
         for (const LiveKind& kind : live_kinds) {
-          INFO("live " << kind.name);
+          INFO("live " << std::string(kind.name));
           CHECK(after.*kind.count == before.*kind.count);
         }
         CHECK(fake.invalid_destroys() == 0);
