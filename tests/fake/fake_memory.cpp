@@ -78,13 +78,15 @@ CUresult fake_MemFree(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
-// The fake's streams are always drained: async work happens at once.
+// The fake's streams are always drained: async work happens at once. A
+// zero-size copy succeeds whatever its pointers (as the driver), without
+// passing a null pointer to memcpy.
 CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemcpyHtoDAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
+  if (n) std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
   return CUDA_SUCCESS;
 }
 
@@ -93,7 +95,7 @@ CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstrea
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  if (n) std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
   return CUDA_SUCCESS;
 }
 
@@ -102,8 +104,9 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
-               reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  if (n)
+    std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+                 reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
   return CUDA_SUCCESS;
 }
 
