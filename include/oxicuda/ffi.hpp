@@ -5,7 +5,7 @@
 // `CUstream` from oxicuda is the `CUstream` of cuda.h and of every library
 // built on it. Everything else (results, enums, flags, structs) lives in
 // oxicuda::ffi, where it cannot collide with cuda.h included before or after.
-// The ABI test (tests/abi_agreement.cpp) checks all of it against cuda.h.
+// The ABI test (tests/abi/abi_agreement.cpp) checks all of it against cuda.h.
 #pragma once
 
 #include <cstddef>

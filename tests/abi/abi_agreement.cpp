@@ -2,7 +2,7 @@
 // every table entry's function type is the toolkit's PFN_<name>_v<pinned
 // version>, every enumerator has cuda.h's value, every struct cuda.h's size,
 // alignment and field offsets. The checks themselves are generated from
-// ffi.hpp (gen_abi_checks.py), so none can be left out; they are
+// ffi.hpp (tools/gen_abi_checks.py), so none can be left out; they are
 // static_asserts, so a disagreement fails the build of this test.
 #include <cuda.h>
 #include <cudaTypedefs.h>

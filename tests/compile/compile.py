@@ -2,13 +2,13 @@
 """One compile test: run a compiler on a translation unit and judge the result.
 
   compile.py --compiler CXX [--include H]... [--source F] [--link]
-             [--expect-fail TEXT] [--skip-unless PATH] -- FLAGS...
+             [--expect-fail TEXT] -- FLAGS...
 
 With --include, the translation unit is generated: one #include line per H,
 in order. With --expect-fail, the test passes only when compilation fails
 and the diagnostics contain TEXT (a misuse that must not compile).
 --link compiles and links a program (in a temporary directory) instead of
-checking syntax only. --skip-unless exits 77 (meson's SKIP) when PATH does not exist.
+checking syntax only.
 """
 import argparse
 import os
@@ -29,12 +29,8 @@ def main():
     ap.add_argument("--include", action="append", default=[])
     ap.add_argument("--source")
     ap.add_argument("--expect-fail")
-    ap.add_argument("--skip-unless")
     ap.add_argument("--link", action="store_true")
     args = ap.parse_args(argv)
-    if args.skip_unless and not os.path.exists(args.skip_unless):
-        print(f"SKIP: {args.skip_unless} not found")
-        return 77
     compiler = shlex.split(args.compiler)
     with tempfile.TemporaryDirectory() as tmp:
         source = args.source

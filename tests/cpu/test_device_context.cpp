@@ -1,7 +1,7 @@
 // Device and Context on the fake driver.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 using namespace oxicuda;
 
@@ -32,42 +32,37 @@ TEST_CASE("device: zero devices is an answer, and get() then explains") {
   scope.fake.set_device_count(1);
 }
 
-TEST_CASE("context: the primary context is retained once and released when the last copy drops") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "context: the primary context is retained once and released when the last copy drops") {
   {
     Context a = Context::primary(Device::get(0));
     CHECK(a.kind() == Context::Kind::primary);
-    CHECK(scope.fake.live("primary") == scope.primaries + 1);
+    CHECK(fake.live("primary") == at_start.primary + 1);
     {
       Context b = a;  // NOLINT(performance-unnecessary-copy-initialization)
       Context c = b;
       CHECK(c == a);
       CHECK(a.use_count() == 3);
     }
-    CHECK(scope.fake.calls("cuDevicePrimaryCtxRelease") == 0);
+    CHECK(fake.calls("cuDevicePrimaryCtxRelease") == 0);
     CHECK(a.device() == Device::get(0));
   }
-  CHECK(scope.fake.calls("cuDevicePrimaryCtxRetain") == 1);
-  CHECK(scope.fake.calls("cuDevicePrimaryCtxRelease") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuDevicePrimaryCtxRetain") == 1);
+  CHECK(fake.calls("cuDevicePrimaryCtxRelease") == 1);
 }
 
-TEST_CASE("context: a created context is destroyed once and leaves the thread's current context alone") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "context: a created context is destroyed once and leaves the thread's current context alone") {
   CHECK(Context::current().raw() == nullptr);
   {
     Context created = Context::create(Device::get(0), {.schedule = Schedule::blocking_sync});
     CHECK(created.kind() == Context::Kind::created);
     CHECK(Context::current().raw() == nullptr);  // cuCtxCreate pushed it; create() popped it
     Context copy = created;
-    CHECK(scope.fake.live("context") == scope.contexts + 1);
+    CHECK(fake.live("context") == at_start.context + 1);
   }
-  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuCtxDestroy") == 1);
 }
 
-TEST_CASE("context: ScopedCurrent makes current and restores, also nothing, also when nested") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "context: ScopedCurrent makes current and restores, also nothing, also when nested") {
   Context a = Context::primary(Device::get(0));
   Context b = Context::create(Device::get(0));
   CHECK(Context::current().raw() == nullptr);
@@ -78,9 +73,9 @@ TEST_CASE("context: ScopedCurrent makes current and restores, also nothing, also
       ScopedCurrent sb(b);
       CHECK(Context::current() == b);
       {
-        const long before = scope.fake.calls("*");
+        const long before = fake.calls("*");
         ScopedCurrent again(b);  // already current: one cuCtxGetCurrent, no switch
-        CHECK(scope.fake.calls("*") - before == 1);
+        CHECK(fake.calls("*") - before == 1);
       }
       CHECK(Context::current() == b);
     }
@@ -89,28 +84,25 @@ TEST_CASE("context: ScopedCurrent makes current and restores, also nothing, also
   CHECK(Context::current().raw() == nullptr);
 }
 
-TEST_CASE("context: synchronize, priority range and memory info restore the current context") {
-  FakeScope scope;
-  Context a = Context::primary(Device::get(0));
-  a.synchronize();
-  const StreamPriorityRange r = a.stream_priority_range();
+TEST_CASE_FIXTURE(ContextTest, "context: synchronize, priority range and memory info restore the current context") {
+  ctx.synchronize();
+  const StreamPriorityRange r = ctx.stream_priority_range();
   CHECK(r.least == 0);
   CHECK(r.greatest == -5);
-  const MemoryInfo m = a.memory_info();
+  const MemoryInfo m = ctx.memory_info();
   CHECK(m.total == (std::size_t{80} << 30));
   CHECK(m.free <= m.total);
   CHECK(Context::current().raw() == nullptr);
   {
     Context b = Context::create(Device::get(0));
     ScopedCurrent restore(b);  // restores "none current" on exit
-    a.make_current();
-    CHECK(Context::current() == a);
+    ctx.make_current();
+    CHECK(Context::current() == ctx);
   }
   CHECK(Context::current().raw() == nullptr);
 }
 
-TEST_CASE("context: a borrowed context is never released") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "context: a borrowed context is never released") {
   Context owner = Context::create(Device::get(0));
   {
     Context borrowed = Context::borrow(owner.raw());
@@ -118,5 +110,5 @@ TEST_CASE("context: a borrowed context is never released") {
     CHECK(borrowed.use_count() == 0);
     CHECK(borrowed.device() == Device::get(0));  // asked of the driver, with it made current
   }
-  CHECK(scope.fake.calls("cuCtxDestroy") == 0);
+  CHECK(fake.calls("cuCtxDestroy") == 0);
 }

@@ -2,16 +2,15 @@
 // text, the std::error_code integration, and the diagnostic hook.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 #include <string>
 #include <system_error>
 
 using namespace oxicuda;
 
-TEST_CASE("an Error carries code, name, the driver's description, call and the caller's line") {
-  FakeScope scope;
-  scope.fake.fail("cuDeviceGetCount", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+TEST_CASE_FIXTURE(FakeTest, "an Error carries code, name, the driver's description, call and the caller's line") {
+  fake.fail("cuDeviceGetCount", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
   const unsigned line = __LINE__ + 2;
   {
     const Error e = error_of([&] { (void)Device::count(); });
@@ -33,7 +32,6 @@ TEST_CASE("an Error carries code, name, the driver's description, call and the c
     CHECK(e.code() == std::errc::not_enough_memory);
     CHECK(e.code().category().name() == std::string("cuda"));
   }
-  CHECK(scope.balanced());
 }
 
 TEST_CASE("catching std::system_error catches oxicuda errors") {
@@ -89,11 +87,10 @@ TEST_CASE("a failing destroy goes to the diagnostic hook, never out of a destruc
   CHECK(last_diagnostic.rfind("cuStreamDestroy failed: CUDA_ERROR_LAUNCH_FAILED (719)", 0) == 0);
   set_diagnostic_hook(previous);
   // The stream the fake refused to destroy is still live there; nothing else is.
-  CHECK(scope.fake.live("stream") == scope.streams + 1);
+  CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);
 }
 
-TEST_CASE("using an empty handle is a clear error, not a crash") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "using an empty handle is a clear error, not a crash") {
   Stream s;
   {
     const Error e = error_of([&] { s.synchronize(); });
@@ -117,37 +114,32 @@ TEST_CASE("using an empty handle is a clear error, not a crash") {
   Stream moved = std::move(real);
   CHECK_THROWS_AS(real.synchronize(), Error);  // NOLINT(bugprone-use-after-move): that is the point
   CHECK_THROWS_AS(moved.record(ev), Error);
-  CHECK(scope.fake.calls("cuEventRecord") == 0);
+  CHECK(fake.calls("cuEventRecord") == 0);
 }
 
-TEST_CASE("what() reads well: the whole text of representative errors") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(ContextTest, "what() reads well: the whole text of representative errors") {
+  // A JIT failure: call, name, code, the driver's text, where, and ptxas's log.
   {
-    Context ctx = Context::primary(Device::get(0));
-    // A JIT failure: call, name, code, the driver's text, where, and ptxas's log.
-    {
-      const Error e = error_of([&] { (void)Module::from_ptx(ctx, ".version 7.0\n.target sm_70\n.address_size 64\nfrob;\n"); });
-      const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
-                             e.where().function_name();
-      CHECK(std::string(e.what()) ==
-            "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed [fake driver]\n"
-            "  at " + at + "\n"
-            "  PTX source of 50 bytes; JIT error log:\n"
-            "  ptxas application ptx input, line 4; error   : Not a name of any known instruction: 'frob'");
-    }
-    // A typed kernel whose signature does not match the module's kernel.
-    {
-      const Error e = error_of([&] { (void)Module::from_ptx(ctx, kFakePtx).kernel<void(float*)>("dbl"); });
-      const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
-                             e.where().function_name();
-      const std::string sig(detail::type_name<void(float*)>());
-      CHECK(std::string(e.what()) ==
-            "oxicuda::Module::kernel failed: CUDA_ERROR_INVALID_VALUE (1): one or more of the parameters passed to "
-            "the API call is not within an acceptable range of values [fake driver]\n"
-            "  at " + at + "\n"
-            "  kernel 'dbl' is declared " + sig + ", 1 parameter (8 bytes at 0), but the module's kernel takes 2 "
-            "parameters (8 bytes at 0, 4 bytes at 8)");
-    }
+    const Error e = error_of([&] { (void)Module::from_ptx(ctx, ".version 7.0\n.target sm_70\n.address_size 64\nfrob;\n"); });
+    const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
+                           e.where().function_name();
+    CHECK(std::string(e.what()) ==
+          "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed [fake driver]\n"
+          "  at " + at + "\n"
+          "  PTX source of 50 bytes; JIT error log:\n"
+          "  ptxas application ptx input, line 4; error   : Not a name of any known instruction: 'frob'");
   }
-  CHECK(scope.balanced());
+  // A typed kernel whose signature does not match the module's kernel.
+  {
+    const Error e = error_of([&] { (void)Module::from_ptx(ctx, kFakePtx).kernel<void(float*)>("dbl"); });
+    const std::string at = std::string(e.where().file_name()) + ":" + std::to_string(e.where().line()) + " in " +
+                           e.where().function_name();
+    const std::string sig(detail::type_name<void(float*)>());
+    CHECK(std::string(e.what()) ==
+          "oxicuda::Module::kernel failed: CUDA_ERROR_INVALID_VALUE (1): one or more of the parameters passed to "
+          "the API call is not within an acceptable range of values [fake driver]\n"
+          "  at " + at + "\n"
+          "  kernel 'dbl' is declared " + sig + ", 1 parameter (8 bytes at 0), but the module's kernel takes 2 "
+          "parameters (8 bytes at 0, 4 bytes at 8)");
+  }
 }

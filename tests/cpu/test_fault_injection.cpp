@@ -9,7 +9,7 @@
 // them.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fake_driver.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,13 +24,6 @@ using namespace oxicuda;
 namespace {
 
 constexpr ffi::CUresult kInjected = ffi::CUDA_ERROR_UNKNOWN;
-
-constexpr const char* kPtx = R"(.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry scale(.param .u64 p, .param .u32 n)
-{ ret; }
-)";
 
 struct Op {
   const char* name;
@@ -87,8 +80,8 @@ std::vector<Op> operations() {
        [] {
          Context ctx = Context::primary(Device::get(0));
          Stream s(ctx);
-         Module m = Module::from_ptx(ctx, kPtx);
-         auto k = m.kernel<void(float*, unsigned)>("scale");
+         Module m = Module::from_ptx(ctx, kFakePtx);
+         auto k = m.kernel<void(float*, unsigned)>("dbl");
          const Function& f = k.function();
          (void)f.num_registers();
          f.set_attribute(ffi::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 50);
@@ -124,27 +117,6 @@ std::vector<Op> operations() {
   };
 }
 
-struct Snapshot {
-  long streams, events, contexts, primaries, modules, memory, pinned;
-  static Snapshot take(Fake& f) {
-    return {f.live("stream"), f.live("event"),  f.live("context"), f.live("primary"),
-            f.live("module"), f.live("memory"), f.live("pinned")};
-  }
-};
-
-// A failed destroy leaves the object alive in the fake (the driver said
-// no); that one object is expected to remain.
-const char* kind_destroyed_by(const std::string& entry) {
-  if (entry == "cuStreamDestroy") return "stream";
-  if (entry == "cuEventDestroy") return "event";
-  if (entry == "cuCtxDestroy") return "context";
-  if (entry == "cuDevicePrimaryCtxRelease") return "primary";
-  if (entry == "cuModuleUnload") return "module";
-  if (entry == "cuMemFree" || entry == "cuMemFreeAsync") return "memory";
-  if (entry == "cuMemFreeHost") return "pinned";
-  return nullptr;
-}
-
 std::vector<Error> reported;
 void capture(const Error& e) noexcept { reported.push_back(e); }
 
@@ -174,7 +146,7 @@ TEST_CASE("fault injection: every driver call of every operation, failed in turn
         CAPTURE(nth);
         fake.reset();
         reported.clear();
-        const Snapshot before = Snapshot::take(fake);
+        const LiveCounts before = LiveCounts::take(fake);
         fake.fail(entry.c_str(), nth, kInjected);
         bool thrown = false;
         try {
@@ -204,21 +176,14 @@ TEST_CASE("fault injection: every driver call of every operation, failed in turn
           CHECK(reported.empty());
         }
         // Nothing leaked, nothing destroyed twice, the current context restored.
-        Snapshot after = Snapshot::take(fake);
-        if (const char* kind = kind_destroyed_by(entry); kind && !thrown) {
-          const std::string k = kind;
-          long& slot = k == "stream" ? after.streams : k == "event" ? after.events : k == "context" ? after.contexts
-                       : k == "primary" ? after.primaries : k == "module" ? after.modules
-                       : k == "memory" ? after.memory : after.pinned;
-          --slot;  // the one object the fake refused to destroy
+        LiveCounts after = LiveCounts::take(fake);
+        // A failed destroy leaves the object alive in the fake (the driver
+        // said no); that one object is expected to remain.
+        if (const LiveKind* kind = kind_destroyed_by(entry); kind && !thrown) --(after.*kind->count);
+        for (const LiveKind& kind : live_kinds) {
+          INFO("live " << std::string(kind.name));
+          CHECK(after.*kind.count == before.*kind.count);
         }
-        CHECK(after.streams == before.streams);
-        CHECK(after.events == before.events);
-        CHECK(after.contexts == before.contexts);
-        CHECK(after.primaries == before.primaries);
-        CHECK(after.modules == before.modules);
-        CHECK(after.memory == before.memory);
-        CHECK(after.pinned == before.pinned);
         CHECK(fake.invalid_destroys() == 0);
         if (entry == "cuCtxSetCurrent" && !thrown) {
           // The driver refused to restore the previous context (reported

@@ -3,7 +3,7 @@
 // (Items only a real driver can show are in tests/gpu/gpu_hardening.cpp.)
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,118 +57,101 @@ struct TwoDeepStack {
 
 }  // namespace
 
-TEST_CASE("hardening 1: every handle type, moved from, is empty and says so when used") {
-  FakeScope scope;
-  {
-    // The case from the review: the moved-into Context is gone, and the
-    // moved-from one must not reach the driver with its destroyed handle.
-    Context a = Context::create(Device::get(0));
-    Context b = std::move(a);
-    CHECK_FALSE(a);  // NOLINT(bugprone-use-after-move)
-    CHECK(a.raw() == nullptr);
-    CHECK(a.use_count() == 0);
-    b = Context();
-    const long set_current = scope.fake.calls("cuCtxSetCurrent");
-    check_empty(error_of([&] { Stream s{a}; }), "oxicuda::Context");
-    CHECK(scope.fake.calls("cuCtxSetCurrent") == set_current);
-    // ... and while the moved-into one is alive, the moved-from one makes nothing.
-    Context c = Context::create(Device::get(0));
-    Context d = std::move(c);
-    check_empty(error_of([&] { Stream s{c}; }), "oxicuda::Context");  // NOLINT(bugprone-use-after-move)
-    check_empty(error_of([&] { c.synchronize(); }), "oxicuda::Context");
-    check_empty(error_of([&] { (void)c.device(); }), "oxicuda::Context");
-    Context e;
-    e = std::move(d);  // move assignment empties too
-    CHECK_FALSE(d);    // NOLINT(bugprone-use-after-move)
-    CHECK(e);
+TEST_CASE_FIXTURE(FakeTest, "hardening 1: every handle type, moved from, is empty and says so when used") {
+  // The case from the review: the moved-into Context is gone, and the
+  // moved-from one must not reach the driver with its destroyed handle.
+  Context a = Context::create(Device::get(0));
+  Context b = std::move(a);
+  CHECK_FALSE(a);  // NOLINT(bugprone-use-after-move)
+  CHECK(a.raw() == nullptr);
+  CHECK(a.use_count() == 0);
+  b = Context();
+  const long set_current = fake.calls("cuCtxSetCurrent");
+  check_empty(error_of([&] { Stream s{a}; }), "oxicuda::Context");
+  CHECK(fake.calls("cuCtxSetCurrent") == set_current);
+  // ... and while the moved-into one is alive, the moved-from one makes nothing.
+  Context c = Context::create(Device::get(0));
+  Context d = std::move(c);
+  check_empty(error_of([&] { Stream s{c}; }), "oxicuda::Context");  // NOLINT(bugprone-use-after-move)
+  check_empty(error_of([&] { c.synchronize(); }), "oxicuda::Context");
+  check_empty(error_of([&] { (void)c.device(); }), "oxicuda::Context");
+  Context e;
+  e = std::move(d);  // move assignment empties too
+  CHECK_FALSE(d);    // NOLINT(bugprone-use-after-move)
+  CHECK(e);
 
-    Context ctx = Context::primary(Device::get(0));
-    Stream live(ctx);
-    Module m = Module::from_ptx(ctx, kFakePtx);
-    Module m2 = std::move(m);
-    check_empty(error_of([&] { (void)m.function("dbl"); }), "oxicuda::Module");  // NOLINT(bugprone-use-after-move)
-    Function f = m2.function("dbl");
-    Function f2 = std::move(f);
-    CHECK(f.raw() == nullptr);  // NOLINT(bugprone-use-after-move)
-    check_empty(error_of([&] { (void)f.num_registers(); }), "oxicuda::Function");
-    check_empty(error_of([&] { launch(live, f, {}, static_cast<float*>(nullptr), 1u); }), "oxicuda::Function");
-    Kernel<void()> k = m2.kernel<void()>("none");
-    Kernel<void()> k2 = std::move(k);
-    check_empty(error_of([&] { launch(live, k, {}); }), "oxicuda::Function");  // NOLINT(bugprone-use-after-move)
-    Event ev(ctx);
-    Event ev2 = std::move(ev);
-    check_empty(error_of([&] { live.record(ev); }), "oxicuda::Event");  // NOLINT(bugprone-use-after-move)
-    check_empty(error_of([&] { ev.synchronize(); }), "oxicuda::Event");
-    Stream moved = std::move(live);
-    check_empty(error_of([&] { live.synchronize(); }), "oxicuda::Stream");  // NOLINT(bugprone-use-after-move)
-    check_empty(error_of([&] { launch(live, k2, {}); }), "oxicuda::Stream");
-    DeviceBuffer<float> buf(ctx, 4);
-    DeviceBuffer<float> buf2 = std::move(buf);
-    CHECK(buf.device_ptr() == 0);  // NOLINT(bugprone-use-after-move)
-    CHECK(buf.size() == 0);
-    CHECK_FALSE(buf.context());
-    std::vector<float> host(4);
-    CHECK(error_of([&] { copy(host, buf); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
-    PinnedBuffer<float> pin(ctx, 4);
-    PinnedBuffer<float> pin2 = std::move(pin);
-    CHECK(pin.data() == nullptr);  // NOLINT(bugprone-use-after-move)
-    CHECK(pin.size() == 0);
-    CHECK_FALSE(pin.context());
-    // A MemoryPool is a non-owning reference to the device's pool, like a
-    // pointer: a moved-from one still names that pool.
-    MemoryPool pool = MemoryPool::device_default(Device::get(0));
-    MemoryPool pool2 = std::move(pool);
-    CHECK(pool.raw() == pool2.raw());  // NOLINT(bugprone-use-after-move)
-  }
-  CHECK(scope.balanced());
+  Context ctx = Context::primary(Device::get(0));
+  Stream live(ctx);
+  Module m = Module::from_ptx(ctx, kFakePtx);
+  Module m2 = std::move(m);
+  check_empty(error_of([&] { (void)m.function("dbl"); }), "oxicuda::Module");  // NOLINT(bugprone-use-after-move)
+  Function f = m2.function("dbl");
+  Function f2 = std::move(f);
+  CHECK(f.raw() == nullptr);  // NOLINT(bugprone-use-after-move)
+  check_empty(error_of([&] { (void)f.num_registers(); }), "oxicuda::Function");
+  check_empty(error_of([&] { launch(live, f, {}, static_cast<float*>(nullptr), 1u); }), "oxicuda::Function");
+  Kernel<void()> k = m2.kernel<void()>("none");
+  Kernel<void()> k2 = std::move(k);
+  check_empty(error_of([&] { launch(live, k, {}); }), "oxicuda::Function");  // NOLINT(bugprone-use-after-move)
+  Event ev(ctx);
+  Event ev2 = std::move(ev);
+  check_empty(error_of([&] { live.record(ev); }), "oxicuda::Event");  // NOLINT(bugprone-use-after-move)
+  check_empty(error_of([&] { ev.synchronize(); }), "oxicuda::Event");
+  Stream moved = std::move(live);
+  check_empty(error_of([&] { live.synchronize(); }), "oxicuda::Stream");  // NOLINT(bugprone-use-after-move)
+  check_empty(error_of([&] { launch(live, k2, {}); }), "oxicuda::Stream");
+  DeviceBuffer<float> buf(ctx, 4);
+  DeviceBuffer<float> buf2 = std::move(buf);
+  CHECK(buf.device_ptr() == 0);  // NOLINT(bugprone-use-after-move)
+  CHECK(buf.size() == 0);
+  CHECK_FALSE(buf.context());
+  std::vector<float> host(4);
+  CHECK(error_of([&] { copy(host, buf); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  PinnedBuffer<float> pin(ctx, 4);
+  PinnedBuffer<float> pin2 = std::move(pin);
+  CHECK(pin.data() == nullptr);  // NOLINT(bugprone-use-after-move)
+  CHECK(pin.size() == 0);
+  CHECK_FALSE(pin.context());
+  // A MemoryPool is a non-owning reference to the device's pool, like a
+  // pointer: a moved-from one still names that pool.
+  MemoryPool pool = MemoryPool::device_default(Device::get(0));
+  MemoryPool pool2 = std::move(pool);
+  CHECK(pool.raw() == pool2.raw());  // NOLINT(bugprone-use-after-move)
 }
 
-TEST_CASE("hardening 2: a moved-from Function or Kernel is an error, also with large shared memory and occupancy") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    Stream s(ctx);
-    Module m = Module::from_ptx(ctx, kFakePtx);
-    Kernel<void()> k = m.kernel<void()>("none");
-    Kernel<void()> taken = std::move(k);
-    // Above 48 KiB the launch raises the kernel's limit first: it used to
-    // read the moved-from Function's null state there (SIGSEGV).
-    check_empty(error_of([&] { launch(s, k, {.shared_bytes = 64 * 1024}); }),  // NOLINT(bugprone-use-after-move)
-                "oxicuda::Function");
-    Function f = m.function("none");
-    Function g = std::move(f);
-    check_empty(error_of([&] { (void)f.max_active_blocks_per_multiprocessor(128); }),  // NOLINT
-                "oxicuda::Function");
-    check_empty(error_of([&] { (void)f.suggested_block_size(); }), "oxicuda::Function");
-    check_empty(error_of([&] { f.allow_dynamic_shared_bytes(64 * 1024); }), "oxicuda::Function");
-    CHECK(scope.fake.calls("cuLaunchKernel") == 0);
-    CHECK(scope.fake.calls("cuFuncSetAttribute") == 0);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(LaunchTest, "hardening 2: a moved-from Function or Kernel is an error, also with large shared memory and occupancy") {
+  Kernel<void()> k = m.kernel<void()>("none");
+  Kernel<void()> taken = std::move(k);
+  // Above 48 KiB the launch raises the kernel's limit first: it used to
+  // read the moved-from Function's null state there (SIGSEGV).
+  check_empty(error_of([&] { launch(s, k, {.shared_bytes = 64 * 1024}); }),  // NOLINT(bugprone-use-after-move)
+              "oxicuda::Function");
+  Function f = m.function("none");
+  Function g = std::move(f);
+  check_empty(error_of([&] { (void)f.max_active_blocks_per_multiprocessor(128); }),  // NOLINT
+              "oxicuda::Function");
+  check_empty(error_of([&] { (void)f.suggested_block_size(); }), "oxicuda::Function");
+  check_empty(error_of([&] { f.allow_dynamic_shared_bytes(64 * 1024); }), "oxicuda::Function");
+  CHECK(fake.calls("cuLaunchKernel") == 0);
+  CHECK(fake.calls("cuFuncSetAttribute") == 0);
 }
 
-TEST_CASE("hardening 3: JitOptions::log_bytes beyond a 32-bit size is refused; the driver is told what was allocated") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    for (std::size_t bytes : {SIZE_MAX, JitOptions::max_log_bytes + 1}) {
-      const Error e = error_of([&] { (void)Module::from_ptx(ctx, kFakePtx, {.log_bytes = bytes}); });
-      CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
-      CHECK(e.call() == "oxicuda::Module::load");
-      CHECK(e.detail() == "JitOptions::log_bytes is " + std::to_string(bytes) +
-                              "; the driver takes a log size as a 32-bit unsigned, so at most 4294967294 (16 KiB is "
-                              "the default)");
-    }
-    CHECK(scope.fake.calls("cuModuleLoadDataEx") == 0);
-    // A small log: the driver writes at most that many bytes (NUL included).
-    Module m = Module::from_ptx(ctx, kFakePtx, {.log_bytes = 9});
-    CHECK(m.info_log() == "fake ptx");
+TEST_CASE_FIXTURE(ContextTest, "hardening 3: JitOptions::log_bytes beyond a 32-bit size is refused; the driver is told what was allocated") {
+  for (std::size_t bytes : {SIZE_MAX, JitOptions::max_log_bytes + 1}) {
+    const Error e = error_of([&] { (void)Module::from_ptx(ctx, kFakePtx, {.log_bytes = bytes}); });
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+    CHECK(e.call() == "oxicuda::Module::load");
+    CHECK(e.detail() == "JitOptions::log_bytes is " + std::to_string(bytes) +
+                            "; the driver takes a log size as a 32-bit unsigned, so at most 4294967294 (16 KiB is "
+                            "the default)");
   }
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuModuleLoadDataEx") == 0);
+  // A small log: the driver writes at most that many bytes (NUL included).
+  Module m = Module::from_ptx(ctx, kFakePtx, {.log_bytes = 9});
+  CHECK(m.info_log() == "fake ptx");
 }
 
-TEST_CASE("hardening 4: a zero-size stream-ordered buffer is stream-ordered like any other") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "hardening 4: a zero-size stream-ordered buffer is stream-ordered like any other") {
   {
     Context ctx = Context::primary(Device::get(0));
     Stream s(ctx), other(ctx);
@@ -177,25 +160,23 @@ TEST_CASE("hardening 4: a zero-size stream-ordered buffer is stream-ordered like
     CHECK(b.empty());
     CHECK(b.context() == ctx);
     CHECK_NOTHROW(b.free_on(other));
-    CHECK(scope.fake.calls("cuMemAllocAsync") == 0);
+    CHECK(fake.calls("cuMemAllocAsync") == 0);
     DeviceBuffer<int> sync(ctx, 0);
     CHECK_FALSE(sync.stream_ordered());
     CHECK(error_of([&] { sync.free_on(other); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
   }
-  CHECK(scope.fake.calls("cuMemFreeAsync") == 0);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuMemFreeAsync") == 0);
 }
 
-TEST_CASE("hardening 6: ScopedCurrent with an empty Context or a null CUcontext leaves a two-deep stack intact") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "hardening 6: ScopedCurrent with an empty Context or a null CUcontext leaves a two-deep stack intact") {
   TwoDeepStack stack;
   check_empty(error_of([] { ScopedCurrent guard{Context()}; }), "oxicuda::Context");
   check_empty(error_of([] { ScopedCurrent guard{static_cast<CUcontext>(nullptr)}; }), "CUcontext (null)");
   Context moved = Context::primary(Device::get(0));
   Context into = std::move(moved);
   check_empty(error_of([&] { Event e(moved); }), "oxicuda::Context");  // NOLINT(bugprone-use-after-move)
-  CHECK(scope.fake.calls("cuCtxSetCurrent") == 0);  // refused before any context call
-  CHECK(scope.fake.calls("cuCtxGetCurrent") == 0);
+  CHECK(fake.calls("cuCtxSetCurrent") == 0);  // refused before any context call
+  CHECK(fake.calls("cuCtxGetCurrent") == 0);
   {
     // A real guard over the stack: the top is replaced, then restored.
     ScopedCurrent guard(into);
@@ -204,16 +185,14 @@ TEST_CASE("hardening 6: ScopedCurrent with an empty Context or a null CUcontext 
   CHECK(Context::current().raw() == stack.b);
   into = Context();
   stack.check_intact_and_destroy();
-  CHECK(scope.balanced());
 }
 
-TEST_CASE("hardening 7: a host function's callable is destroyed off the driver's thread, after it has run") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "hardening 7: a host function's callable is destroyed off the driver's thread, after it has run") {
   HookCapture hook;
   {
     Context ctx = Context::primary(Device::get(0));
     Stream s(ctx);
-    const long before = scope.fake.live("memory");
+    const long before = fake.live("memory");
     const std::thread::id test_thread = std::this_thread::get_id();
     std::atomic<bool> ran{false}, ran_elsewhere{false}, destroyed{false}, destroyed_here{false};
     {
@@ -239,11 +218,11 @@ TEST_CASE("hardening 7: a host function's callable is destroyed off the driver's
     }
     CHECK(ran);
     CHECK(ran_elsewhere);
-    CHECK(scope.fake.host_funcs_run() == 1);
+    CHECK(fake.host_funcs_run() == 1);
     s.synchronize();  // where the callable is destroyed
     CHECK(destroyed);
     CHECK(destroyed_here);
-    CHECK(scope.fake.live("memory") == before);  // cuMemFree succeeded: it was not called on the driver's thread
+    CHECK(fake.live("memory") == before);  // cuMemFree succeeded: it was not called on the driver's thread
     CHECK(reported.empty());
 
     // A callable that throws goes to the hook, and everything goes on.
@@ -282,75 +261,62 @@ TEST_CASE("hardening 7: a host function's callable is destroyed off the driver's
     CHECK(gone == 1);
   }  // the stream's destruction reclaims the last one
   CHECK(reported.size() == 1);
-  CHECK(scope.balanced());
 }
 
-TEST_CASE("hardening 8: image size checks cannot be bypassed by integer overflow") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    // A fatbin header claiming 2^64 - 16 bytes of payload after its 16-byte header.
-    std::vector<unsigned char> fatbin(64, 0);
-    const std::uint32_t magic = 0xBA55ED50u;
-    std::memcpy(fatbin.data(), &magic, 4);
-    fatbin[6] = 16;
-    const std::uint64_t huge = ~std::uint64_t{0} - 15;
-    std::memcpy(fatbin.data() + 8, &huge, 8);
-    const Error f = error_of([&] { (void)Module::from_image(ctx, fatbin.data(), fatbin.size()); });
-    CHECK(f.result() == ffi::CUDA_ERROR_INVALID_IMAGE);
-    CHECK(f.detail() == "the fatbin image is truncated: its headers describe 16 + 18446744073709551600 bytes but only "
-                        "64 were given");
-    // An ELF whose section headers lie at 2^64 - 8: offset + size wraps to a small number.
-    std::vector<unsigned char> elf(128, 0);
-    elf[0] = 0x7f, elf[1] = 'E', elf[2] = 'L', elf[3] = 'F', elf[4] = 2;
-    const std::uint64_t shoff = ~std::uint64_t{0} - 7;
-    std::memcpy(elf.data() + 40, &shoff, 8);
-    elf[58] = 64, elf[60] = 1;  // one section header of 64 bytes
-    const Error e = error_of([&] { (void)Module::from_image(ctx, elf.data(), elf.size()); });
-    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_IMAGE);
-    CHECK(e.detail() == "the cubin (ELF) image is truncated: its headers describe 18446744073709551608 + 64 bytes "
-                        "but only 128 were given");
-    // The same with program headers.
-    std::vector<unsigned char> elf2(128, 0);
-    std::memcpy(elf2.data(), elf.data(), 8);
-    std::memcpy(elf2.data() + 32, &shoff, 8);
-    elf2[54] = 56, elf2[56] = 1;
-    CHECK(error_of([&] { (void)Module::from_image(ctx, elf2.data(), elf2.size()); }).result() ==
-          ffi::CUDA_ERROR_INVALID_IMAGE);
-    CHECK(scope.fake.calls("cuModuleLoadDataEx") == 0);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(ContextTest, "hardening 8: image size checks cannot be bypassed by integer overflow") {
+  // A fatbin header claiming 2^64 - 16 bytes of payload after its 16-byte header.
+  std::vector<unsigned char> fatbin(64, 0);
+  const std::uint32_t magic = 0xBA55ED50u;
+  std::memcpy(fatbin.data(), &magic, 4);
+  fatbin[6] = 16;
+  const std::uint64_t huge = ~std::uint64_t{0} - 15;
+  std::memcpy(fatbin.data() + 8, &huge, 8);
+  const Error f = error_of([&] { (void)Module::from_image(ctx, fatbin.data(), fatbin.size()); });
+  CHECK(f.result() == ffi::CUDA_ERROR_INVALID_IMAGE);
+  CHECK(f.detail() == "the fatbin image is truncated: its headers describe 16 + 18446744073709551600 bytes but only "
+                      "64 were given");
+  // An ELF whose section headers lie at 2^64 - 8: offset + size wraps to a small number.
+  std::vector<unsigned char> elf(128, 0);
+  elf[0] = 0x7f, elf[1] = 'E', elf[2] = 'L', elf[3] = 'F', elf[4] = 2;
+  const std::uint64_t shoff = ~std::uint64_t{0} - 7;
+  std::memcpy(elf.data() + 40, &shoff, 8);
+  elf[58] = 64, elf[60] = 1;  // one section header of 64 bytes
+  const Error e = error_of([&] { (void)Module::from_image(ctx, elf.data(), elf.size()); });
+  CHECK(e.result() == ffi::CUDA_ERROR_INVALID_IMAGE);
+  CHECK(e.detail() == "the cubin (ELF) image is truncated: its headers describe 18446744073709551608 + 64 bytes "
+                      "but only 128 were given");
+  // The same with program headers.
+  std::vector<unsigned char> elf2(128, 0);
+  std::memcpy(elf2.data(), elf.data(), 8);
+  std::memcpy(elf2.data() + 32, &shoff, 8);
+  elf2[54] = 56, elf2[56] = 1;
+  CHECK(error_of([&] { (void)Module::from_image(ctx, elf2.data(), elf2.size()); }).result() ==
+        ffi::CUDA_ERROR_INVALID_IMAGE);
+  CHECK(fake.calls("cuModuleLoadDataEx") == 0);
 }
 
-TEST_CASE("hardening 9: the dynamic shared memory limit is not trusted stale") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    Stream s(ctx);
-    Module m = Module::from_ptx(ctx, kFakePtx);
-    Function f1 = m.function("none"), f2 = m.function("none");
-    launch(s, f1, {.shared_bytes = 64 * 1024});
-    CHECK(f1.allowed_dynamic_shared_bytes() == 64 * 1024);
-    // Lowered through another Function of the same kernel: f1 does not know.
-    f2.set_attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 50 * 1024);
-    CHECK(f1.allowed_dynamic_shared_bytes() == 50 * 1024);  // the driver's answer
-    CHECK_NOTHROW(launch(s, f1, {.shared_bytes = 60 * 1024}));
-    CHECK(f1.allowed_dynamic_shared_bytes() == 60 * 1024);
-    // Lowered through the same Function: its own launches follow.
-    f1.set_attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 49 * 1024);
-    CHECK(f1.allowed_dynamic_shared_bytes() == 49 * 1024);
-    const long sets = scope.fake.calls("cuFuncSetAttribute");
-    CHECK_NOTHROW(launch(s, f1, {.shared_bytes = 56 * 1024}));
-    CHECK(scope.fake.calls("cuFuncSetAttribute") == sets + 1);  // raised before the launch, not after a refusal
-    // Through raw(): the refused launch re-reads the limit, raises it and succeeds.
-    REQUIRE(detail::api().FuncSetAttribute(f1.raw(), ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                           48 * 1024) == ffi::CUDA_SUCCESS);
-    CHECK_NOTHROW(launch(s, f1, {.shared_bytes = 52 * 1024}));
-    FakeLaunch l{};
-    scope.fake.last_launch(&l);
-    CHECK(l.shared_bytes == 52 * 1024);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(LaunchTest, "hardening 9: the dynamic shared memory limit is not trusted stale") {
+  Function f1 = m.function("none"), f2 = m.function("none");
+  launch(s, f1, {.shared_bytes = 64 * 1024});
+  CHECK(f1.allowed_dynamic_shared_bytes() == 64 * 1024);
+  // Lowered through another Function of the same kernel: f1 does not know.
+  f2.set_attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 50 * 1024);
+  CHECK(f1.allowed_dynamic_shared_bytes() == 50 * 1024);  // the driver's answer
+  CHECK_NOTHROW(launch(s, f1, {.shared_bytes = 60 * 1024}));
+  CHECK(f1.allowed_dynamic_shared_bytes() == 60 * 1024);
+  // Lowered through the same Function: its own launches follow.
+  f1.set_attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 49 * 1024);
+  CHECK(f1.allowed_dynamic_shared_bytes() == 49 * 1024);
+  const long sets = fake.calls("cuFuncSetAttribute");
+  CHECK_NOTHROW(launch(s, f1, {.shared_bytes = 56 * 1024}));
+  CHECK(fake.calls("cuFuncSetAttribute") == sets + 1);  // raised before the launch, not after a refusal
+  // Through raw(): the refused launch re-reads the limit, raises it and succeeds.
+  REQUIRE(detail::api().FuncSetAttribute(f1.raw(), ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         48 * 1024) == ffi::CUDA_SUCCESS);
+  CHECK_NOTHROW(launch(s, f1, {.shared_bytes = 52 * 1024}));
+  FakeLaunch l{};
+  fake.last_launch(&l);
+  CHECK(l.shared_bytes == 52 * 1024);
 }
 
 TEST_CASE("hardening 11: a throwing diagnostic hook does not end the process") {
@@ -365,7 +331,7 @@ TEST_CASE("hardening 11: a throwing diagnostic hook does not end the process") {
   }  // the destroy fails, the hook throws, the destructor carries on
   set_diagnostic_hook(previous);
   scope.fake.reset();
-  CHECK(scope.fake.live("stream") == scope.streams + 1);  // the fake refused that one destroy
+  CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);  // the fake refused that one destroy
   CHECK(scope.fake.invalid_destroys() == 0);
 }
 
@@ -391,91 +357,76 @@ TEST_CASE("hardening 12: an error reported from a destructor says what was destr
         "cuStreamDestroy failed: CUDA_ERROR_UNKNOWN (999): " + text + "\n  while destroying an oxicuda::Stream");
   for (const Error& e : reported) CHECK(e.where().line() == 0);
   scope.fake.reset();
-  CHECK(scope.fake.live("stream") == scope.streams + 1);
+  CHECK(scope.fake.live("stream") == scope.at_start.stream + 1);
 }
 
-TEST_CASE("hardening 13: PTX with an embedded NUL is refused, not cut") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    std::string ptx = kFakePtx;
-    const std::size_t at = ptx.find(".visible");
-    ptx.insert(at, 1, '\0');
-    const Error e = error_of([&] { (void)Module::from_ptx(ctx, ptx); });
-    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_PTX);
-    CHECK(e.detail() == "the PTX source of " + std::to_string(ptx.size()) + " bytes has a NUL byte at offset " +
-                            std::to_string(at) + "; the driver would read only the text before it");
-    CHECK(scope.fake.calls("cuModuleLoadDataEx") == 0);
-    // A terminating NUL, as in an embedded file, is fine.
-    std::string terminated = kFakePtx;
-    terminated.push_back('\0');
-    CHECK_NOTHROW((void)Module::from_image(ctx, terminated.data(), terminated.size()));
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(ContextTest, "hardening 13: PTX with an embedded NUL is refused, not cut") {
+  std::string ptx = kFakePtx;
+  const std::size_t at = ptx.find(".visible");
+  ptx.insert(at, 1, '\0');
+  const Error e = error_of([&] { (void)Module::from_ptx(ctx, ptx); });
+  CHECK(e.result() == ffi::CUDA_ERROR_INVALID_PTX);
+  CHECK(e.detail() == "the PTX source of " + std::to_string(ptx.size()) + " bytes has a NUL byte at offset " +
+                          std::to_string(at) + "; the driver would read only the text before it");
+  CHECK(fake.calls("cuModuleLoadDataEx") == 0);
+  // A terminating NUL, as in an embedded file, is fine.
+  std::string terminated = kFakePtx;
+  terminated.push_back('\0');
+  CHECK_NOTHROW((void)Module::from_image(ctx, terminated.data(), terminated.size()));
 }
 
-TEST_CASE("hardening 14: default-stream handles enqueue in their own context, whatever is current") {
-  FakeScope scope;
-  {
-    Context ctx = Context::create(Device::get(0));
-    Context other = Context::create(Device::get(0));
-    Event e(ctx);
-    for (Stream s : {Stream::legacy_default(ctx), Stream::per_thread_default(ctx), Stream::borrow(nullptr, ctx)}) {
-      // No context current: the driver alone would refuse (CUDA_ERROR_INVALID_CONTEXT).
-      REQUIRE(Context::current().raw() == nullptr);
-      CHECK_NOTHROW(s.record(e));
-      CHECK(scope.fake.last_context() == ctx.raw());
-      CHECK(Context::current().raw() == nullptr);
-      // Another context current: the work must not go there.
-      other.make_current();
-      CHECK_NOTHROW(s.record(e));
-      CHECK(scope.fake.last_context() == ctx.raw());
-      CHECK_NOTHROW(s.synchronize());
-      CHECK(scope.fake.last_context() == ctx.raw());
-      CHECK(s.ready());
-      CHECK(Context::current() == other);
-      REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
-    }
-    // The raw handle alone follows the driver's rule: the current context.
-    CHECK(detail::api().EventRecord(e.raw(), ffi::stream_legacy()) == ffi::CUDA_ERROR_INVALID_CONTEXT);
-    // Ordinary streams pay nothing for this: no context call per enqueue.
-    Stream plain(ctx);
-    const long calls = scope.fake.calls("*");
-    plain.record(e);
-    CHECK(scope.fake.calls("*") - calls == 1);
+TEST_CASE_FIXTURE(FakeTest, "hardening 14: default-stream handles enqueue in their own context, whatever is current") {
+  Context ctx = Context::create(Device::get(0));
+  Context other = Context::create(Device::get(0));
+  Event e(ctx);
+  for (Stream s : {Stream::legacy_default(ctx), Stream::per_thread_default(ctx), Stream::borrow(nullptr, ctx)}) {
+    // No context current: the driver alone would refuse (CUDA_ERROR_INVALID_CONTEXT).
+    REQUIRE(Context::current().raw() == nullptr);
+    CHECK_NOTHROW(s.record(e));
+    CHECK(fake.last_context() == ctx.raw());
+    CHECK(Context::current().raw() == nullptr);
+    // Another context current: the work must not go there.
+    other.make_current();
+    CHECK_NOTHROW(s.record(e));
+    CHECK(fake.last_context() == ctx.raw());
+    CHECK_NOTHROW(s.synchronize());
+    CHECK(fake.last_context() == ctx.raw());
+    CHECK(s.ready());
+    CHECK(Context::current() == other);
+    REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
   }
-  CHECK(scope.balanced());
+  // The raw handle alone follows the driver's rule: the current context.
+  CHECK(detail::api().EventRecord(e.raw(), ffi::stream_legacy()) == ffi::CUDA_ERROR_INVALID_CONTEXT);
+  // Ordinary streams pay nothing for this: no context call per enqueue.
+  Stream plain(ctx);
+  const long calls = fake.calls("*");
+  plain.record(e);
+  CHECK(fake.calls("*") - calls == 1);
 }
 
-TEST_CASE("fake driver: zero-size copies and fills succeed in every direction, as on the driver") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    Stream s(ctx);
-    DeviceBuffer<int> a(ctx, 0), b(ctx, 0);
-    PinnedBuffer<int> pinned(ctx, 0);
-    std::vector<int> host;
-    CHECK(a.device_ptr() == 0);
-    CHECK_NOTHROW(copy(a, host));
-    CHECK_NOTHROW(copy(host, a));
-    CHECK_NOTHROW(copy(a, b));
-    CHECK_NOTHROW(copy_async(s, a, pinned));
-    CHECK_NOTHROW(copy_async(s, pinned, a));
-    CHECK_NOTHROW(copy_async(s, b, a));
-    CHECK_NOTHROW(fill(a, 7));
-    CHECK_NOTHROW(fill_bytes(a, 1));
-    CHECK_NOTHROW(fill_async(s, a, 7));
-    CHECK_NOTHROW(fill_bytes_async(s, a, 1));
-    auto c = DeviceBuffer<char>::allocate_async(s, 0);
-    CHECK_NOTHROW(fill_async(s, c, 'x'));
-    s.synchronize();
-    CHECK(scope.fake.calls("cuMemcpyHtoDAsync") == 2);
-    CHECK(scope.fake.calls("cuMemcpyDtoHAsync") == 2);
-    CHECK(scope.fake.calls("cuMemcpyDtoDAsync") == 2);
-    CHECK(scope.fake.calls("cuMemsetD32Async") == 2);
-    CHECK(scope.fake.calls("cuMemsetD8Async") == 3);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(StreamTest, "fake driver: zero-size copies and fills succeed in every direction, as on the driver") {
+  DeviceBuffer<int> a(ctx, 0), b(ctx, 0);
+  PinnedBuffer<int> pinned(ctx, 0);
+  std::vector<int> host;
+  CHECK(a.device_ptr() == 0);
+  CHECK_NOTHROW(copy(a, host));
+  CHECK_NOTHROW(copy(host, a));
+  CHECK_NOTHROW(copy(a, b));
+  CHECK_NOTHROW(copy_async(s, a, pinned));
+  CHECK_NOTHROW(copy_async(s, pinned, a));
+  CHECK_NOTHROW(copy_async(s, b, a));
+  CHECK_NOTHROW(fill(a, 7));
+  CHECK_NOTHROW(fill_bytes(a, 1));
+  CHECK_NOTHROW(fill_async(s, a, 7));
+  CHECK_NOTHROW(fill_bytes_async(s, a, 1));
+  auto c = DeviceBuffer<char>::allocate_async(s, 0);
+  CHECK_NOTHROW(fill_async(s, c, 'x'));
+  s.synchronize();
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 2);
+  CHECK(fake.calls("cuMemcpyDtoDAsync") == 2);
+  CHECK(fake.calls("cuMemsetD32Async") == 2);
+  CHECK(fake.calls("cuMemsetD8Async") == 3);
 }
 
 TEST_CASE("bad input: CUDA in a child forked after the driver was loaded") {
@@ -505,19 +456,14 @@ TEST_CASE("bad input: CUDA in a child forked after the driver was loaded") {
   CHECK_NOTHROW((void)Device::count());  // the parent carries on
 }
 
-TEST_CASE("bad input: thread_local handles destroyed at thread exit") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    std::thread t([&ctx] {
-      thread_local Stream s(ctx);
-      thread_local Event e(ctx);
-      thread_local DeviceBuffer<float> b(ctx, 16);
-      s.record(e);
-      fill_async(s, b, 1.0f);
-      s.launch_host_func([] {});
-    });
-    t.join();
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(ContextTest, "bad input: thread_local handles destroyed at thread exit") {
+  std::thread t([this] {
+    thread_local Stream s(ctx);
+    thread_local Event e(ctx);
+    thread_local DeviceBuffer<float> b(ctx, 16);
+    s.record(e);
+    fill_async(s, b, 1.0f);
+    s.launch_host_func([] {});
+  });
+  t.join();
 }

@@ -2,7 +2,7 @@
 // query are each exactly one driver call and no heap allocation.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 #include <vector>
 
@@ -18,44 +18,41 @@ struct Counted {
 };
 }  // namespace
 
-TEST_CASE("hot path: launch, record, wait, query, copy and fill enqueues are one driver call each, and allocate nothing") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
-  Stream s(ctx), t(ctx);
+TEST_CASE_FIXTURE(LaunchTest, "hot path: launch, record, wait, query, copy and fill enqueues are one driver call each, and allocate nothing") {
+  Stream t(ctx);
   Event e(ctx, {.timing = false});
-  Module m = Module::from_ptx(ctx, kFakePtx);
   Function dbl = m.function("dbl");
   DeviceBuffer<float> buf(ctx, 64);
   const ffi::CUdeviceptr p = buf.device_ptr();
   const unsigned n = 64;
   launch(s, dbl, 1, 64, 0, p, n);  // warm: nothing is loaded lazily on the hot path anyway
   {
-    Counted c(scope.fake);
+    Counted c(fake);
     launch(s, dbl, 1, 64, 0, p, n);
     CHECK(c.driver_calls() == 1);
     CHECK(c.heap() == 0);
   }
   {
-    Counted c(scope.fake);
+    Counted c(fake);
     s.record(e);
     CHECK(c.driver_calls() == 1);
     CHECK(c.heap() == 0);
   }
   {
-    Counted c(scope.fake);
+    Counted c(fake);
     t.wait(e);
     CHECK(c.driver_calls() == 1);
     CHECK(c.heap() == 0);
   }
   {
-    Counted c(scope.fake);
+    Counted c(fake);
     CHECK(s.ready());
     CHECK(e.ready());
     CHECK(c.driver_calls() == 2);
     CHECK(c.heap() == 0);
   }
   {
-    Counted c(scope.fake);
+    Counted c(fake);
     s.synchronize();
     CHECK(c.driver_calls() == 1);
     CHECK(c.heap() == 0);
@@ -64,7 +61,7 @@ TEST_CASE("hot path: launch, record, wait, query, copy and fill enqueues are one
     // A typed launch (plain configuration), an async copy and an async fill.
     auto typed = m.kernel<void(float*, unsigned)>("dbl");
     std::vector<float> host(64, 1.0f);
-    Counted c(scope.fake);
+    Counted c(fake);
     launch(s, typed, {.grid = 1, .block = 64}, buf, 64);
     CHECK(c.driver_calls() == 1);
     copy_async(s, buf, host);
@@ -77,7 +74,7 @@ TEST_CASE("hot path: launch, record, wait, query, copy and fill enqueues are one
   }
   {
     // Copying and dropping a handle: no driver call, no allocation.
-    Counted c(scope.fake);
+    Counted c(fake);
     {
       Stream copy = s;
       Event ecopy = e;
@@ -89,12 +86,10 @@ TEST_CASE("hot path: launch, record, wait, query, copy and fill enqueues are one
   }
 }
 
-TEST_CASE("hot path: creating a stream in the current context is current+create, no switch") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "hot path: creating a stream in the current context is current+create, no switch") {
   ScopedCurrent current(ctx);
-  const long before = scope.fake.calls("*");
+  const long before = fake.calls("*");
   Stream s(ctx);
-  CHECK(scope.fake.calls("*") - before == 2);  // cuCtxGetCurrent + cuStreamCreate
-  CHECK(scope.fake.calls("cuCtxSetCurrent") == 1);  // the ScopedCurrent above only
+  CHECK(fake.calls("*") - before == 2);  // cuCtxGetCurrent + cuStreamCreate
+  CHECK(fake.calls("cuCtxSetCurrent") == 1);  // the ScopedCurrent above only
 }

@@ -2,7 +2,7 @@
 // copies and the `dbl` kernel really move and change bytes).
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 #include "two_stream_check.hpp"
 
 #include <algorithm>
@@ -15,8 +15,7 @@
 
 using namespace oxicuda;
 
-TEST_CASE("device buffer: allocated in its context, freed once, move-only") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "device buffer: allocated in its context, freed once, move-only") {
   {
     Context ctx = Context::primary(Device::get(0));
     DeviceBuffer<float> a(ctx, 1000);
@@ -31,19 +30,16 @@ TEST_CASE("device buffer: allocated in its context, freed once, move-only") {
     CHECK(b.size() == 1000);
     DeviceBuffer<float> c(ctx, 10);
     c = std::move(b);
-    CHECK(scope.fake.calls("cuMemFree") == 1);  // c's old storage
-    CHECK(scope.fake.live("memory") == scope.memory + 1);
+    CHECK(fake.calls("cuMemFree") == 1);  // c's old storage
+    CHECK(fake.live("memory") == at_start.memory + 1);
     DeviceBuffer<float> empty(ctx, 0);
     CHECK(empty.empty());
   }
-  CHECK(scope.fake.calls("cuMemAlloc") == 2);
-  CHECK(scope.fake.calls("cuMemFree") == 2);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuMemAlloc") == 2);
+  CHECK(fake.calls("cuMemFree") == 2);
 }
 
-TEST_CASE("device buffer: copies round-trip and sizes are checked") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "device buffer: copies round-trip and sizes are checked") {
   std::vector<int> in(257);
   std::iota(in.begin(), in.end(), -100);
   DeviceBuffer<int> d(ctx, in.size());
@@ -59,20 +55,15 @@ TEST_CASE("device buffer: copies round-trip and sizes are checked") {
     CHECK(e.detail() == "size mismatch: the destination has 256 elements, the source 257 (element size 4 bytes)");
   }
   CHECK_THROWS_AS(d.copy_from(wrong), Error);
-  CHECK(scope.fake.calls("cuMemcpyHtoDAsync") == 1);
-  CHECK(scope.fake.calls("cuMemcpyDtoHAsync") == 1);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 1);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 1);
 }
 
-TEST_CASE("device buffer: a failed allocation leaks nothing and restores the context") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    scope.fake.fail("cuMemAlloc", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
-    CHECK_THROWS_WITH_AS(DeviceBuffer<double>(ctx, 8), doctest::Contains("CUDA_ERROR_OUT_OF_MEMORY"), Error);
-    CHECK(Context::current().raw() == nullptr);
-    CHECK_THROWS_WITH_AS(DeviceBuffer<double>(ctx, std::size_t(-1) / 4), doctest::Contains("overflow size_t"), Error);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(ContextTest, "device buffer: a failed allocation leaks nothing and restores the context") {
+  fake.fail("cuMemAlloc", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK_THROWS_WITH_AS(DeviceBuffer<double>(ctx, 8), doctest::Contains("CUDA_ERROR_OUT_OF_MEMORY"), Error);
+  CHECK(Context::current().raw() == nullptr);
+  CHECK_THROWS_WITH_AS(DeviceBuffer<double>(ctx, std::size_t(-1) / 4), doctest::Contains("overflow size_t"), Error);
 }
 
 // The seed's two-stream test (seed/stream.rs) — the very code that
@@ -80,88 +71,71 @@ TEST_CASE("device buffer: a failed allocation leaks nothing and restores the con
 // when they are launched, so this checks the wrapper's plumbing (buffers,
 // launch arguments, event record/wait); the GPU suite checks the ordering
 // on a real device.
-TEST_CASE("the seed's two-stream test runs on the fake") {
-  FakeScope scope;
-  {
-    const auto result = oxicuda_examples::two_stream_check(Context::primary(Device::get(0)));
-    INFO(result.message);
-    CHECK(result.passed);
-    CHECK(scope.fake.calls("cuLaunchKernel") == 3);
-    CHECK(scope.fake.calls("cuStreamWaitEvent") == 1);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(FakeTest, "the seed's two-stream test runs on the fake") {
+  const auto result = oxicuda_examples::two_stream_check(Context::primary(Device::get(0)));
+  INFO(result.message);
+  CHECK(result.passed);
+  CHECK(fake.calls("cuLaunchKernel") == 3);
+  CHECK(fake.calls("cuStreamWaitEvent") == 1);
 }
 
-TEST_CASE("copies: every direction, sync and async, between vectors, pinned buffers and device memory") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    Stream s(ctx);
-    std::vector<std::uint32_t> host(1000);
-    std::iota(host.begin(), host.end(), 7u);
-    PinnedBuffer<std::uint32_t> pinned(ctx, 1000);
-    CHECK(pinned.size() == 1000);
-    CHECK(scope.fake.live("pinned") == scope.pinned + 1);
-    DeviceBuffer<std::uint32_t> a(ctx, 1000), b(ctx, 1000);
-    copy(a, host);                        // H -> D
-    copy(b, a);                           // D -> D
-    copy(pinned, b);                      // D -> pinned H
-    CHECK(std::equal(pinned.begin(), pinned.end(), host.begin()));
-    fill(a, 0u);
-    copy_async(s, a, pinned);             // pinned H -> D
-    copy_async(s, b.subspan(0, 500), a.subspan(500));  // D -> D, part
-    std::vector<std::uint32_t> back(500);
-    copy_async(s, back, b.subspan(0, 500));  // D -> H
-    s.synchronize();
-    CHECK(std::equal(back.begin(), back.end(), host.begin() + 500));
-    // Synchronous copies are stream-ordered copies on the per-thread default
-    // stream, then a wait for it: two of each, and three waits.
-    CHECK(scope.fake.calls("cuMemcpyHtoDAsync") == 2);
-    CHECK(scope.fake.calls("cuMemcpyDtoDAsync") == 2);
-    CHECK(scope.fake.calls("cuMemcpyDtoHAsync") == 2);
-    CHECK(scope.fake.calls("cuStreamSynchronize") == 5);  // 3 copies, 1 fill, s.synchronize()
-    std::vector<std::uint32_t> small(10);
-    CHECK_THROWS_WITH_AS(copy_async(s, small, a), doctest::Contains("the destination has 10 elements, the source 1000"),
-                         Error);
-    CHECK_THROWS_AS(copy_async(Stream(), a, host), Error);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(StreamTest, "copies: every direction, sync and async, between vectors, pinned buffers and device memory") {
+  std::vector<std::uint32_t> host(1000);
+  std::iota(host.begin(), host.end(), 7u);
+  PinnedBuffer<std::uint32_t> pinned(ctx, 1000);
+  CHECK(pinned.size() == 1000);
+  CHECK(fake.live("pinned") == at_start.pinned + 1);
+  DeviceBuffer<std::uint32_t> a(ctx, 1000), b(ctx, 1000);
+  copy(a, host);                        // H -> D
+  copy(b, a);                           // D -> D
+  copy(pinned, b);                      // D -> pinned H
+  CHECK(std::equal(pinned.begin(), pinned.end(), host.begin()));
+  fill(a, 0u);
+  copy_async(s, a, pinned);             // pinned H -> D
+  copy_async(s, b.subspan(0, 500), a.subspan(500));  // D -> D, part
+  std::vector<std::uint32_t> back(500);
+  copy_async(s, back, b.subspan(0, 500));  // D -> H
+  s.synchronize();
+  CHECK(std::equal(back.begin(), back.end(), host.begin() + 500));
+  // Synchronous copies are stream-ordered copies on the per-thread default
+  // stream, then a wait for it: two of each, and three waits.
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
+  CHECK(fake.calls("cuMemcpyDtoDAsync") == 2);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 2);
+  CHECK(fake.calls("cuStreamSynchronize") == 5);  // 3 copies, 1 fill, s.synchronize()
+  std::vector<std::uint32_t> small(10);
+  CHECK_THROWS_WITH_AS(copy_async(s, small, a), doctest::Contains("the destination has 10 elements, the source 1000"),
+                       Error);
+  CHECK_THROWS_AS(copy_async(Stream(), a, host), Error);
 }
 
-TEST_CASE("fills: 1- and 4-byte elements, and bytes of any element") {
-  FakeScope scope;
-  {
-    Context ctx = Context::primary(Device::get(0));
-    Stream s(ctx);
-    DeviceBuffer<float> f(ctx, 64);
-    DeviceBuffer<unsigned char> c(ctx, 64);
-    DeviceBuffer<double> d(ctx, 8);
-    fill(f, 1.5f);
-    std::vector<float> fh(64);
-    copy(fh, f);
-    CHECK(fh[63] == 1.5f);
-    fill_async(s, c, static_cast<unsigned char>(9));
-    fill_bytes_async(s, d, 0xff);
-    std::vector<unsigned char> ch(64);
-    std::vector<double> dh(8);
-    copy(ch, c);
-    copy(dh, d);
-    CHECK(ch[10] == 9);
-    std::uint64_t bits;
-    std::memcpy(&bits, &dh[3], 8);
-    CHECK(bits == ~std::uint64_t{0});
-    fill_bytes(f.subspan(0, 1), 0);
-    copy(fh, f);
-    CHECK(fh[0] == 0.0f);
-    CHECK(fh[1] == 1.5f);
-    CHECK(scope.fake.calls("cuMemsetD32Async") == 1);
-    CHECK(scope.fake.calls("cuMemsetD8Async") == 3);
-  }
-  CHECK(scope.balanced());
+TEST_CASE_FIXTURE(StreamTest, "fills: 1- and 4-byte elements, and bytes of any element") {
+  DeviceBuffer<float> f(ctx, 64);
+  DeviceBuffer<unsigned char> c(ctx, 64);
+  DeviceBuffer<double> d(ctx, 8);
+  fill(f, 1.5f);
+  std::vector<float> fh(64);
+  copy(fh, f);
+  CHECK(fh[63] == 1.5f);
+  fill_async(s, c, static_cast<unsigned char>(9));
+  fill_bytes_async(s, d, 0xff);
+  std::vector<unsigned char> ch(64);
+  std::vector<double> dh(8);
+  copy(ch, c);
+  copy(dh, d);
+  CHECK(ch[10] == 9);
+  std::uint64_t bits;
+  std::memcpy(&bits, &dh[3], 8);
+  CHECK(bits == ~std::uint64_t{0});
+  fill_bytes(f.subspan(0, 1), 0);
+  copy(fh, f);
+  CHECK(fh[0] == 0.0f);
+  CHECK(fh[1] == 1.5f);
+  CHECK(fake.calls("cuMemsetD32Async") == 1);
+  CHECK(fake.calls("cuMemsetD8Async") == 3);
 }
 
-TEST_CASE("pinned buffer: move-only, freed once, a contiguous range") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "pinned buffer: move-only, freed once, a contiguous range") {
   {
     Context ctx = Context::primary(Device::get(0));
     PinnedBuffer<int> p(ctx, 16, {.write_combined = true});
@@ -174,37 +148,31 @@ TEST_CASE("pinned buffer: move-only, freed once, a contiguous range") {
     CHECK(q.size() == 16);
     CHECK(Context::current().raw() == nullptr);
   }
-  CHECK(scope.fake.calls("cuMemHostAlloc") == 1);
-  CHECK(scope.fake.calls("cuMemFreeHost") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuMemHostAlloc") == 1);
+  CHECK(fake.calls("cuMemFreeHost") == 1);
 }
 
-TEST_CASE("stream-ordered allocation: allocate on one stream, use and free on another after an event") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(ContextTest, "stream-ordered allocation: allocate on one stream, use and free on another after an event") {
+  Stream producer(ctx), consumer(ctx);
+  MemoryPool pool = MemoryPool::device_default(Device::get(0));
+  const std::uint64_t used_before = pool.used_bytes();
+  pool.set_release_threshold(std::uint64_t{1} << 30);
+  CHECK(pool.release_threshold() == (std::uint64_t{1} << 30));
   {
-    Context ctx = Context::primary(Device::get(0));
-    Stream producer(ctx), consumer(ctx);
-    MemoryPool pool = MemoryPool::device_default(Device::get(0));
-    const std::uint64_t used_before = pool.used_bytes();
-    pool.set_release_threshold(std::uint64_t{1} << 30);
-    CHECK(pool.release_threshold() == (std::uint64_t{1} << 30));
-    {
-      auto buf = DeviceBuffer<int>::allocate_async(producer, 256);
-      CHECK(buf.stream_ordered());
-      CHECK(pool.used_bytes() == used_before + 1024);
-      fill_async(producer, buf, 5);
-      Event ready(ctx, {.timing = false});
-      producer.record(ready);
-      consumer.wait(ready);
-      std::vector<int> host(256);
-      copy_async(consumer, host, buf);
-      buf.free_on(consumer);
-    }
-    CHECK(scope.fake.calls("cuMemFreeAsync") == 1);
-    CHECK(pool.used_bytes() == used_before);
-    pool.trim_to(0);
-    DeviceBuffer<int> sync(ctx, 4);
-    CHECK_THROWS_WITH_AS(sync.free_on(consumer), doctest::Contains("not allocated stream-ordered"), Error);
+    auto buf = DeviceBuffer<int>::allocate_async(producer, 256);
+    CHECK(buf.stream_ordered());
+    CHECK(pool.used_bytes() == used_before + 1024);
+    fill_async(producer, buf, 5);
+    Event ready(ctx, {.timing = false});
+    producer.record(ready);
+    consumer.wait(ready);
+    std::vector<int> host(256);
+    copy_async(consumer, host, buf);
+    buf.free_on(consumer);
   }
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuMemFreeAsync") == 1);
+  CHECK(pool.used_bytes() == used_before);
+  pool.trim_to(0);
+  DeviceBuffer<int> sync(ctx, 4);
+  CHECK_THROWS_WITH_AS(sync.free_on(consumer), doctest::Contains("not allocated stream-ordered"), Error);
 }

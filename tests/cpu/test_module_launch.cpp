@@ -2,7 +2,7 @@
 // declarations and runs a kernel called `dbl` on the host).
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -11,12 +11,11 @@
 
 using namespace oxicuda;
 
-TEST_CASE("module: PTX loads, the JIT's info log is kept, functions are found by name") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "module: PTX loads, the JIT's info log is kept, functions are found by name") {
   {
     Context ctx = Context::primary(Device::get(0));
     Module m = Module::from_ptx(ctx, kFakePtx);
-    CHECK(m.info_log() == "fake ptxas info: 3 entry function(s)");
+    CHECK(m.info_log() == "fake ptxas info: 6 entry function(s)");
     Function f = m.function("dbl");
     CHECK(f.name() == "dbl");
     CHECK(f.module() == m);
@@ -27,48 +26,38 @@ TEST_CASE("module: PTX loads, the JIT's info log is kept, functions are found by
     CHECK(f.binary_version() == 90);
     CHECK(Context::current().raw() == nullptr);
   }
-  CHECK(scope.fake.calls("cuModuleUnload") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuModuleUnload") == 1);
 }
 
-TEST_CASE("module: a function keeps its module alive") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "module: a function keeps its module alive") {
   Function f;
   {
     Context ctx = Context::primary(Device::get(0));
     Module m = Module::from_ptx(ctx, kFakePtx);
     f = m.function("none");
   }
-  CHECK(scope.fake.calls("cuModuleUnload") == 0);
+  CHECK(fake.calls("cuModuleUnload") == 0);
   CHECK(f.num_registers() == 16);
   f = Function();
-  CHECK(scope.fake.calls("cuModuleUnload") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuModuleUnload") == 1);
 }
 
-TEST_CASE("module: invalid PTX fails with the JIT's error log in the Error") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(ContextTest, "module: invalid PTX fails with the JIT's error log in the Error") {
+  const char* bad = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k() { frob; }\n";
   {
-    Context ctx = Context::primary(Device::get(0));
-    const char* bad = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k() { frob; }\n";
-    {
-      const Error e = error_of([&] { (void)Module::from_ptx(ctx, bad); });
-      CHECK(e.result() == ffi::CUDA_ERROR_INVALID_PTX);
-      CHECK(e.call() == "cuModuleLoadDataEx");
-      CHECK(e.detail() ==
-            "PTX source of 74 bytes; JIT error log:\n"
-            "ptxas application ptx input, line 4; error   : Not a name of any known instruction: 'frob'");
-      const std::string what = e.what();
-      CHECK(what.find("\n  PTX source of 74 bytes; JIT error log:\n  ptxas application ptx input, line 4;") !=
-            std::string::npos);
-    }
+    const Error e = error_of([&] { (void)Module::from_ptx(ctx, bad); });
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_PTX);
+    CHECK(e.call() == "cuModuleLoadDataEx");
+    CHECK(e.detail() ==
+          "PTX source of 74 bytes; JIT error log:\n"
+          "ptxas application ptx input, line 4; error   : Not a name of any known instruction: 'frob'");
+    const std::string what = e.what();
+    CHECK(what.find("\n  PTX source of 74 bytes; JIT error log:\n  ptxas application ptx input, line 4;") !=
+          std::string::npos);
   }
-  CHECK(scope.balanced());
 }
 
-TEST_CASE("module: empty PTX and empty or truncated images are refused before the driver reads them") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "module: empty PTX and empty or truncated images are refused before the driver reads them") {
   CHECK_THROWS_WITH_AS((void)Module::from_ptx(ctx, " \n\t"),
                        doctest::Contains("the PTX source is empty"), Error);
   CHECK_THROWS_WITH_AS((void)Module::from_image(ctx, nullptr, 0), doctest::Contains("the image is empty"), Error);
@@ -89,37 +78,29 @@ TEST_CASE("module: empty PTX and empty or truncated images are refused before th
   fat[8] = 100;  // fat size
   CHECK_THROWS_WITH_AS((void)Module::from_image(ctx, fat.data(), fat.size()),
                        doctest::Contains("the fatbin image is truncated: its headers describe 116 bytes"), Error);
-  CHECK(scope.fake.calls("cuModuleLoadDataEx") == 0);
+  CHECK(fake.calls("cuModuleLoadDataEx") == 0);
   // A whole (if empty) cubin goes to the driver.
   elf[40] = 0, elf[41] = 0, elf[58] = 0, elf[60] = 0;
   Module m = Module::from_image(ctx, elf.data(), elf.size());
-  CHECK(scope.fake.calls("cuModuleLoadDataEx") == 1);
+  CHECK(fake.calls("cuModuleLoadDataEx") == 1);
 }
 
-TEST_CASE("module: from_file reads PTX, and a missing file is a clear error") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(ContextTest, "module: from_file reads PTX, and a missing file is a clear error") {
+  const std::string path = "oxicuda-test-module.ptx";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fputs(kFakePtx, f);
+  std::fclose(f);
   {
-    Context ctx = Context::primary(Device::get(0));
-    const std::string path = "oxicuda-test-module.ptx";
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    REQUIRE(f);
-    std::fputs(kFakePtx, f);
-    std::fclose(f);
-    {
-      Module m = Module::from_file(ctx, path);
-      CHECK(m.function("layout").name() == "layout");
-    }
-    std::remove(path.c_str());
-    CHECK_THROWS_WITH_AS((void)Module::from_file(ctx, "/nonexistent/k.ptx"),
-                         doctest::Contains("cannot open '/nonexistent/k.ptx'"), Error);
+    Module m = Module::from_file(ctx, path);
+    CHECK(m.function("layout").name() == "layout");
   }
-  CHECK(scope.balanced());
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH_AS((void)Module::from_file(ctx, "/nonexistent/k.ptx"),
+                       doctest::Contains("cannot open '/nonexistent/k.ptx'"), Error);
 }
 
-TEST_CASE("module: an unknown kernel name is an error that names it") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
-  Module m = Module::from_ptx(ctx, kFakePtx);
+TEST_CASE_FIXTURE(ModuleTest, "module: an unknown kernel name is an error that names it") {
   {
     const Error e = error_of([&] { (void)m.function("dlb"); });
     CHECK(e.result() == ffi::CUDA_ERROR_NOT_FOUND);
@@ -128,9 +109,7 @@ TEST_CASE("module: an unknown kernel name is an error that names it") {
   }
 }
 
-TEST_CASE("launch: arguments are passed by address, one cuLaunchKernel with the given shape") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "launch: arguments are passed by address, one cuLaunchKernel with the given shape") {
   ScopedCurrent current(ctx);
   Stream s(ctx);
   Module m = Module::from_ptx(ctx, kFakePtx);
@@ -142,7 +121,7 @@ TEST_CASE("launch: arguments are passed by address, one cuLaunchKernel with the 
   const ffi::CUdeviceptr ptr = 0x1234'5678'9abcull;
   launch(s, layout, Dim3{4, 2}, Dim3{128}, 256, ptr, 7u, 2.5f, blob);
   FakeLaunch l{};
-  scope.fake.last_launch(&l);
+  fake.last_launch(&l);
   CHECK(l.function == layout.raw());
   CHECK(l.stream == s.raw());
   CHECK(l.grid[0] == 4);
@@ -165,14 +144,10 @@ TEST_CASE("launch: arguments are passed by address, one cuLaunchKernel with the 
   CHECK(got_f == 2.5f);
   CHECK(std::memcmp(l.params + 16, blob.bytes, 24) == 0);
   launch(s, m.function("none"), 1, 1, 0);
-  CHECK(scope.fake.calls("cuLaunchKernel") == 2);
+  CHECK(fake.calls("cuLaunchKernel") == 2);
 }
 
-TEST_CASE("launch: a failed launch says which kernel, what shape, and why") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
-  Stream s(ctx);
-  Module m = Module::from_ptx(ctx, kFakePtx);
+TEST_CASE_FIXTURE(LaunchTest, "launch: a failed launch says which kernel, what shape, and why") {
   const unsigned line = __LINE__ + 2;
   {
     const Error e = error_of([&] { launch(s, m.function("none"), Dim3{0}, Dim3{32}, 0); });

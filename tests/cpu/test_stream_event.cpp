@@ -2,7 +2,7 @@
 // context restored after creation, record/wait/query, borrowed streams.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 #include <atomic>
 #include <stdexcept>
@@ -11,8 +11,7 @@
 
 using namespace oxicuda;
 
-TEST_CASE("stream: N copies share one queue and cost one cuStreamDestroy_v2") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "stream: N copies share one queue and cost one cuStreamDestroy_v2") {
   {
     Context ctx = Context::primary(Device::get(0));
     Stream s(ctx);
@@ -22,68 +21,57 @@ TEST_CASE("stream: N copies share one queue and cost one cuStreamDestroy_v2") {
     CHECK(s.use_count() == 101);
     for (const Stream& c : copies) CHECK(c.is_same_queue(s));
     CHECK(moved.raw() == s.raw());
-    CHECK(scope.fake.live("stream") == scope.streams + 1);
+    CHECK(fake.live("stream") == at_start.stream + 1);
     copies.clear();
-    CHECK(scope.fake.calls("cuStreamDestroy") == 0);
+    CHECK(fake.calls("cuStreamDestroy") == 0);
   }
-  CHECK(scope.fake.calls("cuStreamDestroy") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuStreamDestroy") == 1);
 }
 
-TEST_CASE("stream: two streams are two queues") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "stream: two streams are two queues") {
   Stream a(ctx), b(ctx);
   CHECK_FALSE(a.is_same_queue(b));
   CHECK(a.owns());
 }
 
-TEST_CASE("stream: created with its context current; the previous context is current again afterwards") {
-  FakeScope scope;
-  Context primary = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "stream: created with its context current; the previous context is current again afterwards") {
   Context other = Context::create(Device::get(0));
-  ScopedCurrent outer(primary);
+  ScopedCurrent outer(ctx);
   Stream s(other);  // created in `other` ...
-  CHECK(Context::current() == primary);  // ... and `primary` is current again
+  CHECK(Context::current() == ctx);  // ... and `ctx` is current again
   CHECK(s.context() == other);
   CHECK(Stream::borrow(s.raw()).context() == other);  // the driver agrees (cuStreamGetCtx)
   // The same when creation fails.
-  scope.fake.fail("cuStreamCreate", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  fake.fail("cuStreamCreate", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
   CHECK_THROWS_AS(Stream{other}, Error);
-  CHECK(Context::current() == primary);
+  CHECK(Context::current() == ctx);
 }
 
-TEST_CASE("stream: the stream keeps its context alive") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "stream: the stream keeps its context alive") {
   Stream s;
   {
     Context ctx = Context::create(Device::get(0));
     s = Stream(ctx);
   }
-  CHECK(scope.fake.calls("cuCtxDestroy") == 0);
-  CHECK(scope.fake.live("context") == scope.contexts + 1);
+  CHECK(fake.calls("cuCtxDestroy") == 0);
+  CHECK(fake.live("context") == at_start.context + 1);
   s = Stream();
-  CHECK(scope.fake.calls("cuStreamDestroy") == 1);
-  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuStreamDestroy") == 1);
+  CHECK(fake.calls("cuCtxDestroy") == 1);
 }
 
-TEST_CASE("stream: options choose priority and blocking") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "stream: options choose priority and blocking") {
   Stream high(ctx, {.priority = -3});
   CHECK(high.priority() == -3);
   CHECK(high.non_blocking());
-  CHECK(scope.fake.calls("cuStreamCreateWithPriority") == 1);
+  CHECK(fake.calls("cuStreamCreateWithPriority") == 1);
   Stream blocking(ctx, {.non_blocking = false});
   CHECK_FALSE(blocking.non_blocking());
   CHECK(blocking.priority() == 0);
-  CHECK(scope.fake.calls("cuStreamCreate") == 1);
+  CHECK(fake.calls("cuStreamCreate") == 1);
 }
 
-TEST_CASE("stream: borrowed and default streams are never destroyed") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "stream: borrowed and default streams are never destroyed") {
   Stream owner(ctx);
   {
     Stream b = Stream::borrow(owner.raw(), ctx);
@@ -101,12 +89,10 @@ TEST_CASE("stream: borrowed and default streams are never destroyed") {
     CHECK_FALSE(copy.owns());
     CHECK(copy.use_count() == 2);
   }
-  CHECK(scope.fake.calls("cuStreamDestroy") == 0);
+  CHECK(fake.calls("cuStreamDestroy") == 0);
 }
 
-TEST_CASE("stream and event: record, wait, ready, synchronize, elapsed") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
+TEST_CASE_FIXTURE(ContextTest, "stream and event: record, wait, ready, synchronize, elapsed") {
   Stream a(ctx), b(ctx);
   Event start(ctx), stop(ctx);
   CHECK(start.timing());
@@ -119,12 +105,11 @@ TEST_CASE("stream and event: record, wait, ready, synchronize, elapsed") {
   a.synchronize();
   // The fake's clock advances 0.5 ms per record.
   CHECK(Event::elapsed(start, stop).count() == doctest::Approx(0.5));
-  CHECK(scope.fake.calls("cuEventRecord") == 2);
-  CHECK(scope.fake.calls("cuStreamWaitEvent") == 1);
+  CHECK(fake.calls("cuEventRecord") == 2);
+  CHECK(fake.calls("cuStreamWaitEvent") == 1);
 }
 
-TEST_CASE("event: copies share one event, destroyed once, and keep the context alive") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "event: copies share one event, destroyed once, and keep the context alive") {
   {
     Event e;
     {
@@ -135,17 +120,13 @@ TEST_CASE("event: copies share one event, destroyed once, and keep the context a
     CHECK(copy == e);
     CHECK(e.use_count() == 2);
     CHECK_FALSE(e.timing());
-    CHECK(scope.fake.live("event") == scope.events + 1);
+    CHECK(fake.live("event") == at_start.event + 1);
   }
-  CHECK(scope.fake.calls("cuEventDestroy") == 1);
-  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuEventDestroy") == 1);
+  CHECK(fake.calls("cuCtxDestroy") == 1);
 }
 
-TEST_CASE("event: elapsed time explains events without timing, and events never recorded") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
-  Stream s(ctx);
+TEST_CASE_FIXTURE(StreamTest, "event: elapsed time explains events without timing, and events never recorded") {
   Event timed(ctx), untimed(ctx, {.timing = false}), never(ctx);
   s.record(timed);
   s.record(untimed);
@@ -161,23 +142,17 @@ TEST_CASE("event: elapsed time explains events without timing, and events never 
   }
 }
 
-TEST_CASE("stream: a query that fails with something other than NOT_READY is an error") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
-  Stream s(ctx);
+TEST_CASE_FIXTURE(StreamTest, "stream: a query that fails with something other than NOT_READY is an error") {
   Event e(ctx);
-  scope.fake.fail("cuStreamQuery", 1, ffi::CUDA_ERROR_NOT_READY);
+  fake.fail("cuStreamQuery", 1, ffi::CUDA_ERROR_NOT_READY);
   CHECK_FALSE(s.ready());
-  scope.fake.fail("cuStreamQuery", 1, ffi::CUDA_ERROR_ILLEGAL_ADDRESS);
+  fake.fail("cuStreamQuery", 1, ffi::CUDA_ERROR_ILLEGAL_ADDRESS);
   CHECK_THROWS_AS((void)s.ready(), Error);
-  scope.fake.fail("cuEventQuery", 1, ffi::CUDA_ERROR_NOT_READY);
+  fake.fail("cuEventQuery", 1, ffi::CUDA_ERROR_NOT_READY);
   CHECK_FALSE(e.ready());
 }
 
-TEST_CASE("stream: host functions run, and their exceptions go to the diagnostic hook") {
-  FakeScope scope;
-  Context ctx = Context::primary(Device::get(0));
-  Stream s(ctx);
+TEST_CASE_FIXTURE(StreamTest, "stream: host functions run, and their exceptions go to the diagnostic hook") {
   std::atomic<int> ran{0};
   s.launch_host_func([&ran] { ++ran; });
   s.synchronize();
@@ -190,7 +165,7 @@ TEST_CASE("stream: host functions run, and their exceptions go to the diagnostic
   set_diagnostic_hook(previous);
   CHECK(reported == 1);
   // A failed enqueue frees the callable and reports.
-  scope.fake.fail("cuLaunchHostFunc", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  fake.fail("cuLaunchHostFunc", 1, ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK_THROWS_AS(s.launch_host_func([] {}), Error);
-  CHECK(scope.fake.host_funcs_run() == 2);
+  CHECK(fake.host_funcs_run() == 2);
 }

@@ -3,7 +3,7 @@
 // different contexts leave each thread's current context intact.
 #include <doctest/doctest.h>
 
-#include "fake_control.hpp"
+#include "fixtures.hpp"
 
 #include <atomic>
 #include <thread>
@@ -11,8 +11,7 @@
 
 using namespace oxicuda;
 
-TEST_CASE("threads: 16 threads x 10,000 copies and drops of shared handles; one destroy each") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "threads: 16 threads x 10,000 copies and drops of shared handles; one destroy each") {
   {
     Context ctx = Context::create(Device::get(0));
     Stream s(ctx);
@@ -31,16 +30,14 @@ TEST_CASE("threads: 16 threads x 10,000 copies and drops of shared handles; one 
     for (auto& t : threads) t.join();
     CHECK(s.use_count() == 1);
     CHECK(e.use_count() == 1);
-    CHECK(scope.fake.calls("cuStreamDestroy") == 0);
+    CHECK(fake.calls("cuStreamDestroy") == 0);
   }
-  CHECK(scope.fake.calls("cuStreamDestroy") == 1);
-  CHECK(scope.fake.calls("cuEventDestroy") == 1);
-  CHECK(scope.fake.calls("cuCtxDestroy") == 1);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuStreamDestroy") == 1);
+  CHECK(fake.calls("cuEventDestroy") == 1);
+  CHECK(fake.calls("cuCtxDestroy") == 1);
 }
 
-TEST_CASE("threads: the last handle may drop on any thread") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "threads: the last handle may drop on any thread") {
   {
     Context ctx = Context::primary(Device::get(0));
     std::vector<Stream> streams;
@@ -53,12 +50,10 @@ TEST_CASE("threads: the last handle may drop on any thread") {
       });
     for (auto& t : threads) t.join();
   }
-  CHECK(scope.fake.calls("cuStreamDestroy") == 64);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuStreamDestroy") == 64);
 }
 
-TEST_CASE("threads: streams created concurrently in different contexts keep each thread's context") {
-  FakeScope scope;
+TEST_CASE_FIXTURE(FakeTest, "threads: streams created concurrently in different contexts keep each thread's context") {
   {
     std::vector<Context> contexts;
     for (int i = 0; i < 4; ++i) contexts.push_back(Context::create(Device::get(0)));
@@ -79,7 +74,6 @@ TEST_CASE("threads: streams created concurrently in different contexts keep each
     for (auto& t : threads) t.join();
     CHECK(wrong == 0);
   }
-  CHECK(scope.fake.calls("cuStreamCreate") == 16 * 200);
-  CHECK(scope.fake.calls("cuStreamDestroy") == 16 * 200);
-  CHECK(scope.balanced());
+  CHECK(fake.calls("cuStreamCreate") == 16 * 200);
+  CHECK(fake.calls("cuStreamDestroy") == 16 * 200);
 }

@@ -4,9 +4,19 @@
 // symbol (cuStreamDestroy_v2, ...), keeps in-memory handles, counts calls per
 // entry point, counts live handles per kind, and fails a chosen call of a
 // chosen entry point on request. Tests reach its controls (fake_*) through
-// tests/fake_control.hpp. It is split in files so that variants can leave
-// out cuGetProcAddress_v2 (fake_getproc.cpp) or the newest entry points
-// (fake_optional.cpp), as older drivers do.
+// tests/fake_driver.hpp. Its files follow the library's parts:
+//   fake_core.cpp           call counting, fault injection, the controls, cuInit, error texts
+//   fake_device.cpp         devices
+//   fake_context.cpp        primary and created contexts, the current context
+//   fake_stream_event.cpp   streams and events
+//   fake_module_launch.cpp  modules (PTX read for its entries), functions, launches, occupancy
+//   fake_memory.cpp         device and pinned memory, copies, fills, memory pools
+//   fake_getproc.cpp        cuGetProcAddress_v2
+//   fake_optional.cpp       the newest entry points
+// fake_state.hpp declares what they share. A new entry point goes in the file
+// of its area (a new area, a new file in tests/meson.build's fake_common).
+// The variants there leave out fake_getproc.cpp (a driver older than CUDA
+// 11.3) or fake_optional.cpp (a driver without the newest entry points).
 #pragma once
 
 #include "oxicuda/ffi.hpp"

@@ -1,8 +1,22 @@
-// The fake driver's control interface: plain C, shared by the fake and the
-// tests (which reach it with dlsym on the library the loader opened).
+// The fake driver's own C interface: the controls it exports beside the
+// driver's entry points, shared by the fake and the tests (which reach it
+// with dlsym on the library the loader opened: tests/fake_driver.hpp).
 #pragma once
 
 #include <stddef.h>
+
+// The kinds of handle the fake counts as live (fake_live's names), each
+// with the driver entry points that destroy, release or free one (the names
+// fake_calls takes). The one list: the fake's counts and the tests' balance
+// checks are made from it.
+#define FAKE_LIVE_KINDS(X)                                                    \
+  X(context, "cuCtxDestroy")               /* made by cuCtxCreate */          \
+  X(primary, "cuDevicePrimaryCtxRelease")  /* primary-context retains */      \
+  X(stream, "cuStreamDestroy")                                                \
+  X(event, "cuEventDestroy")                                                  \
+  X(module, "cuModuleUnload")                                                 \
+  X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
+  X(pinned, "cuMemFreeHost")               /* page-locked host allocations */
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,8 +47,8 @@ typedef long (*fake_calls_fn)(const char* name);
 // Make the nth next call (1 = the next one) of `name` return `result`; with
 // nth = 0 every call fails until fake_reset.
 typedef int (*fake_fail_fn)(const char* name, long nth, int result);
-// Live handles of a kind: "context", "primary" (retain count), "stream",
-// "event", "module", "memory" (device allocations), "pinned" (host allocations).
+// Live handles of a kind named in FAKE_LIVE_KINDS ("stream"); -1 for
+// another name.
 typedef long (*fake_live_fn)(const char* kind);
 // Destroy/release/free calls on a handle that was not live (a double destroy).
 typedef long (*fake_invalid_destroys_fn)(void);

@@ -1,0 +1,43 @@
+// The CPU suite's fixtures, for TEST_CASE_FIXTURE: a test on the fake driver
+// with what most tests begin with (the primary context of device 0, a
+// stream in it, the fake's PTX module loaded in it), checked at the end.
+#pragma once
+
+#include "fake_driver.hpp"
+
+#include <string>
+
+// Resets the fake's counters and faults before the test; after it, once the
+// test's handles and the fixture's own are gone, checks that the fake is
+// balanced: no handle left alive, nothing destroyed twice.
+struct FakeTest : FakeScope {
+  FakeTest() = default;
+  FakeTest(const FakeTest&) = delete;
+  FakeTest& operator=(const FakeTest&) = delete;
+  // Runs after the destructors of the fixtures below, so after their handles.
+  ~FakeTest() {
+    const std::string left = imbalance();
+    INFO("fake driver not balanced: " << left);
+    CHECK(left.empty());
+  }
+};
+
+// The primary context of device 0.
+struct ContextTest : FakeTest {
+  oxicuda::Context ctx = oxicuda::Context::primary(oxicuda::Device::get(0));
+};
+
+// ... and a stream in it.
+struct StreamTest : ContextTest {
+  oxicuda::Stream s{ctx};
+};
+
+// The primary context and the fake's PTX module loaded in it (kFakePtx).
+struct ModuleTest : ContextTest {
+  oxicuda::Module m = oxicuda::Module::from_ptx(ctx, kFakePtx);
+};
+
+// The primary context, a stream, and the fake's PTX module, made in that order.
+struct LaunchTest : StreamTest {
+  oxicuda::Module m = oxicuda::Module::from_ptx(ctx, kFakePtx);
+};

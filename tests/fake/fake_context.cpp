@@ -1,0 +1,138 @@
+// The fake driver's contexts: a primary context per device (retained and
+// released), created contexts, and each thread's stack of current ones.
+#include "fake_state.hpp"
+
+#include <mutex>
+#include <vector>
+
+namespace fake {
+
+namespace {
+
+struct Ctx {
+  int device;
+  bool primary;
+  long retains;  // primary only
+};
+
+Ctx primaries[8];
+thread_local std::vector<CUcontext> ctx_stack;
+
+bool valid_ctx(CUcontext c) {
+  for (auto& p : primaries)
+    if (reinterpret_cast<CUcontext>(&p) == c) return p.retains > 0;
+  return alive(c, Kind::context);
+}
+
+}  // namespace
+
+CUcontext current() { return ctx_stack.empty() ? nullptr : ctx_stack.back(); }
+
+long live_context() { return count_live(Kind::context); }
+long live_primary() {
+  long n = 0;
+  for (auto& p : primaries) n += p.retains;
+  return n;
+}
+
+}  // namespace fake
+
+using namespace fake;
+
+CUresult fake_DevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  FAKE_ENTRY(DevicePrimaryCtxRetain);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(mu);
+  primaries[dev].device = dev;
+  primaries[dev].primary = true;
+  ++primaries[dev].retains;
+  *pctx = reinterpret_cast<CUcontext>(&primaries[dev]);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_DevicePrimaryCtxRelease(CUdevice dev) {
+  FAKE_ENTRY(DevicePrimaryCtxRelease);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(mu);
+  if (primaries[dev].retains == 0) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  --primaries[dev].retains;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  FAKE_ENTRY(CtxCreate);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (flags & ~0x1Fu) return CUDA_ERROR_INVALID_VALUE;
+  auto* c = new Ctx{dev, false, 0};
+  std::lock_guard lock(mu);
+  live[c] = Kind::context;
+  *pctx = reinterpret_cast<CUcontext>(c);
+  ctx_stack.push_back(*pctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxDestroy(CUcontext ctx) {
+  FAKE_ENTRY(CtxDestroy);
+  std::lock_guard lock(mu);
+  if (!alive(ctx, Kind::context)) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  live.erase(ctx);
+  if (!ctx_stack.empty() && ctx_stack.back() == ctx) ctx_stack.pop_back();
+  delete reinterpret_cast<Ctx*>(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxGetCurrent(CUcontext* pctx) {
+  FAKE_ENTRY(CtxGetCurrent);
+  *pctx = current();
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxSetCurrent(CUcontext ctx) {
+  FAKE_ENTRY(CtxSetCurrent);
+  std::lock_guard lock(mu);
+  if (ctx == nullptr) {
+    if (!ctx_stack.empty()) ctx_stack.pop_back();
+    return CUDA_SUCCESS;
+  }
+  if (!valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx_stack.empty())
+    ctx_stack.push_back(ctx);
+  else
+    ctx_stack.back() = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxPopCurrent(CUcontext* pctx) {
+  FAKE_ENTRY(CtxPopCurrent);
+  if (ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = ctx_stack.back();
+  ctx_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxSynchronize() {
+  FAKE_ENTRY(CtxSynchronize);
+  return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult fake_CtxGetDevice(CUdevice* d) {
+  FAKE_ENTRY(CtxGetDevice);
+  CUcontext c = current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = reinterpret_cast<Ctx*>(c)->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxGetStreamPriorityRange(int* least, int* greatest) {
+  FAKE_ENTRY(CtxGetStreamPriorityRange);
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return CUDA_SUCCESS;
+}

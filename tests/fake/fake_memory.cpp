@@ -1,0 +1,227 @@
+// The fake driver's memory: device allocations are host memory (so copies,
+// fills and the `dbl` kernel really move and change bytes), pinned host
+// allocations, and each device's default memory pool.
+#include "fake_state.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace fake {
+
+namespace {
+
+struct Pool {
+  std::uint64_t release_threshold = 0;
+  std::uint64_t used = 0;
+};
+
+// Never destroyed, as `live` (fake_state.hpp).
+std::map<std::uintptr_t, std::size_t>& allocations = *new std::map<std::uintptr_t, std::size_t>;
+std::map<std::uintptr_t, std::size_t>& host_allocations = *new std::map<std::uintptr_t, std::size_t>;
+Pool pools[8];
+
+}  // namespace
+
+// [ptr, ptr + bytes) inside one allocation?
+bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
+  if (bytes == 0) return true;  // as the driver: a zero-size copy or memset succeeds, whatever the pointer
+  auto it = allocations.upper_bound(ptr);
+  if (it == allocations.begin()) return false;
+  --it;
+  return ptr >= it->first && ptr + bytes <= it->first + it->second;
+}
+
+long live_memory() { return static_cast<long>(allocations.size()); }
+long live_pinned() { return static_cast<long>(host_allocations.size()); }
+
+}  // namespace fake
+
+using namespace fake;
+
+CUresult fake_MemGetInfo(std::size_t* free_bytes, std::size_t* total) {
+  FAKE_ENTRY(MemGetInfo);
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(mu);
+  std::size_t used = 0;
+  for (auto& [p, n] : allocations) used += n;
+  *total = std::size_t{80} << 30;
+  *free_bytes = *total - used;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
+  FAKE_ENTRY(MemAlloc);
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes > (std::size_t{1} << 36)) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* mem = std::malloc(bytes);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(mu);
+  allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  *p = reinterpret_cast<std::uintptr_t>(mem);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemFree(CUdeviceptr p) {
+  FAKE_ENTRY(MemFree);
+  std::lock_guard lock(mu);
+  auto it = allocations.find(p);
+  if (it == allocations.end()) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  return CUDA_SUCCESS;
+}
+
+// The fake's streams are always drained: async work happens at once. A
+// zero-size copy succeeds whatever its pointers (as the driver), without
+// passing a null pointer to memcpy.
+CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemcpyHtoDAsync);
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (n) std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemcpyDtoHAsync);
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (n) std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemcpyDtoDAsync);
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (n)
+    std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+                 reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  return CUDA_SUCCESS;
+}
+
+template <class T>
+static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  if (!in_allocation(dst, n * sizeof(T)) || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+  auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
+  for (std::size_t i = 0; i < n; ++i) p[i] = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemsetD8Async(CUdeviceptr dst, unsigned char v, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemsetD8Async);
+  return memset(dst, v, n, s);
+}
+CUresult fake_MemsetD32Async(CUdeviceptr dst, unsigned int v, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemsetD32Async);
+  return memset(dst, v, n, s);
+}
+
+CUresult fake_MemHostAlloc(void** pp, std::size_t bytes, unsigned int flags) {
+  FAKE_ENTRY(MemHostAlloc);
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!pp || bytes == 0 || flags > 7) return CUDA_ERROR_INVALID_VALUE;
+  void* mem = std::malloc(bytes);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(mu);
+  host_allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  *pp = mem;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemFreeHost(void* p) {
+  FAKE_ENTRY(MemFreeHost);
+  std::lock_guard lock(mu);
+  auto it = host_allocations.find(reinterpret_cast<std::uintptr_t>(p));
+  if (it == host_allocations.end()) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  host_allocations.erase(it);
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
+  FAKE_ENTRY(MemAllocAsync);
+  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  void* mem = std::malloc(bytes);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  pools[0].used += bytes;
+  *p = reinterpret_cast<std::uintptr_t>(mem);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
+  FAKE_ENTRY(MemFreeAsync);
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  auto it = allocations.find(p);
+  if (it == allocations.end()) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  pools[0].used -= it->second;
+  allocations.erase(it);
+  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
+  FAKE_ENTRY(DeviceGetDefaultMemPool);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = reinterpret_cast<CUmemoryPool>(&pools[dev]);
+  return CUDA_SUCCESS;
+}
+
+static Pool* pool_of(CUmemoryPool p) {
+  for (auto& pool : pools)
+    if (reinterpret_cast<CUmemoryPool>(&pool) == p) return &pool;
+  return nullptr;
+}
+
+CUresult fake_MemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
+  FAKE_ENTRY(MemPoolSetAttribute);
+  std::lock_guard lock(mu);
+  Pool* pool = pool_of(p);
+  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  if (attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+  pool->release_threshold = *static_cast<cuuint64_t*>(value);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
+  FAKE_ENTRY(MemPoolGetAttribute);
+  std::lock_guard lock(mu);
+  Pool* pool = pool_of(p);
+  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  auto* out = static_cast<cuuint64_t*>(value);
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *out = pool->release_threshold; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = pool->used; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *out = pool->used; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemPoolTrimTo(CUmemoryPool p, std::size_t) {
+  FAKE_ENTRY(MemPoolTrimTo);
+  std::lock_guard lock(mu);
+  return pool_of(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,320 @@
+// The fake driver's modules, functions, launches and occupancy. It reads
+// the entry declarations of PTX (a cubin loads as a module with no
+// kernels), and runs a kernel called `dbl` on the host.
+#include "fake_state.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fake {
+
+namespace {
+
+FakeLaunch last_launch;
+
+// --- PTX, as much as the tests need ---------------------------------------
+
+std::size_t type_size(const std::string& t) {
+  if (t == ".u64" || t == ".s64" || t == ".b64" || t == ".f64") return 8;
+  if (t == ".u32" || t == ".s32" || t == ".b32" || t == ".f32") return 4;
+  if (t == ".u16" || t == ".s16" || t == ".b16" || t == ".f16") return 2;
+  if (t == ".u8" || t == ".s8" || t == ".b8") return 1;
+  return 0;
+}
+
+std::vector<std::string> tokens(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '(' || c == ')') {
+      if (!cur.empty()) out.push_back(cur), cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// Parses `.param [.align A] .type name[N]` declarations into offsets/sizes.
+std::vector<Param> parse_params(const std::string& list) {
+  std::vector<Param> params;
+  std::size_t offset = 0, pos = 0;
+  while ((pos = list.find(".param", pos)) != std::string::npos) {
+    std::size_t end = list.find_first_of(",)", pos);
+    std::string decl = list.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos += 6;
+    auto t = tokens(decl);
+    std::size_t align = 0, size = 0, i = 1;
+    if (i < t.size() && t[i] == ".align") align = std::strtoul(t[i + 1].c_str(), nullptr, 10), i += 2;
+    if (i >= t.size()) break;
+    size = type_size(t[i]);
+    const std::size_t elem = size;
+    if (i + 1 < t.size()) {
+      auto lb = t[i + 1].find('[');
+      if (lb != std::string::npos) size *= std::strtoul(t[i + 1].c_str() + lb + 1, nullptr, 10);
+    }
+    if (!align) align = elem ? elem : 1;
+    offset = (offset + align - 1) / align * align;
+    params.push_back({offset, size});
+    offset += size;
+  }
+  return params;
+}
+
+void write_log(std::vector<std::pair<CUjit_option, void*>>& opts, CUjit_option buf_key, CUjit_option size_key,
+               const std::string& text) {
+  char* buf = nullptr;
+  void** size_slot = nullptr;
+  for (auto& [k, v] : opts) {
+    if (k == buf_key) buf = static_cast<char*>(v);
+    if (k == size_key) size_slot = &v;
+  }
+  if (!buf || !size_slot) return;
+  const std::size_t cap = reinterpret_cast<std::uintptr_t>(*size_slot);
+  const std::size_t n = text.size() < cap ? text.size() : (cap ? cap - 1 : 0);
+  std::memcpy(buf, text.data(), n);
+  if (cap) buf[n] = '\0';
+  *size_slot = reinterpret_cast<void*>(static_cast<std::uintptr_t>(n));
+}
+
+}  // namespace
+
+long live_module() { return count_live(Kind::module); }
+
+}  // namespace fake
+
+using namespace fake;
+
+FAKE_EXPORT void fake_last_launch(FakeLaunch* out) {
+  std::lock_guard lock(mu);
+  *out = last_launch;
+}
+
+// --- modules and functions ---------------------------------------------------
+
+CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n, CUjit_option* keys,
+                               void** values) {
+  FAKE_ENTRY(ModuleLoadDataEx);
+  if (!pmod || !image) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext c = current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  std::vector<std::pair<CUjit_option, void*>> opts;
+  for (unsigned i = 0; i < n; ++i) opts.emplace_back(keys[i], values[i]);
+  auto finish = [&](CUresult r) {
+    for (unsigned i = 0; i < n; ++i) values[i] = opts[i].second;
+    return r;
+  };
+  const auto* bytes = static_cast<const unsigned char*>(image);
+  auto* m = new Module{c, {}};
+  if (bytes[0] == 0x7f && bytes[1] == 'E') {
+    // A cubin: the fake cannot read one; it loads as a module with no kernels.
+  } else {
+    const std::string ptx(static_cast<const char*>(image));
+    if (ptx.find(".version") == std::string::npos) {
+      delete m;
+      write_log(opts, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                "ptxas application ptx input, line 1; fatal   : Missing .version directive at start of file");
+      return finish(CUDA_ERROR_INVALID_PTX);
+    }
+    std::size_t line = 1;
+    for (std::size_t i = 0; i < ptx.size(); ++i) {
+      if (ptx[i] == '\n') ++line;
+      if (ptx.compare(i, 4, "frob") == 0) {
+        delete m;
+        write_log(opts, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                  "ptxas application ptx input, line " + std::to_string(line) +
+                      "; error   : Not a name of any known instruction: 'frob'");
+        return finish(CUDA_ERROR_INVALID_PTX);
+      }
+    }
+    std::size_t pos = 0;
+    while ((pos = ptx.find(".entry", pos)) != std::string::npos) {
+      pos += 6;
+      const std::size_t name_begin = ptx.find_first_not_of(" \t\n", pos);
+      const std::size_t name_end = ptx.find_first_of(" \t\n(", name_begin);
+      const std::size_t lp = ptx.find('(', name_end), rp = ptx.find(')', lp);
+      auto* f = new Func{m, ptx.substr(name_begin, name_end - name_begin), {}, 48 * 1024};
+      if (lp != std::string::npos && rp != std::string::npos) f->params = parse_params(ptx.substr(lp, rp - lp + 1));
+      m->funcs.push_back(f);
+    }
+    write_log(opts, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+              "fake ptxas info: " + std::to_string(m->funcs.size()) + " entry function(s)");
+  }
+  std::lock_guard lock(mu);
+  live[m] = Kind::module;
+  for (Func* f : m->funcs) live[f] = Kind::function;
+  *pmod = reinterpret_cast<CUmodule>(m);
+  return finish(CUDA_SUCCESS);
+}
+
+CUresult fake_ModuleUnload(CUmodule mod) {
+  FAKE_ENTRY(ModuleUnload);
+  std::lock_guard lock(mu);
+  if (!alive(mod, Kind::module)) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  auto* m = reinterpret_cast<Module*>(mod);
+  for (Func* f : m->funcs) {
+    live.erase(f);
+    delete f;
+  }
+  live.erase(m);
+  delete m;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_ModuleGetFunction(CUfunction* pf, CUmodule mod, const char* name) {
+  FAKE_ENTRY(ModuleGetFunction);
+  std::lock_guard lock(mu);
+  if (!alive(mod, Kind::module)) return CUDA_ERROR_INVALID_HANDLE;
+  for (Func* f : reinterpret_cast<Module*>(mod)->funcs)
+    if (f->name == name) return *pf = reinterpret_cast<CUfunction>(f), CUDA_SUCCESS;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult fake_FuncGetAttribute(int* pi, CUfunction_attribute attr, CUfunction fn) {
+  FAKE_ENTRY(FuncGetAttribute);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  auto* f = reinterpret_cast<Func*>(fn);
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 70; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared; break;
+    default: *pi = 0;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_FuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int value) {
+  FAKE_ENTRY(FuncSetAttribute);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+    reinterpret_cast<Func*>(fn)->max_dynamic_shared = value;
+  }
+  return CUDA_SUCCESS;
+}
+
+// Kernels the fake knows how to run on the host, by name.
+static void run_kernel(const Func& f, void** params) {
+  if (f.name == "dbl" && f.params.size() == 2) {
+    CUdeviceptr p;
+    unsigned n;
+    std::memcpy(&p, params[0], 8);
+    std::memcpy(&n, params[1], 4);
+    if (!in_allocation(p, std::size_t{n} * 4)) return;
+    auto* x = reinterpret_cast<float*>(static_cast<std::uintptr_t>(p));
+    for (unsigned i = 0; i < n; ++i) x[i] *= 2;
+  }
+}
+
+static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
+                       void** params, void** extra, const unsigned cluster[3], int cooperative, int via_ex) {
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
+  const Func& f = *reinterpret_cast<Func*>(fn);
+  for (int i = 0; i < 3; ++i)
+    if (!grid[i] || !block[i]) return CUDA_ERROR_INVALID_VALUE;
+  if (std::uint64_t{block[0]} * block[1] * block[2] > 1024 || block[2] > 64) return CUDA_ERROR_INVALID_VALUE;
+  if (shared > static_cast<unsigned>(f.max_dynamic_shared)) return CUDA_ERROR_INVALID_VALUE;
+  if (extra) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!f.params.empty() && !params) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < 3; ++i)
+    if (cluster[i] && grid[i] % cluster[i]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (std::uint64_t{cluster[0]} * cluster[1] * cluster[2] > 8) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  if (cooperative && std::uint64_t{grid[0]} * grid[1] * grid[2] > 132 * 2) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  FakeLaunch& l = last_launch;
+  l.function = fn;
+  l.stream = s;
+  for (int i = 0; i < 3; ++i) l.grid[i] = grid[i], l.block[i] = block[i], l.cluster[i] = cluster[i];
+  l.shared_bytes = shared;
+  l.cooperative = cooperative;
+  l.via_ex = via_ex;
+  l.param_count = f.params.size();
+  for (std::size_t i = 0; i < f.params.size() && i < 32; ++i) {
+    l.param_offsets[i] = f.params[i].offset;
+    l.param_sizes[i] = f.params[i].size;
+    if (f.params[i].offset + f.params[i].size <= sizeof l.params)
+      std::memcpy(l.params + f.params[i].offset, params[i], f.params[i].size);
+  }
+  run_kernel(f, params);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_LaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                           unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
+                           void** extra) {
+  FAKE_ENTRY(LaunchKernel);
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, none[3] = {0, 0, 0};
+  return launch(fn, grid, block, shared, s, params, extra, none, 0, 0);
+}
+
+CUresult fake_LaunchKernelEx(const CUlaunchConfig* c, CUfunction fn, void** params, void** extra) {
+  FAKE_ENTRY(LaunchKernelEx);
+  if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  unsigned cluster[3] = {0, 0, 0};
+  int cooperative = 0;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute& a = c->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      cluster[0] = a.value.clusterDim.x, cluster[1] = a.value.clusterDim.y, cluster[2] = a.value.clusterDim.z;
+      if (!cluster[0] || !cluster[1] || !cluster[2]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      cooperative = a.value.cooperative;
+    } else if (a.id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+  const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+  return launch(fn, grid, block, c->sharedMemBytes, c->hStream, params, extra, cluster, cooperative, 1);
+}
+
+// The fake's occupancy model: 2048 threads, 32 blocks and 228 KiB of shared
+// memory per multiprocessor; 16 registers per thread never limit.
+static int blocks_per_sm(int block_size, std::size_t shared) {
+  if (block_size <= 0 || block_size > 1024) return 0;
+  int blocks = 2048 / block_size;
+  if (blocks > 32) blocks = 32;
+  if (shared) {
+    const auto by_shared = static_cast<int>((228u * 1024u) / shared);
+    if (by_shared < blocks) blocks = by_shared;
+  }
+  return blocks;
+}
+
+CUresult fake_OccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction fn, int block_size, std::size_t shared) {
+  FAKE_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function) || !n) return CUDA_ERROR_INVALID_HANDLE;
+  *n = blocks_per_sm(block_size, shared);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_OccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction fn, CUoccupancyB2DSize to_shared,
+                                             std::size_t shared, int limit) {
+  FAKE_ENTRY(OccupancyMaxPotentialBlockSize);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function) || !min_grid || !block) return CUDA_ERROR_INVALID_HANDLE;
+  int best = 0, best_threads = -1;
+  for (int b = 32; b <= 1024 && (limit <= 0 || b <= limit); b += 32) {
+    const int threads = b * blocks_per_sm(b, to_shared ? to_shared(b) : shared);
+    if (threads > best_threads) best = b, best_threads = threads;
+  }
+  *block = best;
+  *min_grid = 132 * blocks_per_sm(best, to_shared ? to_shared(best) : shared);
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,165 @@
+// Tests' access to the fake driver's controls (tests/fake/fake_abi.h),
+// through the very library the loader opened (OXICUDA_LIBCUDA_PATH).
+#pragma once
+
+#include "fake/fake_abi.h"
+#include "oxicuda.hpp"
+
+#include <doctest/doctest.h>
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+struct Fake {
+  fake_reset_fn reset;
+  fake_calls_fn calls;
+  fake_fail_fn fail;
+  fake_live_fn live;
+  fake_invalid_destroys_fn invalid_destroys;
+  fake_set_device_count_fn set_device_count;
+  fake_last_launch_fn last_launch;
+  fake_host_funcs_run_fn host_funcs_run;
+  fake_last_context_fn last_context;
+
+  // The fake that oxicuda loaded (loading it first if need be).
+  static Fake& get() {
+    static Fake f = [] {
+      const oxicuda::DriverInfo& info = oxicuda::driver_info();
+      void* lib = dlopen(info.library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+      if (!lib || !dlsym(lib, "fake_reset")) {
+        std::fprintf(stderr, "these tests need the fake driver (OXICUDA_LIBCUDA_PATH); loaded: '%s' (%s)\n",
+                     info.library.c_str(), info.reason.c_str());
+        std::abort();
+      }
+      Fake x{};
+      x.reset = reinterpret_cast<fake_reset_fn>(dlsym(lib, "fake_reset"));
+      x.calls = reinterpret_cast<fake_calls_fn>(dlsym(lib, "fake_calls"));
+      x.fail = reinterpret_cast<fake_fail_fn>(dlsym(lib, "fake_fail"));
+      x.live = reinterpret_cast<fake_live_fn>(dlsym(lib, "fake_live"));
+      x.invalid_destroys = reinterpret_cast<fake_invalid_destroys_fn>(dlsym(lib, "fake_invalid_destroys"));
+      x.set_device_count = reinterpret_cast<fake_set_device_count_fn>(dlsym(lib, "fake_set_device_count"));
+      x.last_launch = reinterpret_cast<fake_last_launch_fn>(dlsym(lib, "fake_last_launch"));
+      x.host_funcs_run = reinterpret_cast<fake_host_funcs_run_fn>(dlsym(lib, "fake_host_funcs_run"));
+      x.last_context = reinterpret_cast<fake_last_context_fn>(dlsym(lib, "fake_last_context"));
+      return x;
+    }();
+    return f;
+  }
+};
+
+// The kinds of handle the fake counts as live (FAKE_LIVE_KINDS), as fields
+// of a count, one per kind: `counts.stream`.
+struct LiveCounts {
+#define FAKE_LIVE_FIELD(name, ...) long name = 0;
+  FAKE_LIVE_KINDS(FAKE_LIVE_FIELD)
+#undef FAKE_LIVE_FIELD
+  bool operator==(const LiveCounts&) const = default;
+  // The fake's counts now.
+  static LiveCounts take(Fake& fake);
+};
+
+struct LiveKind {
+  const char* name;                // fake_live's name for it
+  long LiveCounts::*count;         // its field
+  const char* destroyed_by[2];     // the entry points that destroy, release or free one
+};
+inline constexpr LiveKind live_kinds[] = {
+#define FAKE_LIVE_KIND(name, ...) {#name, &LiveCounts::name, {__VA_ARGS__}},
+    FAKE_LIVE_KINDS(FAKE_LIVE_KIND)
+#undef FAKE_LIVE_KIND
+};
+
+inline LiveCounts LiveCounts::take(Fake& fake) {
+  LiveCounts c;
+  for (const LiveKind& k : live_kinds) c.*k.count = fake.live(k.name);
+  return c;
+}
+
+// The kind of handle that a call of `entry` destroys, if any.
+inline const LiveKind* kind_destroyed_by(std::string_view entry) {
+  for (const LiveKind& k : live_kinds)
+    for (const char* e : k.destroyed_by)
+      if (e && entry == e) return &k;
+  return nullptr;
+}
+
+// Every entry point named in FAKE_LIVE_KINDS is one of the table's.
+static_assert([] {
+  for (const LiveKind& k : live_kinds)
+    for (const char* e : k.destroyed_by) {
+      bool found = !e;
+      for (const auto& entry : oxicuda::ffi::entries) found = found || std::string_view(entry.name) == e;
+      if (!found) return false;
+    }
+  return true;
+}());
+
+// Resets the fake's counters and faults for one test; imbalance() says
+// what the test has left in the fake.
+struct FakeScope {
+  Fake& fake = Fake::get();
+  LiveCounts at_start;
+  FakeScope() {
+    fake.reset();
+    at_start = LiveCounts::take(fake);
+  }
+  // Empty when the test has left no handle alive and destroyed nothing twice;
+  // otherwise every kind's live count at the start and now, and the double
+  // destroys.
+  std::string imbalance() const {
+    const LiveCounts now = LiveCounts::take(fake);
+    const long invalid_destroys = fake.invalid_destroys();
+    if (now == at_start && invalid_destroys == 0) return {};
+    std::string text;
+    for (const LiveKind& k : live_kinds)
+      text += std::string(k.name) + " " + std::to_string(at_start.*k.count) + "->" + std::to_string(now.*k.count) + ", ";
+    return text + "invalid destroys " + std::to_string(invalid_destroys);
+  }
+};
+
+// The oxicuda::Error that `f` raises (the test fails when it raises none).
+template <class F>
+oxicuda::Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const oxicuda::Error& e) {
+    return e;
+  }
+  FAIL("no error");
+  return oxicuda::Error(oxicuda::ffi::CUDA_SUCCESS, "");
+}
+
+// Heap allocations made by this process so far (tests/cpu/main.cpp counts them).
+long heap_allocations();
+
+// The PTX module of the CPU tests; the fake reads its entry declarations and
+// runs `dbl` on the host:
+//   dbl(.u64 ptr, .u32 n)                       doubles n floats
+//   layout(.u64, .u32, .f32, .align 8 .b8[24])  parameters at 0, 8, 12, 16
+//   saxpy(.u64 y, .u64 x, .f32 a, .u32 n)
+//   take_u32(.u32 n)
+//   take_blob(.u32 tag, .align 8 .b8 blob[24])
+//   none()
+inline constexpr const char* kFakePtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry dbl(
+    .param .u64 ptr,
+    .param .u32 n
+)
+{ ret; }
+.visible .entry layout(.param .u64 a, .param .u32 b, .param .f32 c, .param .align 8 .b8 d[24])
+{ ret; }
+.visible .entry saxpy(.param .u64 y, .param .u64 x, .param .f32 a, .param .u32 n)
+{ ret; }
+.visible .entry take_u32(.param .u32 n)
+{ ret; }
+.visible .entry take_blob(.param .u32 tag, .param .align 8 .b8 blob[24])
+{ ret; }
+.visible .entry none()
+{ ret; }
+)";
