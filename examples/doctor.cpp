@@ -72,8 +72,9 @@ Section device_section(int ordinal, bool& passed) {
   s.add("ordinal", {}, static_cast<long long>(ordinal));
   try {
     const Device d = Device::get(ordinal);
-    s.title += ": " + d.name();
-    s.add("name", {}, d.name());
+    const std::string name = d.name();
+    s.title += ": " + name;
+    s.add("name", {}, name);
     const ComputeCapability cc = d.compute_capability();
     s.add("compute_capability", "compute capability", std::to_string(cc.major) + "." + std::to_string(cc.minor));
     const std::size_t bytes = d.total_memory();
@@ -90,9 +91,9 @@ Section device_section(int ordinal, bool& passed) {
     s.add("mig_mode", "MIG mode", nullptr, "not reported by the CUDA driver API (nvidia-smi -q)");
     const auto check = oxicuda_examples::two_stream_check(Context::primary(d));
     Section result;
-    result.add("passed", "two-stream self-check", check.passed, check.passed ? "PASS" : "FAIL");
+    result.add("passed", "two-stream self-check", check.passed,
+               std::string(check.passed ? "PASS" : "FAIL") + " (" + check.message + ")");
     result.add("message", {}, check.message);
-    result.fields.front().text += " (" + check.message + ")";
     s.add("two_stream_check", std::move(result));
     passed = passed && check.passed;
   } catch (const Error& e) {
@@ -137,7 +138,8 @@ int main(int argc, char** argv) {
   } else {
     try {
       const int n = Device::count();
-      report.add("device_count", "devices", static_cast<long long>(n), n == 0 ? "none (the driver sees no CUDA device)" : "");
+      report.add("device_count", "devices", static_cast<long long>(n),
+                 n == 0 ? "none (the driver sees no CUDA device)" : "");
       std::vector<Section> devices;
       bool passed = true;
       for (int i = 0; i < n; ++i) devices.push_back(device_section(i, passed));

@@ -49,8 +49,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "example.cpp"), "w", encoding="utf-8") as f:
             f.write(source)
-        cmd = [args.compiler, "-std=c++20", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-I" + os.path.abspath(args.root),
-               "example.cpp", "-o", "example"]
+        cmd = [args.compiler, "-std=c++20", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+               "-I" + os.path.abspath(args.root), "example.cpp", "-o", "example"]
         print("$", " ".join(cmd), flush=True)
         p = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
         print(p.stdout + p.stderr, flush=True)

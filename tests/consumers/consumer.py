@@ -204,7 +204,8 @@ def without_package_init(path):
 def pc_entries(path):
     """A .pc's variables (name=) and fields (Name:), as pkg-config reads them."""
     with open(path, encoding="utf-8") as f:
-        return {m.group(1) + m.group(2): m.group(3) for m in re.finditer(r"^([\w.]+)\s*([=:])\s*(.*?)\s*$", f.read(), re.M)}
+        entries = re.finditer(r"^([\w.]+)\s*([=:])\s*(.*?)\s*$", f.read(), re.M)
+        return {m.group(1) + m.group(2): m.group(3) for m in entries}
 
 
 def pkg_config_answers(prefix):
