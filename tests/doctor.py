@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """oxicuda-doctor as a CI system or a bug report uses it.
 
-  doctor.py DOCTOR FAKE_LIBCUDA
+  doctor.py DOCTOR FAKE_LIBCUDA README
 
 Runs the doctor on the fake driver (two devices; none; a driver call that
 fails on the second device), without a driver (OXICUDA_LIBCUDA_PATH naming
 a missing file whose name needs JSON escaping), and with --help and a bad
 argument. Each --json run's output must parse as JSON (python's json, so
 the escaping is checked) and hold the fields README documents, and each
-exit status must be the documented one; the text form must agree.
+exit status must be the documented one; the text form must agree. On a
+machine without a driver library, README's "## oxicuda-doctor" output (both
+forms) must be what the doctor prints.
 """
 import json
 import os
@@ -64,6 +66,21 @@ def check_device(d, ordinal):
            d.get("two_stream_check", {}).get("passed") is True and "A x4 and B x2" in d["two_stream_check"]["message"])
 
 
+def check_readme(doctor, readme):
+    """README's output for a machine without a driver, where this is one."""
+    with open(readme, encoding="utf-8") as f:
+        section = re.search(r"^## oxicuda-doctor\n(.*?)(?=^## )", f.read(), re.M | re.S)
+    shown = re.search(r"^```\n(\$ oxicuda-doctor\n.*?)^```\n", section.group(1) if section else "", re.M | re.S)
+    if not shown:
+        return expect("README's oxicuda-doctor section shows its output in a ``` block of $ oxicuda-doctor runs", False)
+    text, data = run(doctor, {}), run(doctor, {}, "--json")
+    if "no CUDA driver library could be opened" not in text.stdout:
+        print("README's output not compared: this machine has a driver library")
+        return
+    printed = f"$ oxicuda-doctor\n{text.stdout}$ oxicuda-doctor --json\n{data.stdout}"
+    expect("README shows what the doctor prints without a driver", shown.group(1) == printed)
+
+
 def main():
     doctor, fake = sys.argv[1], os.path.abspath(sys.argv[2])
     on_fake = {"OXICUDA_LIBCUDA_PATH": fake}
@@ -109,6 +126,8 @@ def main():
     expect(f"an unknown argument: exit {USAGE}, the usage on stderr, nothing on stdout",
            p.returncode == USAGE and "unknown argument '--frobnicate'" in p.stderr and "usage: " in p.stderr
            and p.stdout == "")
+
+    check_readme(doctor, sys.argv[3])
 
     print("FAILED: " + "; ".join(problems) if problems else "OK")
     return 1 if problems else 0
