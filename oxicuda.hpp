@@ -641,6 +641,7 @@ struct CUuuid {
   X(DeviceGetAttribute, 2000, "cuDeviceGetAttribute", (int* pi, CUdevice_attribute attrib, CUdevice dev))              \
   X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))                                  \
   X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))                                         \
+  X(DeviceGetPCIBusId, 4010, "cuDeviceGetPCIBusId", (char* pciBusId, int len, CUdevice dev))                           \
   X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
   X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
   X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev))                           \
@@ -1472,7 +1473,7 @@ OXICUDA_NAMESPACE_END
 
 // ---- begin oxicuda/device.hpp ----
 // oxicuda/device.hpp — Device: count, get by ordinal, name, compute
-// capability, memory, any attribute, UUID; and the driver's version.
+// capability, memory, any attribute, UUID, PCI bus id; and the driver's version.
 
 #include <array>
 #include <compare>
@@ -1517,6 +1518,8 @@ class Device {
   [[nodiscard]] std::size_t total_memory(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] int attribute(ffi::CUdevice_attribute attr, SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] Uuid uuid(SourceLocation where = SourceLocation::current()) const;
+  // "domain:bus:device.function" in hexadecimal, as the driver spells it ("0000:18:00.0").
+  [[nodiscard]] std::string pci_bus_id(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] int multiprocessor_count(SourceLocation where = SourceLocation::current()) const {
     return attribute(ffi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, where);
   }
@@ -1592,6 +1595,12 @@ inline Uuid Device::uuid(SourceLocation where) const {
   Uuid u;
   for (std::size_t i = 0; i < u.bytes.size(); ++i) u.bytes[i] = static_cast<unsigned char>(raw.bytes[i]);
   return u;
+}
+
+inline std::string Device::pci_bus_id(SourceLocation where) const {
+  char buf[64] = {};  // the driver needs 13 bytes
+  detail::check(OXICUDA_DRIVER(DeviceGetPCIBusId, buf, static_cast<int>(sizeof buf - 1), raw_), where);
+  return std::string(static_cast<const char*>(buf));
 }
 
 OXICUDA_NAMESPACE_END

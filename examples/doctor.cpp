@@ -1,44 +1,158 @@
 // oxicuda-doctor: which driver was loaded, which devices it sees, and
-// whether the two-stream self-check passes on each.
-//
-// Exit status: 0 when a driver is loaded, at least one device is present and
-// every device passes; 1 when the check fails; 2 when no usable driver or no
-// device is found (the reason is printed).
+// whether the two-stream self-check passes on each; as text, or as JSON
+// (--json). Exit statuses: see kUsage.
 #include "oxicuda.hpp"
+#include "report.hpp"
 #include "two_stream_check.hpp"
 
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
-int main() {
+namespace {
+
+using oxicuda_examples::Section;
+
+constexpr int kPassed = 0, kFailed = 1, kNoDriver = 2, kUsageError = 64;  // 64: EX_USAGE of sysexits.h
+
+constexpr const char* kUsage = R"(usage: oxicuda-doctor [--json] [--help]
+
+Which CUDA driver oxicuda loads and why (or why none), every device the
+driver sees (compute capability, memory, multiprocessors, UUID, PCI bus id)
+and the two-stream self-check on each.
+
+  --json  print the report as one JSON object on standard output (null:
+          unknown, or not reported by the CUDA driver API)
+  --help  print this and exit
+
+Exit status:
+  0   a driver was loaded, it sees at least one device, and every device passed
+  1   a self-check or a driver call failed (the error is printed)
+  2   no usable CUDA driver, or no device (the reason is printed)
+  64  a bad command line
+
+OXICUDA_LIBCUDA_PATH names the driver library to load instead of libcuda.so.1.
+)";
+
+const char* status_name(oxicuda::DriverStatus s) {
+  switch (s) {
+    case oxicuda::DriverStatus::ok: return "ok";
+    case oxicuda::DriverStatus::no_library: return "no_library";
+    case oxicuda::DriverStatus::not_a_driver: return "not_a_driver";
+    case oxicuda::DriverStatus::stub_library: return "stub_library";
+    case oxicuda::DriverStatus::init_failed: return "init_failed";
+  }
+  return "unknown";
+}
+
+Section driver_section(const oxicuda::DriverInfo& info) {
+  Section s;
+  const std::string version = std::to_string(info.version / 1000) + "." + std::to_string(info.version % 1000 / 10);
+  const char* via = info.via_get_proc_address ? "cuGetProcAddress_v2" : "dlsym";
+  if (info.available())
+    s.title = "driver: " + info.library + " (CUDA " + version + "), entry points from " + via;
+  else
+    s.title = "no usable CUDA driver: " + info.reason;
+  s.add("available", {}, info.available());
+  s.add("status", {}, status_name(info.status));
+  s.add("library", {}, info.library.empty() ? oxicuda_examples::Scalar{} : info.library);
+  s.add("cuda_version", {}, info.version ? oxicuda_examples::Scalar{version} : nullptr);
+  s.add("entry_points_from", {}, info.available() ? oxicuda_examples::Scalar{via} : nullptr);
+  s.add("reason", {}, info.available() ? oxicuda_examples::Scalar{} : info.reason);
+  return s;
+}
+
+// One device: what the driver reports of it, and the self-check. A driver
+// call that fails is recorded in the section and fails the run.
+Section device_section(int ordinal, bool& passed) {
   using namespace oxicuda;
-  std::printf("oxicuda %s\n", OXICUDA_VERSION_STRING);
-  const DriverInfo& info = driver_info();
-  if (!info.available()) {
-    std::printf("no usable CUDA driver: %s\n", info.reason.c_str());
-    return 2;
-  }
-  std::printf("driver: %s (CUDA %d.%d), entry points from %s\n", info.library.c_str(), info.version / 1000,
-              info.version % 1000 / 10, info.via_get_proc_address ? "cuGetProcAddress_v2" : "dlsym");
+  Section s;
+  s.title = "device " + std::to_string(ordinal);
+  s.add("ordinal", {}, static_cast<long long>(ordinal));
   try {
-    const int n = Device::count();
-    if (n == 0) {
-      std::printf("the driver sees no CUDA device\n");
-      return 2;
-    }
-    bool all_passed = true;
-    for (int i = 0; i < n; ++i) {
-      const Device d = Device::get(i);
-      const ComputeCapability cc = d.compute_capability();
-      std::printf("device %d: %s, compute capability %d.%d, %.1f GiB, %d multiprocessors, %s\n", i,
-                  d.name().c_str(), cc.major, cc.minor, static_cast<double>(d.total_memory()) / (1u << 30),
-                  d.multiprocessor_count(), d.uuid().to_string().c_str());
-      const auto result = oxicuda_examples::two_stream_check(Context::primary(d));
-      std::printf("  two-stream self-check: %s (%s)\n", result.passed ? "PASS" : "FAIL", result.message.c_str());
-      all_passed = all_passed && result.passed;
-    }
-    return all_passed ? 0 : 1;
+    const Device d = Device::get(ordinal);
+    const std::string name = d.name();
+    s.title += ": " + name;
+    s.add("name", {}, name);
+    const ComputeCapability cc = d.compute_capability();
+    s.add("compute_capability", "compute capability", std::to_string(cc.major) + "." + std::to_string(cc.minor));
+    const std::size_t bytes = d.total_memory();
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
+    s.add("total_memory_bytes", "memory", static_cast<long long>(bytes),
+          std::string(gib) + " (" + std::to_string(bytes) + " bytes)");
+    s.add("multiprocessors", "multiprocessors", static_cast<long long>(d.multiprocessor_count()));
+    s.add("uuid", "UUID", d.uuid().to_string());
+    s.add("pci_bus_id", "PCI bus id", d.pci_bus_id());
+    // The driver API reports neither (NVML does: nvidia-smi -q). Under MIG,
+    // cuDeviceGetUuid_v2 gives the MIG instance's UUID, with no mark of it.
+    s.add("persistence_mode", "persistence mode", nullptr, "not reported by the CUDA driver API (nvidia-smi -q)");
+    s.add("mig_mode", "MIG mode", nullptr, "not reported by the CUDA driver API (nvidia-smi -q)");
+    const auto check = oxicuda_examples::two_stream_check(Context::primary(d));
+    Section result;
+    result.add("passed", "two-stream self-check", check.passed,
+               std::string(check.passed ? "PASS" : "FAIL") + " (" + check.message + ")");
+    result.add("message", {}, check.message);
+    s.add("two_stream_check", std::move(result));
+    passed = passed && check.passed;
   } catch (const Error& e) {
-    std::printf("FAIL: %s\n", e.what());
-    return 1;
+    s.add("error", "FAIL", e.what());
+    passed = false;
   }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace oxicuda;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return kPassed;
+    } else {
+      std::fprintf(stderr, "oxicuda-doctor: unknown argument '%s'\n\n%s", argv[i], kUsage);
+      return kUsageError;
+    }
+  }
+
+  // The report: one section after another. A new section (NVRTC and
+  // nvJitLink found or not, the compile cache) is one more add() here.
+  Section report;
+  int status = kPassed;
+  Section about;
+  about.title = std::string("oxicuda ") + OXICUDA_VERSION_STRING;
+  about.add("version", {}, OXICUDA_VERSION_STRING);
+  report.add("oxicuda", std::move(about));
+
+  const DriverInfo& info = driver_info();
+  report.add("driver", driver_section(info));
+  if (!info.available()) {
+    report.add("device_count", {}, nullptr);
+    report.add("devices", std::vector<Section>{});
+    status = kNoDriver;
+  } else {
+    try {
+      const int n = Device::count();
+      report.add("device_count", "devices", static_cast<long long>(n),
+                 n == 0 ? "none (the driver sees no CUDA device)" : "");
+      std::vector<Section> devices;
+      bool passed = true;
+      for (int i = 0; i < n; ++i) devices.push_back(device_section(i, passed));
+      report.add("devices", std::move(devices));
+      status = n == 0 ? kNoDriver : passed ? kPassed : kFailed;
+    } catch (const Error& e) {
+      report.add("error", "FAIL", e.what());
+      status = kFailed;
+    }
+  }
+  report.add("exit_status", {}, static_cast<long long>(status));
+
+  const std::string out = json ? oxicuda_examples::to_json(report) : oxicuda_examples::to_text(report);
+  std::fputs(out.c_str(), stdout);
+  return status;
 }

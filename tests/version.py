@@ -4,7 +4,8 @@
   version.py --version X.Y.Z --root R --compiler CXX
 
 Checks OXICUDA_VERSION_MAJOR/MINOR/PATCH/STRING in include/oxicuda/config.hpp
-and in the generated oxicuda.hpp (and its banner), the vcpkg port's version,
+and in the generated oxicuda.hpp (and its banner), CMakeLists.txt's
+project(oxicuda VERSION ...), the vcpkg port's version,
 that CHANGELOG.md has a section for it, and, by compiling, that the API lives
 in the inline ABI namespace oxicuda::vX_Y_Z.
 """
@@ -41,6 +42,11 @@ def main():
                 problems.append(f"{rel}: OXICUDA_VERSION_{key} is {found.get(key)}, meson.build says {value}")
         if rel == "oxicuda.hpp" and f"Version {args.version}." not in text:
             problems.append("oxicuda.hpp: the banner does not name version " + args.version)
+
+    with open(os.path.join(args.root, "CMakeLists.txt"), encoding="utf-8") as f:
+        cmake = re.search(r"^project\(oxicuda\s+VERSION\s+(\S+)", f.read(), re.M)
+    if not cmake or cmake.group(1) != args.version:
+        problems.append(f"CMakeLists.txt: project(oxicuda VERSION {cmake.group(1) if cmake else '?'} ...)")
 
     with open(os.path.join(args.root, "ports", "oxicuda", "vcpkg.json"), encoding="utf-8") as f:
         port = json.load(f).get("version")

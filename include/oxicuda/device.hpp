@@ -1,5 +1,5 @@
 // oxicuda/device.hpp — Device: count, get by ordinal, name, compute
-// capability, memory, any attribute, UUID; and the driver's version.
+// capability, memory, any attribute, UUID, PCI bus id; and the driver's version.
 #pragma once
 
 #include <array>
@@ -46,6 +46,8 @@ class Device {
   [[nodiscard]] std::size_t total_memory(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] int attribute(ffi::CUdevice_attribute attr, SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] Uuid uuid(SourceLocation where = SourceLocation::current()) const;
+  // "domain:bus:device.function" in hexadecimal, as the driver spells it ("0000:18:00.0").
+  [[nodiscard]] std::string pci_bus_id(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] int multiprocessor_count(SourceLocation where = SourceLocation::current()) const {
     return attribute(ffi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, where);
   }
@@ -121,6 +123,12 @@ inline Uuid Device::uuid(SourceLocation where) const {
   Uuid u;
   for (std::size_t i = 0; i < u.bytes.size(); ++i) u.bytes[i] = static_cast<unsigned char>(raw.bytes[i]);
   return u;
+}
+
+inline std::string Device::pci_bus_id(SourceLocation where) const {
+  char buf[64] = {};  // the driver needs 13 bytes
+  detail::check(OXICUDA_DRIVER(DeviceGetPCIBusId, buf, static_cast<int>(sizeof buf - 1), raw_), where);
+  return std::string(static_cast<const char*>(buf));
 }
 
 OXICUDA_NAMESPACE_END

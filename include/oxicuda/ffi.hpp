@@ -565,6 +565,7 @@ struct CUuuid {
   X(DeviceGetAttribute, 2000, "cuDeviceGetAttribute", (int* pi, CUdevice_attribute attrib, CUdevice dev))              \
   X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))                                  \
   X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))                                         \
+  X(DeviceGetPCIBusId, 4010, "cuDeviceGetPCIBusId", (char* pciBusId, int len, CUdevice dev))                           \
   X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
   X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
   X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev))                           \

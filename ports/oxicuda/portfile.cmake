@@ -1,11 +1,27 @@
-# Overlay port: builds oxicuda from the source tree this port lives in
-# (ports/oxicuda -> ../..) with its meson build. vcpkg does not track changes
-# to a local source tree: `vcpkg remove oxicuda` before installing it again.
-# tests/vcpkg runs this file under a harness of the vcpkg helpers it calls.
+# Builds oxicuda with its meson build, from one of two sources:
+#  - in a checkout (ports/oxicuda of this repository, used as an overlay
+#    port): the source tree around it (../..). vcpkg does not track changes
+#    to it: `vcpkg remove oxicuda` and install with --no-binarycaching.
+#  - anywhere else (the port copied into a registry): the GitHub release
+#    archive of the tag v<version in vcpkg.json>, checked against SHA512.
+# tests/vcpkg runs this file under a harness of the vcpkg helpers it calls,
+# both ways.
 
 set(VCPKG_BUILD_TYPE release) # header-only port: one configuration is all there is
 
-get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../../include/oxicuda/config.hpp")
+    get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+else()
+    vcpkg_from_github(
+        OUT_SOURCE_PATH SOURCE_PATH
+        REPO oxicuda/oxicuda
+        REF "v${VERSION}"
+        # No release is published yet: vcpkg's placeholder, which makes the
+        # install fail and print the archive's SHA512 to put here.
+        SHA512 0
+        HEAD_REF main
+    )
+endif()
 
 vcpkg_configure_meson(
     SOURCE_PATH "${SOURCE_PATH}"

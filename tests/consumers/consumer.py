@@ -6,6 +6,9 @@ each kind, built and run the way its users build it.
   consumer.py cmake      --source-root R --version X.Y.Z [--fake-driver LIB]
   consumer.py pkg-config --source-root R [--fake-driver LIB]
   consumer.py meson      --source-root R [--fake-driver LIB]
+  consumer.py cmake-install    --source-root R --version X.Y.Z [--fake-driver LIB]
+  consumer.py FetchContent     --source-root R --version X.Y.Z [--fake-driver LIB]
+  consumer.py add_subdirectory --source-root R [--fake-driver LIB]
 
 install: a packager's configuration (-Dtests=false -Dexamples=false
 -Dbench=false, vcpkg's --libdir lib and relocatable pkg-config) set up with
@@ -17,7 +20,25 @@ cmake, pkg-config: `meson install --destdir` into a temporary directory, then
 the project in tests/consumers/<kind> builds against that prefix (for cmake,
 tests/consumers/cmake/version-check first checks the package's version file). meson: the
 project in tests/consumers/meson with this source tree as
-subprojects/oxicuda. Each program then runs:
+subprojects/oxicuda.
+
+cmake-install: CMakeLists.txt configured, built and installed
+(`cmake --install` with DESTDIR) beside a meson install of the same
+configuration (--libdir lib, relocatable pkg-config); the two trees must
+hold the same files and agree file by file: the headers byte for byte (and
+with the sources), oxicudaConfigVersion.cmake byte for byte,
+oxicudaConfig.cmake byte for byte outside what @PACKAGE_INIT@ expands to
+(CMake's and meson's expansions differ; both compute PACKAGE_PREFIX_DIR),
+oxicuda.pc as pkg-config reads it (the same variables and fields, and the
+same `pkg-config --modversion --cflags --libs` output, each tree's prefix
+aside). Then the CMake project and the Makefile build against the CMake
+install. FetchContent, add_subdirectory: tests/consumers/subproject takes
+oxicuda from a .tar.gz of this checkout (FetchContent, URL with its SHA256:
+no network) or from the checkout itself (add_subdirectory); oxicuda must
+then define no oxicuda-doctor and install nothing, unless OXICUDA_INSTALL is
+set (add_subdirectory: then it installs the header and the package).
+
+Each program then runs:
   - with OXICUDA_LIBCUDA_PATH naming a missing file: it must exit 2 and print
     the library's reason, which names that file;
   - with the fake driver (when given): it must exit 0 and list its devices;
@@ -27,9 +48,12 @@ Everything happens in a temporary directory; the source tree is not written.
 import argparse
 import filecmp
 import os
+import hashlib
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,6 +176,122 @@ def build_meson(root, tmp, consumers, version):
     return os.path.join(build, "consumer")
 
 
+def tree(prefix):
+    """The files under prefix, relative to it."""
+    return {os.path.relpath(os.path.join(d, f), prefix) for d, _, fs in os.walk(prefix) for f in fs}
+
+
+def cmake_install(root, tmp, *configure_args):
+    """Configures, builds and installs the source tree with CMake under
+    tmp/cmake-stage (DESTDIR); returns the staged prefix."""
+    build, stage = os.path.join(tmp, "oxicuda-cmake-build"), os.path.join(tmp, "cmake-stage")
+    run(["cmake", "-S", root, "-B", build, "-DCMAKE_INSTALL_PREFIX=" + PREFIX, *configure_args])
+    run(["cmake", "--build", build])
+    run(["cmake", "--install", build], env=dict(os.environ, DESTDIR=stage))
+    return stage + PREFIX
+
+
+def without_package_init(path):
+    """oxicudaConfig.cmake less what @PACKAGE_INIT@ expanded to."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = re.fullmatch(r"(.*?)^####### Expanded from @PACKAGE_INIT@.*?^#{20,}\n\s*(.*)", text, re.S | re.M)
+    if not m:
+        raise Failed(f"{path}: no expanded @PACKAGE_INIT@ block")
+    return m.group(1) + m.group(2)
+
+
+def pc_entries(path):
+    """A .pc's variables (name=) and fields (Name:), as pkg-config reads them."""
+    with open(path, encoding="utf-8") as f:
+        entries = re.finditer(r"^([\w.]+)\s*([=:])\s*(.*?)\s*$", f.read(), re.M)
+        return {m.group(1) + m.group(2): m.group(3) for m in entries}
+
+
+def pkg_config_answers(prefix):
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+    p = subprocess.run(["pkg-config", "--print-errors", "--modversion", "--cflags", "--libs", "oxicuda"],
+                       env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Failed(f"pkg-config does not read {prefix}/lib/pkgconfig/oxicuda.pc: {p.stderr}")
+    return p.stdout.replace(os.path.realpath(prefix), "<prefix>").replace(prefix, "<prefix>")
+
+
+def check_cmake_install(root, tmp, consumers, version, fake_driver):
+    meson_prefix = meson_install(root, tmp, "--libdir", "lib", "-Dpkgconfig.relocatable=true")
+    cmake_prefix = cmake_install(root, tmp, "-DCMAKE_INSTALL_LIBDIR=lib")
+    files, cmake_files = tree(meson_prefix), tree(cmake_prefix)
+    print("installed by CMake:\n  " + "\n  ".join(sorted(cmake_files)))
+    if cmake_files != files:
+        raise Failed(f"CMake's install lacks {sorted(files - cmake_files)} and adds {sorted(cmake_files - files)}")
+    for rel in sorted(files):
+        ours, theirs = os.path.join(cmake_prefix, rel), os.path.join(meson_prefix, rel)
+        if rel.endswith(".hpp") or rel.endswith("ConfigVersion.cmake"):
+            same = filecmp.cmp(ours, theirs, shallow=False)
+            source = os.path.join(root, "oxicuda.hpp" if rel == "include/oxicuda.hpp" else rel)
+            same = same and (not rel.endswith(".hpp") or filecmp.cmp(ours, source, shallow=False))
+        elif rel.endswith("Config.cmake"):
+            same = without_package_init(ours) == without_package_init(theirs)
+        elif rel.endswith(".pc"):
+            same = pc_entries(ours) == pc_entries(theirs)
+            print(f"-- oxicuda.pc: {pc_entries(ours)}")
+        else:
+            raise Failed(f"no comparison for {rel}")
+        if not same:
+            raise Failed(f"{rel}: CMake's and meson's differ")
+    if pkg_config_answers(cmake_prefix) != pkg_config_answers(meson_prefix):
+        raise Failed("pkg-config answers differently for CMake's and meson's oxicuda.pc")
+    check_program(cmake_project(cmake_prefix, tmp, consumers, version), fake_driver)
+    check_program(make_project(consumers, PKG_CONFIG_PATH=os.path.join(cmake_prefix, "lib", "pkgconfig")),
+                  fake_driver)
+
+
+def source_archive(root, tmp, version):
+    """The checkout as a release archive holds it, under oxicuda-X.Y.Z/: the
+    files git tracks or would (every file outside build*/ and dot
+    directories where git cannot say); returns its path."""
+    try:
+        p = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True)
+        files = [f for f in p.stdout.decode().split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):
+        files = [os.path.relpath(os.path.join(d, f), root) for d, ds, fs in os.walk(root) for f in fs
+                 if not os.path.relpath(d, root).split(os.sep)[0].startswith(("build", "."))]
+    archive = os.path.join(tmp, f"oxicuda-{version}.tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        for f in sorted(files):
+            if os.path.isfile(os.path.join(root, f)):
+                tar.add(os.path.join(root, f), arcname=f"oxicuda-{version}/{f}")
+    return archive
+
+
+def build_subproject(root, tmp, consumers, version, via):
+    """Builds tests/consumers/subproject with oxicuda taken through via;
+    returns the program."""
+    src, build = os.path.join(consumers, "subproject"), os.path.join(tmp, "consumer-build")
+    if via == "FetchContent":
+        archive = source_archive(root, tmp, version)
+        with open(archive, "rb") as f:
+            sha256 = hashlib.sha256(f.read()).hexdigest()
+        source = ["-DOXICUDA_URL=" + archive, "-DOXICUDA_URL_HASH=SHA256=" + sha256]
+    else:
+        source = ["-DOXICUDA_SOURCE_DIR=" + root]
+    run(["cmake", "-S", src, "-B", build, "-DOXICUDA_VIA=" + via, *source])
+    run(["cmake", "--build", build])
+    stage = os.path.join(tmp, "consumer-stage")
+    run(["cmake", "--install", build, "--prefix", stage])
+    if tree(stage) != {"bin/consumer"}:
+        raise Failed(f"installing the parent project installed {sorted(tree(stage) - {'bin/consumer'})} of oxicuda")
+    if via == "add_subdirectory":
+        run(["cmake", "-S", src, "-B", build, "-DOXICUDA_INSTALL=ON"])
+        run(["cmake", "--install", build, "--prefix", stage])
+        installed = tree(stage)
+        if "include/oxicuda.hpp" not in installed or not any(f.endswith("cmake/oxicuda/oxicudaConfig.cmake")
+                                                             for f in installed):
+            raise Failed("with OXICUDA_INSTALL=ON the parent project's install lacks oxicuda's")
+    return os.path.join(build, "consumer")
+
+
 def copy_consumers(tmp):
     """The consumer projects, copied to tmp (their builds write next to them)."""
     consumers = os.path.join(tmp, "consumers")
@@ -159,7 +299,9 @@ def copy_consumers(tmp):
     return consumers
 
 
-BUILDERS = {"cmake": build_cmake, "pkg-config": build_pkg_config, "meson": build_meson}
+BUILDERS = {"cmake": build_cmake, "pkg-config": build_pkg_config, "meson": build_meson,
+            "FetchContent": lambda *a: build_subproject(*a, "FetchContent"),
+            "add_subdirectory": lambda *a: build_subproject(*a, "add_subdirectory")}
 
 
 def command_line(kinds, temp_prefix, check):
@@ -186,10 +328,12 @@ def command_line(kinds, temp_prefix, check):
 def check(kind, root, tmp, args):
     if kind == "install":
         check_install(root, tmp)
+    elif kind == "cmake-install":
+        check_cmake_install(root, tmp, copy_consumers(tmp), args.version, args.fake_driver)
     else:
         consumers = copy_consumers(tmp)
         check_program(BUILDERS[kind](root, tmp, consumers, args.version), args.fake_driver)
 
 
 if __name__ == "__main__":
-    sys.exit(command_line(["install", *BUILDERS], "oxicuda-consumer-", check))
+    sys.exit(command_line(["install", "cmake-install", *BUILDERS], "oxicuda-consumer-", check))

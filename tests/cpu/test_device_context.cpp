@@ -5,7 +5,7 @@
 
 using namespace oxicuda;
 
-TEST_CASE("device: count, name, compute capability, memory, attributes, uuid") {
+TEST_CASE("device: count, name, compute capability, memory, attributes, uuid, PCI bus id") {
   FakeScope scope;
   CHECK(Device::count() == 1);
   const Device d = Device::get(0);
@@ -17,6 +17,7 @@ TEST_CASE("device: count, name, compute capability, memory, attributes, uuid") {
   CHECK(d.multiprocessor_count() == 132);
   CHECK(d.attribute(ffi::CU_DEVICE_ATTRIBUTE_WARP_SIZE) == 32);
   CHECK(d.uuid().to_string() == "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+  CHECK(d.pci_bus_id() == "0000:18:00.0");
   CHECK(driver_version() == 13000);
   CHECK(Device::get(0) == d);
 }

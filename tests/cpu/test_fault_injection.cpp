@@ -48,6 +48,7 @@ std::vector<Op> operations() {
          (void)d.compute_capability();
          (void)d.total_memory();
          (void)d.uuid();
+         (void)d.pci_bus_id();
        }},
       {"the primary context",
        [] {

@@ -2,6 +2,7 @@
 // each an H200 as far as the tests ask.
 #include "fake_state.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -74,5 +75,15 @@ CUresult fake_DeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   FAKE_ENTRY(DeviceGetUuid);
   if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
   for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0xa0 + i + dev);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_DeviceGetPCIBusId(char* id, int len, CUdevice dev) {
+  FAKE_ENTRY(DeviceGetPCIBusId);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  char text[16];
+  std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x18 + dev);
+  if (!id || len < static_cast<int>(std::strlen(text)) + 1) return CUDA_ERROR_INVALID_VALUE;
+  std::strcpy(id, text);
   return CUDA_SUCCESS;
 }

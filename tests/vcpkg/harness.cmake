@@ -7,6 +7,7 @@
 # triplet) and defines the vcpkg helpers our port calls, written after their
 # sources in microsoft/vcpkg:
 #
+#   vcpkg_from_github                           scripts/cmake/vcpkg_from_github.cmake
 #   vcpkg_configure_meson, vcpkg_install_meson  ports/vcpkg-tool-meson/
 #   vcpkg_cmake_config_fixup                    ports/vcpkg-cmake-config/
 #   vcpkg_fixup_pkgconfig                       scripts/cmake/vcpkg_fixup_pkgconfig.cmake
@@ -131,6 +132,55 @@ function(z_harness_run logname directory)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "Command failed (${status}): ${ARGN}\nWorking directory: ${directory}\n${output}")
   endif()
+endfunction()
+
+# --- vcpkg_from_github (scripts/cmake/vcpkg_from_github.cmake) ------------------------------
+# With no network: the archive must already be in DOWNLOADS under the name
+# vcpkg gives it (<org>-<repo>-<ref>.tar.gz), where vcpkg_download_distfile
+# takes a cached file from; its SHA512 is checked as vcpkg checks it. The
+# archive is extracted under the buildtree, its one top-level directory
+# stripped, as vcpkg_extract_source_archive does (its directory's name aside).
+function(vcpkg_from_github)
+  set(unimplemented GITHUB_HOST RAW_INCLUDE_MAPPING AUTHORIZATION_TOKEN FILE_DISAMBIGUATOR)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "OUT_SOURCE_PATH;REPO;REF;SHA512;HEAD_REF;${unimplemented}" "PATCHES")
+  z_harness_no_extra_arguments(vcpkg_from_github)
+  z_harness_unimplemented(vcpkg_from_github ${unimplemented} PATCHES)
+  if(DEFINED arg_REF AND NOT DEFINED arg_SHA512)
+    message(FATAL_ERROR "SHA512 must be specified if REF is specified.")
+  endif()
+  if(NOT DEFINED arg_REF)
+    message(FATAL_ERROR "vcpkg_from_github without REF (a --head build) is not implemented by the harness")
+  endif()
+  if(NOT DEFINED arg_OUT_SOURCE_PATH)
+    message(FATAL_ERROR "OUT_SOURCE_PATH must be specified.")
+  endif()
+  if(NOT arg_REPO MATCHES "^([^/]*)/([^/]*)$")
+    message(FATAL_ERROR "REPO (${arg_REPO}) is not a valid repo name")
+  endif()
+  string(REPLACE "/" "_-" ref "${arg_REF}")
+  set(archive "${DOWNLOADS}/${CMAKE_MATCH_1}-${CMAKE_MATCH_2}-${ref}.tar.gz")
+  if(NOT EXISTS "${archive}")
+    message(FATAL_ERROR "harness: no network; https://github.com/${arg_REPO}/archive/${arg_REF}.tar.gz "
+                        "must be in the download cache as ${archive}")
+  endif()
+  file(SHA512 "${archive}" actual)
+  if(NOT actual STREQUAL arg_SHA512)
+    message(FATAL_ERROR "\nFile does not have expected hash:\n        File path: [ ${archive} ]\n"
+                        "    Expected hash: [ ${arg_SHA512} ]\n      Actual hash: [ ${actual} ]\n")
+  endif()
+  set(source "${CURRENT_BUILDTREES_DIR}/src/${ref}.clean")
+  set(extracted "${CURRENT_BUILDTREES_DIR}/src/${ref}.tmp")
+  file(REMOVE_RECURSE "${source}" "${extracted}")
+  file(ARCHIVE_EXTRACT INPUT "${archive}" DESTINATION "${extracted}")
+  file(GLOB top "${extracted}/*")
+  list(LENGTH top count)
+  if(count EQUAL 1 AND IS_DIRECTORY "${top}")
+    file(RENAME "${top}" "${source}")
+    file(REMOVE_RECURSE "${extracted}")
+  else()
+    file(RENAME "${extracted}" "${source}")
+  endif()
+  set(${arg_OUT_SOURCE_PATH} "${source}" PARENT_SCOPE)
 endfunction()
 
 # --- vcpkg_configure_meson (ports/vcpkg-tool-meson/vcpkg_configure_meson.cmake) ---------

@@ -3,6 +3,7 @@
 
   port_test.py port   --source-root R --version X.Y.Z [--fake-driver LIB]
   port_test.py plants --source-root R --version X.Y.Z
+  port_test.py release --source-root R --version X.Y.Z [--fake-driver LIB]
 
 port: tests/vcpkg/harness.cmake runs ports/oxicuda/portfile.cmake where it
 is (`cmake --warn-uninitialized -P`), with the vcpkg helpers it calls. The
@@ -22,10 +23,19 @@ fail with the expected message: the checks above can fail. And a copy whose
 .pc has Libs (meson's -ldl on glibc before 2.34) must pass, its .pc staying
 in lib/pkgconfig.
 
+release: the port copied out of the checkout, as into a registry, must
+take the GitHub release archive of tag v<version> through vcpkg_from_github.
+A .tar.gz of this checkout, laid out as GitHub lays out a tag's archive,
+stands in for it in the download cache. As committed (no release is
+published: SHA512 0) the install must fail naming the archive's actual
+SHA512; with that SHA512 put in the copy's portfile it must pass as `port`
+does, and the CMake project build and run against it.
+
 Everything happens in a temporary directory; the source tree is not written.
 """
 import contextlib
 import filecmp
+import hashlib
 import io
 import os
 import re
@@ -36,7 +46,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(HERE, "..", "consumers"))
-from consumer import Failed, check_program, cmake_project, command_line, copy_consumers, make_project  # noqa: E402
+from consumer import (Failed, check_program, cmake_project, command_line, copy_consumers, make_project,  # noqa: E402
+                      source_archive)
 
 HARNESS = os.path.join(HERE, "harness.cmake")
 PORT = "oxicuda"
@@ -206,6 +217,38 @@ def check_port_in_use(root, tmp, version, fake_driver):
     check_program(make_project(consumers, PKG_CONFIG_PATH=searches["debug"]), fake_driver)
 
 
+def check_release(root, tmp, version, fake_driver):
+    port = os.path.join(tmp, "registry", "ports", PORT)
+    shutil.copytree(os.path.join(root, "ports", PORT), port)
+    work = os.path.join(tmp, "vcpkg")
+    archive = source_archive(root, tmp, version)
+    os.makedirs(os.path.join(work, "downloads"))
+    shutil.copy(archive, os.path.join(work, "downloads", f"oxicuda-oxicuda-v{version}.tar.gz"))
+    with open(archive, "rb") as f:
+        sha512 = hashlib.sha512(f.read()).hexdigest()
+
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):
+        try:
+            run_port(port, work)
+            passed = True
+        except Failed:
+            passed = False
+    print(log.getvalue())
+    if passed or "File does not have expected hash" not in log.getvalue() or sha512 not in log.getvalue():
+        raise Failed("with a SHA512 that is not the archive's, the port must fail naming the archive's SHA512")
+
+    portfile = os.path.join(port, "portfile.cmake")
+    with open(portfile, encoding="utf-8") as f:
+        text, count = re.subn(r"^( *)SHA512 \w+$", rf"\g<1>SHA512 {sha512}", f.read(), flags=re.M)
+    if count != 1:
+        raise Failed("portfile.cmake does not give vcpkg_from_github one SHA512")
+    with open(portfile, "w", encoding="utf-8") as f:
+        f.write(text)
+    pkg = install_and_check(port, root, work)
+    check_program(cmake_project(pkg, tmp, copy_consumers(tmp), version), fake_driver)
+
+
 # --- planted errors ------------------------------------------------------------------
 PORTFILE = f"ports/{PORT}/portfile.cmake"
 COPIED = ["meson.build", "meson_options.txt", "oxicuda.hpp", "LICENSE", "include", "cmake", f"ports/{PORT}"]
@@ -293,9 +336,11 @@ def check(kind, root, tmp, args):
         raise Failed("--version is required")
     if kind == "port":
         check_port_in_use(root, tmp, args.version, args.fake_driver)
+    elif kind == "release":
+        check_release(root, tmp, args.version, args.fake_driver)
     else:
         check_plants(root, tmp, args.version)
 
 
 if __name__ == "__main__":
-    sys.exit(command_line(["port", "plants"], "oxicuda-vcpkg-", check))
+    sys.exit(command_line(["port", "plants", "release"], "oxicuda-vcpkg-", check))

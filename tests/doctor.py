@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""oxicuda-doctor as a CI system or a bug report uses it.
+
+  doctor.py DOCTOR FAKE_LIBCUDA README
+
+Runs the doctor on the fake driver (two devices; none; a driver call that
+fails on the second device), without a driver (OXICUDA_LIBCUDA_PATH naming
+a missing file whose name needs JSON escaping), and with --help and a bad
+argument. Each --json run's output must parse as JSON (python's json, so
+the escaping is checked) and hold the fields README documents, and each
+exit status must be the documented one; the text form must agree. On a
+machine without a driver library, README's "## oxicuda-doctor" output (both
+forms) must be what the doctor prints.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+# A missing driver whose path holds a quote, a backslash and a tab: the
+# reason names it, so the JSON must escape all three.
+MISSING = '/nonexistent/oxicuda "doctor"\\test\tdir/libcuda.so.1'
+FAILED, NO_DRIVER, USAGE = 1, 2, 64
+problems = []
+
+
+def run(doctor, env, *args):
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("OXICUDA_", "FAKE_CUDA_"))}
+    full.update(env)
+    p = subprocess.run([doctor, *args], env=full, capture_output=True, text=True)
+    print(f"$ {' '.join(f'{k}={v!r}' for k, v in env.items())} oxicuda-doctor {' '.join(args)}: "
+          f"exit status {p.returncode}\n{p.stdout}{p.stderr}", flush=True)
+    return p
+
+
+def expect(what, condition):
+    if not condition:
+        problems.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def report(doctor, env, status):
+    """Runs --json and the text form; both must exit with status. Returns the JSON and the text."""
+    p = run(doctor, env, "--json")
+    expect(f"--json exits {status}", p.returncode == status)
+    try:
+        data = json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        expect(f"--json prints JSON ({e})", False)
+        data = {}
+    expect("exit_status in the JSON is the exit status", data.get("exit_status") == p.returncode)
+    text = run(doctor, env)
+    expect(f"the text form exits {status}", text.returncode == status)
+    return data, text.stdout
+
+
+def check_device(d, ordinal):
+    expect(f"device {ordinal}: fields", d.get("ordinal") == ordinal and d.get("name") == f"oxicuda fake GPU {ordinal}"
+           and d.get("compute_capability") == "9.0" and d.get("total_memory_bytes") == 80 << 30
+           and d.get("multiprocessors") == 132 and d.get("pci_bus_id") == f"0000:{0x18 + ordinal:02x}:00.0"
+           and re.fullmatch(r"GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", d.get("uuid", "")) is not None)
+    expect(f"device {ordinal}: persistence and MIG mode are null (the driver API does not report them)",
+           "persistence_mode" in d and d["persistence_mode"] is None and "mig_mode" in d and d["mig_mode"] is None)
+    expect(f"device {ordinal}: the two-stream self-check passed",
+           d.get("two_stream_check", {}).get("passed") is True and "A x4 and B x2" in d["two_stream_check"]["message"])
+
+
+def check_readme(doctor, readme):
+    """README's output for a machine without a driver, where this is one."""
+    with open(readme, encoding="utf-8") as f:
+        section = re.search(r"^## oxicuda-doctor\n(.*?)(?=^## )", f.read(), re.M | re.S)
+    shown = re.search(r"^```\n(\$ oxicuda-doctor\n.*?)^```\n", section.group(1) if section else "", re.M | re.S)
+    if not shown:
+        return expect("README's oxicuda-doctor section shows its output in a ``` block of $ oxicuda-doctor runs", False)
+    text, data = run(doctor, {}), run(doctor, {}, "--json")
+    if "no CUDA driver library could be opened" not in text.stdout:
+        print("README's output not compared: this machine has a driver library")
+        return
+    printed = f"$ oxicuda-doctor\n{text.stdout}$ oxicuda-doctor --json\n{data.stdout}"
+    expect("README shows what the doctor prints without a driver", shown.group(1) == printed)
+
+
+def main():
+    doctor, fake = sys.argv[1], os.path.abspath(sys.argv[2])
+    on_fake = {"OXICUDA_LIBCUDA_PATH": fake}
+
+    data, text = report(doctor, dict(on_fake, FAKE_CUDA_DEVICES="2"), 0)
+    drv = data.get("driver", {})
+    expect("driver: available, the fake's path, CUDA 13.0", drv.get("available") is True and drv.get("status") == "ok"
+           and drv.get("library") == fake and drv.get("cuda_version") == "13.0" and drv.get("reason") is None)
+    expect("oxicuda.version", re.fullmatch(r"\d+\.\d+\.\d+", data.get("oxicuda", {}).get("version", "")) is not None)
+    devices = data.get("devices", [])
+    expect("two devices", data.get("device_count") == 2 and len(devices) == 2)
+    for i, d in enumerate(devices):
+        check_device(d, i)
+    expect("the text form names each device's PCI bus id and the self-check",
+           "PCI bus id: 0000:19:00.0" in text and text.count("two-stream self-check: PASS") == 2)
+
+    data, text = report(doctor, dict(on_fake, FAKE_CUDA_DEVICES="0"), NO_DRIVER)
+    expect("no device: device_count 0, devices []", data.get("device_count") == 0 and data.get("devices") == [])
+    expect("no device: the text form says so", "the driver sees no CUDA device" in text)
+
+    # The second cuDeviceGetPCIBusId (device 1) fails with CUDA_ERROR_UNKNOWN.
+    data, text = report(doctor, dict(on_fake, FAKE_CUDA_DEVICES="2", FAKE_CUDA_FAIL="cuDeviceGetPCIBusId:2:999"),
+                        FAILED)
+    devices = data.get("devices", [{}, {}])
+    expect("a failing call: device 0 passes, device 1 carries the error naming the call",
+           devices[0].get("two_stream_check", {}).get("passed") is True and "error" not in devices[0]
+           and "cuDeviceGetPCIBusId failed: CUDA_ERROR_UNKNOWN (999)" in devices[1].get("error", ""))
+    expect("a failing call: the text form prints it", "FAIL: cuDeviceGetPCIBusId failed" in text)
+
+    data, text = report(doctor, {"OXICUDA_LIBCUDA_PATH": MISSING}, NO_DRIVER)
+    drv = data.get("driver", {})
+    expect("no driver: available false, status no_library, no library",
+           drv.get("available") is False and drv.get("status") == "no_library" and drv.get("library") is None)
+    expect("no driver: the reason names the missing file, escaped and read back exactly",
+           MISSING in (drv.get("reason") or ""))
+    expect("no driver: no devices", data.get("device_count") is None and data.get("devices") == [])
+    expect("no driver: the text form prints the reason", "no usable CUDA driver: " in text and MISSING in text)
+
+    p = run(doctor, {}, "--help")
+    expect("--help exits 0 and documents every exit status", p.returncode == 0 and p.stdout.startswith("usage: ")
+           and all(re.search(rf"^  {s} ", p.stdout, re.M) for s in (0, FAILED, NO_DRIVER, USAGE)))
+    p = run(doctor, on_fake, "--json", "--frobnicate")
+    expect(f"an unknown argument: exit {USAGE}, the usage on stderr, nothing on stdout",
+           p.returncode == USAGE and "unknown argument '--frobnicate'" in p.stderr and "usage: " in p.stderr
+           and p.stdout == "")
+
+    check_readme(doctor, sys.argv[3])
+
+    print("FAILED: " + "; ".join(problems) if problems else "OK")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
