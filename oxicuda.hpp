@@ -1611,7 +1611,9 @@ OXICUDA_NAMESPACE_END
 // one shared-state type (Owned, held through Shared<T>), and the emptiness
 // check every operation on a handle makes.
 
+#include <cstddef>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -1633,16 +1635,42 @@ struct Owned {
   virtual ~Owned() = default;
 };
 
+// The storage of one shared state of any type up to 128 bytes. Every state
+// is allocated as a StateSlot by one std::make_shared (one allocation holds
+// the slot and its control block), constructed in place, and shared through
+// the aliasing constructor: so std::make_shared is instantiated once for the
+// whole header rather than once per state type (which had made it the
+// largest part of the header's compile time).
+struct StateSlot {
+  static constexpr std::size_t capacity = 128;
+  alignas(std::max_align_t) unsigned char bytes[capacity];
+  Owned* object = nullptr;  // set once a state was constructed in bytes
+  StateSlot() noexcept {}   // bytes stay uninitialized
+  StateSlot(const StateSlot&) = delete;
+  StateSlot& operator=(const StateSlot&) = delete;
+  ~StateSlot() {
+    if (object) object->~Owned();
+  }
+};
+
+inline std::shared_ptr<StateSlot> new_state_slot() { return std::make_shared<StateSlot>(); }
+
 template <class T>
 class Shared {
  public:
   Shared() noexcept = default;
   // A T made from args, shared: one allocation holds the T and its control
-  // block (std::make_shared). If it fails, no T was made.
+  // block. If the allocation or T's constructor fails, no T was made.
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
+    using U = std::remove_const_t<T>;
+    static_assert(sizeof(U) <= StateSlot::capacity && alignof(U) <= alignof(std::max_align_t),
+                  "a handle's shared state must fit a StateSlot: hold what is larger indirectly");
+    std::shared_ptr<StateSlot> slot = new_state_slot();
+    U* object = ::new (static_cast<void*>(slot->bytes)) U(static_cast<A&&>(args)...);
+    slot->object = object;
     Shared s;
-    s.owner_ = std::make_shared<std::remove_const_t<T>>(std::forward<A>(args)...);
+    s.owner_ = std::shared_ptr<const Owned>(std::move(slot), object);
     return s;
   }
 
@@ -1718,10 +1746,17 @@ class Context {
   Context& operator=(const Context&) noexcept = default;
   // A moved-from Context is empty, like a default-constructed one.
   Context(Context&& o) noexcept
-      : raw_(std::exchange(o.raw_, nullptr)), device_(std::exchange(o.device_, -1)), owner_(std::move(o.owner_)) {}
+      : raw_(o.raw_), device_(o.device_), owner_(std::move(o.owner_)) {
+    o.raw_ = nullptr;
+    o.device_ = -1;
+  }
   Context& operator=(Context&& o) noexcept {
-    raw_ = std::exchange(o.raw_, nullptr);
-    device_ = std::exchange(o.device_, -1);
+    CUcontext raw = o.raw_;
+    ffi::CUdevice device = o.device_;
+    o.raw_ = nullptr;
+    o.device_ = -1;
+    raw_ = raw;
+    device_ = device;
     owner_ = std::move(o.owner_);
     return *this;
   }
@@ -1981,10 +2016,12 @@ class SharedHandle {
   }
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
-  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
   SharedHandle& operator=(SharedHandle&& o) noexcept {
     state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
+    Object* raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     return *this;
   }
 
@@ -2506,9 +2543,11 @@ class Function {
   Function(const Function&) noexcept = default;
   Function& operator=(const Function&) noexcept = default;
   // A moved-from Function is empty, like a default-constructed one.
-  Function(Function&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)), state_(std::move(o.state_)) {}
+  Function(Function&& o) noexcept : raw_(o.raw_), state_(std::move(o.state_)) { o.raw_ = nullptr; }
   Function& operator=(Function&& o) noexcept {
-    raw_ = std::exchange(o.raw_, nullptr);
+    CUfunction raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     state_ = std::move(o.state_);
     return *this;
   }

@@ -48,10 +48,17 @@ class Context {
   Context& operator=(const Context&) noexcept = default;
   // A moved-from Context is empty, like a default-constructed one.
   Context(Context&& o) noexcept
-      : raw_(std::exchange(o.raw_, nullptr)), device_(std::exchange(o.device_, -1)), owner_(std::move(o.owner_)) {}
+      : raw_(o.raw_), device_(o.device_), owner_(std::move(o.owner_)) {
+    o.raw_ = nullptr;
+    o.device_ = -1;
+  }
   Context& operator=(Context&& o) noexcept {
-    raw_ = std::exchange(o.raw_, nullptr);
-    device_ = std::exchange(o.device_, -1);
+    CUcontext raw = o.raw_;
+    ffi::CUdevice device = o.device_;
+    o.raw_ = nullptr;
+    o.device_ = -1;
+    raw_ = raw;
+    device_ = device;
     owner_ = std::move(o.owner_);
     return *this;
   }

@@ -3,7 +3,9 @@
 // check every operation on a handle makes.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -26,16 +28,42 @@ struct Owned {
   virtual ~Owned() = default;
 };
 
+// The storage of one shared state of any type up to 128 bytes. Every state
+// is allocated as a StateSlot by one std::make_shared (one allocation holds
+// the slot and its control block), constructed in place, and shared through
+// the aliasing constructor: so std::make_shared is instantiated once for the
+// whole header rather than once per state type (which had made it the
+// largest part of the header's compile time).
+struct StateSlot {
+  static constexpr std::size_t capacity = 128;
+  alignas(std::max_align_t) unsigned char bytes[capacity];
+  Owned* object = nullptr;  // set once a state was constructed in bytes
+  StateSlot() noexcept {}   // bytes stay uninitialized
+  StateSlot(const StateSlot&) = delete;
+  StateSlot& operator=(const StateSlot&) = delete;
+  ~StateSlot() {
+    if (object) object->~Owned();
+  }
+};
+
+inline std::shared_ptr<StateSlot> new_state_slot() { return std::make_shared<StateSlot>(); }
+
 template <class T>
 class Shared {
  public:
   Shared() noexcept = default;
   // A T made from args, shared: one allocation holds the T and its control
-  // block (std::make_shared). If it fails, no T was made.
+  // block. If the allocation or T's constructor fails, no T was made.
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
+    using U = std::remove_const_t<T>;
+    static_assert(sizeof(U) <= StateSlot::capacity && alignof(U) <= alignof(std::max_align_t),
+                  "a handle's shared state must fit a StateSlot: hold what is larger indirectly");
+    std::shared_ptr<StateSlot> slot = new_state_slot();
+    U* object = ::new (static_cast<void*>(slot->bytes)) U(static_cast<A&&>(args)...);
+    slot->object = object;
     Shared s;
-    s.owner_ = std::make_shared<std::remove_const_t<T>>(std::forward<A>(args)...);
+    s.owner_ = std::shared_ptr<const Owned>(std::move(slot), object);
     return s;
   }
 

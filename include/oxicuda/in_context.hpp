@@ -51,10 +51,12 @@ class SharedHandle {
   }
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
-  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
   SharedHandle& operator=(SharedHandle&& o) noexcept {
     state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
+    Object* raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     return *this;
   }
 

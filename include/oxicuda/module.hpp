@@ -105,9 +105,11 @@ class Function {
   Function(const Function&) noexcept = default;
   Function& operator=(const Function&) noexcept = default;
   // A moved-from Function is empty, like a default-constructed one.
-  Function(Function&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)), state_(std::move(o.state_)) {}
+  Function(Function&& o) noexcept : raw_(o.raw_), state_(std::move(o.state_)) { o.raw_ = nullptr; }
   Function& operator=(Function&& o) noexcept {
-    raw_ = std::exchange(o.raw_, nullptr);
+    CUfunction raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     state_ = std::move(o.state_);
     return *this;
   }
