@@ -1351,7 +1351,7 @@ OXICUDA_NAMESPACE_END
 // that entry point, so that an error can only name the call that was made:
 //   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 #define OXICUDA_DRIVER(member, ...) \
-  (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
+  (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
 
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};

@@ -332,10 +332,11 @@ OXICUDA_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
 // without its `cu`) with the arguments that follow, and pairs the result with
-// that entry point, so that an error can only name the call that was made:
+// that entry point, so that an error can only name the call that was made
+// (for use inside namespace oxicuda, where its unqualified names resolve):
 //   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 #define OXICUDA_DRIVER(member, ...) \
-  (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
+  (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
 
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
