@@ -1348,7 +1348,8 @@ OXICUDA_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
 // without its `cu`) with the arguments that follow, and pairs the result with
-// that entry point, so that an error can only name the call that was made:
+// that entry point, so that an error can only name the call that was made
+// (for use inside namespace oxicuda, where its unqualified names resolve):
 //   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
 #define OXICUDA_DRIVER(member, ...) \
   (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
@@ -1635,42 +1636,62 @@ struct Owned {
   virtual ~Owned() = default;
 };
 
-// The storage of one shared state of any type up to 128 bytes. Every state
-// is allocated as a StateSlot by one std::make_shared (one allocation holds
-// the slot and its control block), constructed in place, and shared through
-// the aliasing constructor: so std::make_shared is instantiated once for the
-// whole header rather than once per state type (which had made it the
-// largest part of the header's compile time).
-struct StateSlot {
-  static constexpr std::size_t capacity = 128;
-  alignas(std::max_align_t) unsigned char bytes[capacity];
-  Owned* object = nullptr;  // set once a state was constructed in bytes
-  StateSlot() noexcept {}   // bytes stay uninitialized
-  StateSlot(const StateSlot&) = delete;
-  StateSlot& operator=(const StateSlot&) = delete;
-  ~StateSlot() {
-    if (object) object->~Owned();
-  }
+// Every state lives in one block of its own: the state first (up to
+// state_bytes), then the std::shared_ptr control block (up to control_bytes),
+// which SlotAllocator places there instead of allocating it. So a handle's
+// creation makes one allocation, and the header instantiates one
+// control-block type, for std::shared_ptr<const Owned> with SlotDestroy and
+// SlotAllocator, whatever the state's type (std::make_shared would add a
+// family of templates per type, the largest part of the header's compile
+// time).
+inline constexpr std::size_t state_bytes = 128, control_bytes = 64;
+
+// Destroys the state in its block; the block is freed with the control block.
+struct SlotDestroy {
+  void operator()(const Owned* state) const noexcept { state->~Owned(); }
 };
 
-inline std::shared_ptr<StateSlot> new_state_slot() { return std::make_shared<StateSlot>(); }
+template <class T>
+struct SlotAllocator {
+  using value_type = T;
+  unsigned char* block;
+  explicit SlotAllocator(unsigned char* b) noexcept : block(b) {}
+  template <class U>
+  SlotAllocator(const SlotAllocator<U>& o) noexcept : block(o.block) {}  // NOLINT: rebinding converts
+  T* allocate(std::size_t n) noexcept {
+    static_assert(sizeof(T) <= control_bytes && alignof(T) <= alignof(std::max_align_t),
+                  "the control block must fit its place in the state's block");
+    (void)n;  // always 1: the one control block
+    return reinterpret_cast<T*>(block + state_bytes);
+  }
+  // The control block is the last thing in the block to go: free it all.
+  void deallocate(T*, std::size_t) noexcept { ::operator delete(block); }
+  friend bool operator==(const SlotAllocator& a, const SlotAllocator& b) noexcept { return a.block == b.block; }
+};
+
+// Shares the state constructed at the start of `block`. Cannot fail: the
+// control block's place is already allocated.
+inline std::shared_ptr<const Owned> share_state(unsigned char* block, const Owned* state) noexcept {
+  return std::shared_ptr<const Owned>(state, SlotDestroy{}, SlotAllocator<Owned>(block));
+}
 
 template <class T>
 class Shared {
  public:
   Shared() noexcept = default;
   // A T made from args, shared: one allocation holds the T and its control
-  // block. If the allocation or T's constructor fails, no T was made.
+  // block. If the allocation fails, no T was made.
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
     using U = std::remove_const_t<T>;
-    static_assert(sizeof(U) <= StateSlot::capacity && alignof(U) <= alignof(std::max_align_t),
-                  "a handle's shared state must fit a StateSlot: hold what is larger indirectly");
-    std::shared_ptr<StateSlot> slot = new_state_slot();
-    U* object = ::new (static_cast<void*>(slot->bytes)) U(static_cast<A&&>(args)...);
-    slot->object = object;
+    static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
+                  "a handle's shared state must fit its block: hold what is larger indirectly");
+    auto* block = static_cast<unsigned char*>(::operator new(state_bytes + control_bytes));
+    static_assert(noexcept(::new (static_cast<void*>(block)) U(static_cast<A&&>(args)...)),
+                  "a handle's state is constructed without throwing");
+    U* state = ::new (static_cast<void*>(block)) U(static_cast<A&&>(args)...);
     Shared s;
-    s.owner_ = std::shared_ptr<const Owned>(std::move(slot), object);
+    s.owner_ = share_state(block, state);
     return s;
   }
 
