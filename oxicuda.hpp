@@ -710,37 +710,240 @@ struct CUuuid {
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
-// One enumerator per entry point, in table order.
-enum class Entry : int {
-#define OXICUDA_X_ENUM(member, version, symbol, params) member,
-  OXICUDA_DRIVER_API(OXICUDA_X_ENUM)
-#undef OXICUDA_X_ENUM
-};
-
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for
-  int version;         // the pinned version
+  int version;         // the pinned version (0 for a library without versioned lookups)
   const char* symbol;  // "cuStreamDestroy_v2": the dlsym fallback
 };
 
-inline constexpr EntryInfo entries[] = {
-#define OXICUDA_X_INFO(member, version, symbol, params) {"cu" #member, version, symbol},
-    OXICUDA_DRIVER_API(OXICUDA_X_INFO)
-#undef OXICUDA_X_INFO
-};
+// A table's Entry enumeration (one enumerator per entry, in table order) and
+// its EntryInfo array, named OXICUDA_TABLE_PREFIX + member. Every library's
+// table (the driver's here, NVRTC's and nvJitLink's in their own parts) is
+// expanded by this one macro, in the library's namespace.
+#define OXICUDA_X_ENUM(member, version, symbol, params) member,
+#define OXICUDA_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
+#define OXICUDA_TABLE_ENTRIES(TABLE)                                                  \
+  enum class Entry : int { TABLE(OXICUDA_X_ENUM) };                                   \
+  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_X_INFO)};     \
+  inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);   \
+  constexpr const ::oxicuda::ffi::EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
 
-inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);
-
-constexpr const EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
+#define OXICUDA_TABLE_PREFIX "cu"
+OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
+#undef OXICUDA_TABLE_PREFIX
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/ffi.hpp ----
 
-// ---- begin oxicuda/loader.hpp ----
-// oxicuda/loader.hpp — find the driver library at first use, resolve every
-// entry point of the table at its pinned version, run cuInit(0) once, and
-// remember why not when any of it fails. Nothing here throws.
+// ---- begin oxicuda/nvrtc_ffi.hpp ----
+// oxicuda/nvrtc_ffi.hpp — the part of NVRTC's ABI (nvrtc.h) that oxicuda
+// uses, declared by hand: results, their names and texts, and the table of
+// entry points. Loaded lazily by toolkit.hpp, on the mechanism of library.hpp.
+
+#include <cstddef>
+
+
+// nvrtc.h's handle type, spelled as nvrtc.h spells it.
+typedef struct _nvrtcProgram* nvrtcProgram;
+
+OXICUDA_NAMESPACE_BEGIN
+namespace ffi {
+
+enum nvrtcResult : int {
+  // Not NVRTC's: what a stand-in answers for an entry point the loaded NVRTC
+  // lacks, or for every entry point when no NVRTC was found.
+  OXICUDA_NVRTC_NOT_FOUND = -1,
+  NVRTC_SUCCESS = 0,
+  NVRTC_ERROR_OUT_OF_MEMORY = 1,
+  NVRTC_ERROR_PROGRAM_CREATION_FAILURE = 2,
+  NVRTC_ERROR_INVALID_INPUT = 3,
+  NVRTC_ERROR_INVALID_PROGRAM = 4,
+  NVRTC_ERROR_INVALID_OPTION = 5,
+  NVRTC_ERROR_COMPILATION = 6,
+  NVRTC_ERROR_BUILTIN_OPERATION_FAILURE = 7,
+  NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION = 8,
+  NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION = 9,
+  NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10,
+  NVRTC_ERROR_INTERNAL_ERROR = 11,
+  NVRTC_ERROR_TIME_FILE_WRITE_FAILED = 12,
+  NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED = 13,
+  NVRTC_ERROR_PCH_CREATE_HEURISTIC_EXCEEDED = 14,
+  NVRTC_ERROR_PCH_CREATE = 15,
+  NVRTC_ERROR_CANCELLED = 16,
+  NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED = 17,
+};
+
+// NVRTC's own nvrtcGetErrorString answers only the enumerator's name; these
+// say what it means.
+inline constexpr ResultText nvrtc_result_texts[] = {
+    {-1, "OXICUDA_NVRTC_NOT_FOUND", "NVRTC, or this entry point of it, is not available"},
+    {0, "NVRTC_SUCCESS", "no error"},
+    {1, "NVRTC_ERROR_OUT_OF_MEMORY", "NVRTC ran out of memory"},
+    {2, "NVRTC_ERROR_PROGRAM_CREATION_FAILURE", "the program could not be created"},
+    {3, "NVRTC_ERROR_INVALID_INPUT", "an argument is not valid"},
+    {4, "NVRTC_ERROR_INVALID_PROGRAM", "the program handle is not valid"},
+    {5, "NVRTC_ERROR_INVALID_OPTION", "a compile option is not valid"},
+    {6, "NVRTC_ERROR_COMPILATION", "the source did not compile"},
+    {7, "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE", "a builtin operation failed"},
+    {8, "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION", "name expressions must be added before compiling"},
+    {9, "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION", "lowered names exist only after compiling"},
+    {10, "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID", "the name expression was not added before compiling, or is not valid"},
+    {11, "NVRTC_ERROR_INTERNAL_ERROR", "NVRTC failed internally"},
+    {12, "NVRTC_ERROR_TIME_FILE_WRITE_FAILED", "the time file could not be written"},
+    {13, "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED", "no precompiled header was attempted"},
+    {14, "NVRTC_ERROR_PCH_CREATE_HEURISTIC_EXCEEDED", "the precompiled header heuristic was exceeded"},
+    {15, "NVRTC_ERROR_PCH_CREATE", "the precompiled header could not be created"},
+    {16, "NVRTC_ERROR_CANCELLED", "the compilation was cancelled"},
+    {17, "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED", "the time trace file could not be written"},
+};
+
+// NVRTC's table of entry points, in the driver table's shape:
+//   X(member, version (unused: 0), exported symbol, parameters)
+// Every entry returns nvrtcResult. The first entry is the one that tells
+// NVRTC from another library (library.hpp).
+#define OXICUDA_NVRTC_API(X)                                                                                  \
+  X(Version, 0, "nvrtcVersion", (int* major, int* minor))                                                      \
+  X(GetNumSupportedArchs, 0, "nvrtcGetNumSupportedArchs", (int* numArchs))                                     \
+  X(GetSupportedArchs, 0, "nvrtcGetSupportedArchs", (int* supportedArchs))                                     \
+  X(CreateProgram, 0, "nvrtcCreateProgram",                                                                    \
+    (nvrtcProgram * prog, const char* src, const char* name, int numHeaders, const char* const* headers,       \
+     const char* const* includeNames))                                                                         \
+  X(DestroyProgram, 0, "nvrtcDestroyProgram", (nvrtcProgram * prog))                                           \
+  X(CompileProgram, 0, "nvrtcCompileProgram", (nvrtcProgram prog, int numOptions, const char* const* options)) \
+  X(GetPTXSize, 0, "nvrtcGetPTXSize", (nvrtcProgram prog, std::size_t * ptxSizeRet))                           \
+  X(GetPTX, 0, "nvrtcGetPTX", (nvrtcProgram prog, char* ptx))                                                  \
+  X(GetCUBINSize, 0, "nvrtcGetCUBINSize", (nvrtcProgram prog, std::size_t * cubinSizeRet))                     \
+  X(GetCUBIN, 0, "nvrtcGetCUBIN", (nvrtcProgram prog, char* cubin))                                            \
+  X(GetLTOIRSize, 0, "nvrtcGetLTOIRSize", (nvrtcProgram prog, std::size_t * LTOIRSizeRet))                     \
+  X(GetLTOIR, 0, "nvrtcGetLTOIR", (nvrtcProgram prog, char* LTOIR))                                            \
+  X(GetProgramLogSize, 0, "nvrtcGetProgramLogSize", (nvrtcProgram prog, std::size_t * logSizeRet))             \
+  X(GetProgramLog, 0, "nvrtcGetProgramLog", (nvrtcProgram prog, char* log))                                    \
+  X(AddNameExpression, 0, "nvrtcAddNameExpression", (nvrtcProgram prog, const char* name_expression))          \
+  X(GetLoweredName, 0, "nvrtcGetLoweredName",                                                                  \
+    (nvrtcProgram prog, const char* name_expression, const char** lowered_name))
+
+namespace nvrtc {
+#define OXICUDA_TABLE_PREFIX "nvrtc"
+OXICUDA_TABLE_ENTRIES(OXICUDA_NVRTC_API)
+#undef OXICUDA_TABLE_PREFIX
+}  // namespace nvrtc
+
+}  // namespace ffi
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/nvrtc_ffi.hpp ----
+
+// ---- begin oxicuda/nvjitlink_ffi.hpp ----
+// oxicuda/nvjitlink_ffi.hpp — the part of nvJitLink's ABI (nvJitLink.h) that
+// oxicuda uses, declared by hand: results, their names and texts, input
+// kinds, and the table of entry points. Loaded lazily by toolkit.hpp.
+
+#include <cstddef>
+#include <cstdint>
+
+
+// nvJitLink.h's handle type, spelled as nvJitLink.h spells it.
+typedef struct nvJitLink* nvJitLinkHandle;
+
+OXICUDA_NAMESPACE_BEGIN
+namespace ffi {
+
+enum nvJitLinkResult : int {
+  // Not nvJitLink's: what a stand-in answers for an entry point the loaded
+  // nvJitLink lacks, or for every entry point when none was found.
+  OXICUDA_NVJITLINK_NOT_FOUND = -1,
+  NVJITLINK_SUCCESS = 0,
+  NVJITLINK_ERROR_UNRECOGNIZED_OPTION = 1,
+  NVJITLINK_ERROR_MISSING_ARCH = 2,
+  NVJITLINK_ERROR_INVALID_INPUT = 3,
+  NVJITLINK_ERROR_PTX_COMPILE = 4,
+  NVJITLINK_ERROR_NVVM_COMPILE = 5,
+  NVJITLINK_ERROR_INTERNAL = 6,
+  NVJITLINK_ERROR_THREADPOOL = 7,
+  NVJITLINK_ERROR_UNRECOGNIZED_INPUT = 8,
+  NVJITLINK_ERROR_FINALIZE = 9,
+  NVJITLINK_ERROR_NULL_INPUT = 10,
+  NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS = 11,
+  NVJITLINK_ERROR_INCORRECT_INPUT_TYPE = 12,
+  NVJITLINK_ERROR_ARCH_MISMATCH = 13,
+  NVJITLINK_ERROR_OUTDATED_LIBRARY = 14,
+  NVJITLINK_ERROR_MISSING_FATBIN = 15,
+  NVJITLINK_ERROR_UNRECOGNIZED_ARCH = 16,
+  NVJITLINK_ERROR_UNSUPPORTED_ARCH = 17,
+  NVJITLINK_ERROR_LTO_NOT_ENABLED = 18,
+};
+
+// nvJitLink has no text function of its own.
+inline constexpr ResultText nvjitlink_result_texts[] = {
+    {-1, "OXICUDA_NVJITLINK_NOT_FOUND", "nvJitLink, or this entry point of it, is not available"},
+    {0, "NVJITLINK_SUCCESS", "no error"},
+    {1, "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "an option is not recognized"},
+    {2, "NVJITLINK_ERROR_MISSING_ARCH", "no -arch=sm_NN option was given"},
+    {3, "NVJITLINK_ERROR_INVALID_INPUT", "an input is not valid"},
+    {4, "NVJITLINK_ERROR_PTX_COMPILE", "compiling PTX failed"},
+    {5, "NVJITLINK_ERROR_NVVM_COMPILE", "compiling NVVM IR (LTO-IR) failed"},
+    {6, "NVJITLINK_ERROR_INTERNAL", "nvJitLink failed internally"},
+    {7, "NVJITLINK_ERROR_THREADPOOL", "nvJitLink's thread pool failed"},
+    {8, "NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "an input's kind is not recognized"},
+    {9, "NVJITLINK_ERROR_FINALIZE", "finalizing the link failed"},
+    {10, "NVJITLINK_ERROR_NULL_INPUT", "an input is null"},
+    {11, "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS", "options are incompatible"},
+    {12, "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE", "an input is not of the kind it was added as"},
+    {13, "NVJITLINK_ERROR_ARCH_MISMATCH", "an input was built for another architecture"},
+    {14, "NVJITLINK_ERROR_OUTDATED_LIBRARY", "an input is newer than this nvJitLink"},
+    {15, "NVJITLINK_ERROR_MISSING_FATBIN", "a fatbin is missing"},
+    {16, "NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "the -arch value is not recognized"},
+    {17, "NVJITLINK_ERROR_UNSUPPORTED_ARCH", "the -arch value is not supported"},
+    {18, "NVJITLINK_ERROR_LTO_NOT_ENABLED", "linking LTO-IR needs the -lto option"},
+};
+
+enum nvJitLinkInputType : int {
+  NVJITLINK_INPUT_NONE = 0,
+  NVJITLINK_INPUT_CUBIN = 1,
+  NVJITLINK_INPUT_PTX = 2,
+  NVJITLINK_INPUT_LTOIR = 3,
+  NVJITLINK_INPUT_FATBIN = 4,
+  NVJITLINK_INPUT_OBJECT = 5,
+  NVJITLINK_INPUT_LIBRARY = 6,
+  NVJITLINK_INPUT_ANY = 10,
+};
+
+// nvJitLink's table of entry points, in the driver table's shape (the
+// version is unused: 0). Every entry returns nvJitLinkResult; the first one
+// tells nvJitLink from another library.
+#define OXICUDA_NVJITLINK_API(X)                                                                                 \
+  X(Create, 0, "nvJitLinkCreate", (nvJitLinkHandle * handle, std::uint32_t numOptions, const char** options))    \
+  X(Destroy, 0, "nvJitLinkDestroy", (nvJitLinkHandle * handle))                                                  \
+  X(AddData, 0, "nvJitLinkAddData",                                                                              \
+    (nvJitLinkHandle handle, nvJitLinkInputType inputType, const void* data, std::size_t size, const char* name)) \
+  X(Complete, 0, "nvJitLinkComplete", (nvJitLinkHandle handle))                                                  \
+  X(GetLinkedCubinSize, 0, "nvJitLinkGetLinkedCubinSize", (nvJitLinkHandle handle, std::size_t * size))          \
+  X(GetLinkedCubin, 0, "nvJitLinkGetLinkedCubin", (nvJitLinkHandle handle, void* cubin))                         \
+  X(GetLinkedPtxSize, 0, "nvJitLinkGetLinkedPtxSize", (nvJitLinkHandle handle, std::size_t * size))              \
+  X(GetLinkedPtx, 0, "nvJitLinkGetLinkedPtx", (nvJitLinkHandle handle, char* ptx))                               \
+  X(GetErrorLogSize, 0, "nvJitLinkGetErrorLogSize", (nvJitLinkHandle handle, std::size_t * size))                \
+  X(GetErrorLog, 0, "nvJitLinkGetErrorLog", (nvJitLinkHandle handle, char* log))                                 \
+  X(GetInfoLogSize, 0, "nvJitLinkGetInfoLogSize", (nvJitLinkHandle handle, std::size_t * size))                  \
+  X(GetInfoLog, 0, "nvJitLinkGetInfoLog", (nvJitLinkHandle handle, char* log))
+
+namespace nvjitlink {
+#define OXICUDA_TABLE_PREFIX "nvJitLink"
+OXICUDA_TABLE_ENTRIES(OXICUDA_NVJITLINK_API)
+#undef OXICUDA_TABLE_PREFIX
+}  // namespace nvjitlink
+
+}  // namespace ffi
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/nvjitlink_ffi.hpp ----
+
+// ---- begin oxicuda/library.hpp ----
+// oxicuda/library.hpp — the one lazy-library mechanism: from a table of
+// entry points (ffi.hpp's X-macro shape), the function-pointer struct and the
+// stand-ins for missing entries; the search for the library (an environment
+// override, then candidate files per platform); resolving every entry; and
+// the remembered reason, listing what was tried, when it fails. The driver
+// (loader.hpp), NVRTC and nvJitLink (toolkit.hpp) are each one use of it.
+// Nothing here throws but std::bad_alloc.
 
 #include <cstddef>
 #include <cstdlib>
@@ -748,7 +951,6 @@ OXICUDA_NAMESPACE_END
 #include <initializer_list>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 
 #if OXICUDA_WINDOWS
@@ -773,6 +975,257 @@ OXICUDA_NAMESPACE_END
 #include <dlfcn.h>
 #include <unistd.h>
 #endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// The libraries whose results an Error may carry.
+enum class Library { driver, nvrtc, nvjitlink };
+
+// What the first use of a lazily loaded library (NVRTC, nvJitLink) found.
+// Filled once; read-only afterwards.
+struct LibraryInfo {
+  bool found = false;    // opened, and it is the library (its first entry point resolved)
+  std::string library;   // the file that was opened, as it was named to the loader
+  std::string found_by;  // the search step that found it: "OXICUDA_LIBNVRTC_PATH", "already loaded",
+                         // "$CONDA_PREFIX", "the loader's search path", "$CUDA_HOME", "$CUDA_PATH",
+                         // "/usr/local/cuda"
+  std::string reason;    // when not found: what was tried, and how to install the library
+  int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown
+
+  [[nodiscard]] bool available() const noexcept { return found; }
+};
+
+namespace detail {
+
+// Joins the pieces into one string. Every message oxicuda builds goes through
+// this one function: `std::string + "literal"` chains instead instantiate the
+// standard library's operator templates once per literal length, which made
+// them the largest share of this header's own compile time.
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+  std::size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string s;
+  s.reserve(n);
+  for (std::string_view p : parts) s.append(p.data(), p.size());
+  return s;
+}
+
+#if OXICUDA_WINDOWS
+using LibHandle = HMODULE;
+inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
+// The library if this process has it loaded already (then held for good).
+inline LibHandle lib_open_loaded(const char* file) noexcept {
+  return ::GetModuleHandleA(file) ? ::LoadLibraryA(file) : nullptr;
+}
+inline void* lib_symbol(LibHandle h, const char* name) noexcept {
+  return reinterpret_cast<void*>(::GetProcAddress(h, name));
+}
+inline std::string lib_error() {
+  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
+}
+inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
+inline constexpr const char* toolkit_lib_dirs[] = {"bin", "bin\\x64"};
+inline constexpr char path_separator = '\\';
+#else
+using LibHandle = void*;
+inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+inline LibHandle lib_open_loaded(const char* file) noexcept {
+  return ::dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+}
+inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
+inline std::string lib_error() {
+  const char* e = ::dlerror();
+  return cat({e ? e : "unknown error"});
+}
+inline long process_id() noexcept { return static_cast<long>(::getpid()); }
+inline constexpr const char* toolkit_lib_dirs[] = {"lib64", "lib"};
+inline constexpr char path_separator = '/';
+#endif
+
+// Where and how to look for one library.
+struct LibrarySpec {
+  const char* name;                 // "NVRTC", for messages
+  const char* env;                  // the variable naming a file to use instead: "OXICUDA_LIBNVRTC_PATH"
+  const char* const* files;         // the file names to try, newest first ("libnvrtc.so.13", ...)
+  std::size_t file_count;
+  bool toolkit;                     // also look where a toolkit or a conda environment keeps it
+  const char* install;              // how to get it, for the reason when it is not found
+};
+
+// One table's slots as the mechanism fills them: the entries, the function-
+// pointer struct seen as pointer-sized slots in entry order (its stand-ins
+// already in place), and which slots hold the library's own function.
+struct TableSlots {
+  const ffi::EntryInfo* entries;
+  std::size_t count;
+  void* slots;
+  bool* provided;
+};
+
+// Puts `p` in entry i's slot (one loop rather than a typed assignment per
+// entry: much cheaper to compile).
+inline void set_slot(const TableSlots& t, std::size_t i, void* p) noexcept {
+  std::memcpy(static_cast<unsigned char*>(t.slots) + i * sizeof p, &p, sizeof p);
+  t.provided[i] = true;
+}
+
+// Fills every slot it can from the library by the entry's exported symbol;
+// an entry already provided (by the driver's cuGetProcAddress_v2) is kept,
+// and one not found keeps its stand-in.
+inline void resolve_symbols(LibHandle h, const TableSlots& t) noexcept {
+  for (std::size_t i = 0; i < t.count; ++i)
+    if (!t.provided[i])
+      if (void* p = lib_symbol(h, t.entries[i].symbol)) set_slot(t, i, p);
+}
+
+// What a search found: the handle (null when nothing could be opened), the
+// file as it was named to the loader, the step that found it, and every
+// attempt that failed ("path (why)", joined by "; ").
+struct Opened {
+  LibHandle handle{};
+  std::string path;
+  std::string found_by;
+  std::string tried;
+  bool from_env = false;  // the environment override named the file (and only it was tried)
+};
+
+inline std::string env_string(const char* name) {
+  const char* v = name ? std::getenv(name) : nullptr;
+  return v ? std::string(v) : std::string();
+}
+
+// The search. The environment override, when set and not empty, is the only
+// candidate. Otherwise, for a toolkit library (modelled on NVIDIA's
+// cuda-pathfinder): a copy already loaded in the process; $CONDA_PREFIX;
+// the file names on the loader's search path, newest first; $CUDA_HOME,
+// $CUDA_PATH and /usr/local/cuda (their lib64/ and lib/; on Windows bin\).
+// For the driver: only the file names on the loader's search path.
+inline Opened open_library(const LibrarySpec& spec) {
+  Opened o;
+  auto attempt = [&](const std::string& path, const char* step) {
+    o.handle = lib_open(path.c_str());
+    if (o.handle) {
+      o.path = path;
+      o.found_by = step;
+      return true;
+    }
+    o.tried = cat({o.tried, o.tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
+    return false;
+  };
+  const std::string env = env_string(spec.env);
+  if (!env.empty()) {
+    o.from_env = true;
+    attempt(env, spec.env);
+    return o;
+  }
+  const char* const* files = spec.files;
+  const char* const* end = spec.files + spec.file_count;
+  if (spec.toolkit) {
+    for (const char* const* f = files; f != end; ++f)
+      if ((o.handle = lib_open_loaded(*f))) {
+        o.path = *f;
+        o.found_by = "already loaded";
+        return o;
+      }
+    if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty())
+      for (const char* const* f = files; f != end; ++f)
+        if (attempt(cat({conda, std::string_view(&path_separator, 1), OXICUDA_WINDOWS ? "Library\\bin" : "lib",
+                         std::string_view(&path_separator, 1), *f}),
+                    "$CONDA_PREFIX"))
+          return o;
+  }
+  for (const char* const* f = files; f != end; ++f)
+    if (attempt(*f, "the loader's search path")) return o;
+  if (spec.toolkit) {
+    struct Root {
+      std::string dir;
+      const char* step;
+    };
+    const Root roots[] = {{env_string("CUDA_HOME"), "$CUDA_HOME"},
+                          {env_string("CUDA_PATH"), "$CUDA_PATH"},
+                          {OXICUDA_WINDOWS ? std::string() : std::string("/usr/local/cuda"), "/usr/local/cuda"}};
+    for (const Root& r : roots) {
+      if (r.dir.empty()) continue;
+      for (const char* sub : toolkit_lib_dirs)
+        for (const char* const* f = files; f != end; ++f)
+          if (attempt(cat({r.dir, std::string_view(&path_separator, 1), sub, std::string_view(&path_separator, 1), *f}),
+                      r.step))
+            return o;
+    }
+  }
+  return o;
+}
+
+// Loads a toolkit library for `info`: the search, then every entry resolved
+// by its symbol. The table's first entry tells the library from another
+// one: without it, every slot goes back to its stand-in. The reason, when
+// the library cannot be used, lists everything that was tried.
+inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, LibraryInfo& info) {
+  Opened o = open_library(spec);
+  if (!o.handle) {
+    info.reason = o.from_env ? cat({spec.env, " names a ", spec.name, " library that cannot be opened: ", o.tried,
+                                    ". Point it at ", spec.name, "'s library or unset it."})
+                             : cat({"no ", spec.name, " library could be found (", spec.name,
+                                    " was not loaded in this process; tried ", o.tried, "). ", spec.install});
+    return nullptr;
+  }
+  info.library = o.path;
+  info.found_by = o.found_by;
+  resolve_symbols(o.handle, table);
+  if (!table.provided[0]) {
+    info.reason = cat({o.path, " was opened but exports no ", table.entries[0].symbol, ": it is not ", spec.name,
+                       ". ", spec.install});
+    for (std::size_t i = 0; i < table.count; ++i) table.provided[i] = false;
+    return nullptr;
+  }
+  info.found = true;
+  return o.handle;
+}
+
+}  // namespace detail
+OXICUDA_NAMESPACE_END
+
+// A table's stand-ins (namespace `missing`, one per entry, answering
+// OXICUDA_TABLE_NOT_FOUND so that a wrapper never tests a pointer) and its
+// function-pointer struct `Api` (one member per entry, each starting as its
+// stand-in). Define OXICUDA_TABLE_RESULT and OXICUDA_TABLE_NOT_FOUND before
+// expanding it in the table's namespace; the struct is standard-layout, one
+// pointer-sized slot per entry in entry order (TableSlots relies on it).
+#if defined(__GNUC__) || defined(__clang__)
+#define OXICUDA_UNUSED_PARAMETERS_PUSH \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
+#define OXICUDA_UNUSED_PARAMETERS_POP _Pragma("GCC diagnostic pop")
+#elif defined(_MSC_VER)
+#define OXICUDA_UNUSED_PARAMETERS_PUSH __pragma(warning(push)) __pragma(warning(disable : 4100))
+#define OXICUDA_UNUSED_PARAMETERS_POP __pragma(warning(pop))
+#else
+#define OXICUDA_UNUSED_PARAMETERS_PUSH
+#define OXICUDA_UNUSED_PARAMETERS_POP
+#endif
+#define OXICUDA_X_STAND_IN(member, version, symbol, params) \
+  inline OXICUDA_TABLE_RESULT OXICUDA_CUDAAPI member params noexcept { return OXICUDA_TABLE_NOT_FOUND; }
+#define OXICUDA_X_SLOT(member, version, symbol, params) \
+  OXICUDA_TABLE_RESULT(OXICUDA_CUDAAPI * member) params = &missing::member;
+#define OXICUDA_LIBRARY_API(TABLE, Api)                                                     \
+  namespace missing {                                                                       \
+  OXICUDA_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_X_STAND_IN) OXICUDA_UNUSED_PARAMETERS_POP \
+  }                                                                                         \
+  struct Api {                                                                              \
+    TABLE(OXICUDA_X_SLOT)                                                                   \
+  };                                                                                        \
+  static_assert(sizeof(Api) == entry_count * sizeof(void*));
+// ---- end oxicuda/library.hpp ----
+
+// ---- begin oxicuda/loader.hpp ----
+// oxicuda/loader.hpp — find the driver library at first use, resolve every
+// entry point of the table at its pinned version, run cuInit(0) once, and
+// remember why not when any of it fails. Nothing here throws.
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -803,35 +1256,14 @@ struct DriverInfo {
 
 namespace ffi {
 
-// Stand-ins for entry points the driver lacks (or every entry point, when no
-// usable driver was found): each answers CUDA_ERROR_NOT_FOUND, which
-// detail::fail turns into the error that explains why. So a wrapper never
-// tests a pointer before calling it.
-namespace missing {
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#elif defined(_MSC_VER)
-#pragma warning(push)
-#pragma warning(disable : 4100)
-#endif
-#define OXICUDA_X_MISSING(member, version, symbol, params) \
-  inline CUresult OXICUDA_CUDAAPI member params noexcept { return CUDA_ERROR_NOT_FOUND; }
-OXICUDA_DRIVER_API(OXICUDA_X_MISSING)
-#undef OXICUDA_X_MISSING
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic pop
-#elif defined(_MSC_VER)
-#pragma warning(pop)
-#endif
-}  // namespace missing
-
-// One function pointer per table entry: the driver's, or its stand-in.
-struct DriverApi {
-#define OXICUDA_X_MEMBER(member, version, symbol, params) CUresult(OXICUDA_CUDAAPI* member) params = &missing::member;
-  OXICUDA_DRIVER_API(OXICUDA_X_MEMBER)
-#undef OXICUDA_X_MEMBER
-};
+// The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
+// detail::fail turns into the error that explains why) and DriverApi, one
+// function pointer per table entry: the driver's, or its stand-in.
+#define OXICUDA_TABLE_RESULT CUresult
+#define OXICUDA_TABLE_NOT_FOUND CUDA_ERROR_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
 
 }  // namespace ffi
 
@@ -858,40 +1290,10 @@ static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_cop
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
-// Joins the pieces into one string. Every message oxicuda builds goes through
-// this one function: `std::string + "literal"` chains instead instantiate the
-// standard library's operator templates once per literal length, which made
-// them the largest share of this header's own compile time.
-inline std::string cat(std::initializer_list<std::string_view> parts) {
-  std::size_t n = 0;
-  for (std::string_view p : parts) n += p.size();
-  std::string s;
-  s.reserve(n);
-  for (std::string_view p : parts) s.append(p.data(), p.size());
-  return s;
-}
-
 #if OXICUDA_WINDOWS
-using LibHandle = HMODULE;
-inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
-inline void* lib_symbol(LibHandle h, const char* name) noexcept {
-  return reinterpret_cast<void*>(::GetProcAddress(h, name));
-}
-inline std::string lib_error() {
-  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
-}
 inline const char* const default_candidates[] = {"nvcuda.dll"};
-inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 #else
-using LibHandle = void*;
-inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
-inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
-inline std::string lib_error() {
-  const char* e = ::dlerror();
-  return cat({e ? e : "unknown error"});
-}
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
-inline long process_id() noexcept { return static_cast<long>(::getpid()); }
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -908,27 +1310,23 @@ inline std::string describe_result(ffi::CUresult r) {
 
 // Fills the table from the opened library: each entry from cuGetProcAddress_v2
 // at its pinned version (with legacy default-stream semantics), else by its
-// exported symbol; an entry found neither way keeps its stand-in.
+// exported symbol (library.hpp); an entry found neither way keeps its stand-in.
 inline void resolve(Driver& d, LibHandle h) {
+  const TableSlots table{ffi::entries, ffi::entry_count, &d.api, d.provided};
   auto* gpa = reinterpret_cast<decltype(d.api.GetProcAddress)>(lib_symbol(h, "cuGetProcAddress_v2"));
   bool any_from_gpa = false;
-  for (std::size_t i = 0; i < ffi::entry_count; ++i) {
-    const ffi::EntryInfo& e = ffi::entries[i];
+  for (std::size_t i = 0; gpa && i < ffi::entry_count; ++i) {
+    if (i == static_cast<std::size_t>(ffi::Entry::GetProcAddress)) continue;
     void* p = nullptr;
-    if (gpa && i != static_cast<std::size_t>(ffi::Entry::GetProcAddress)) {
-      ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != ffi::CUDA_SUCCESS ||
-          status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
-        p = nullptr;
-      any_from_gpa = any_from_gpa || p != nullptr;
-    }
-    if (!p) p = lib_symbol(h, e.symbol);
-    if (!p) continue;
-    // The address as dlsym/GetProcAddress gave it, into the entry's slot (one
-    // loop rather than a typed assignment per entry: much cheaper to compile).
-    std::memcpy(reinterpret_cast<unsigned char*>(&d.api) + i * sizeof p, &p, sizeof p);
-    d.provided[i] = true;
+    ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (gpa(ffi::entries[i].name, &p, ffi::entries[i].version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
+            ffi::CUDA_SUCCESS ||
+        status != ffi::CU_GET_PROC_ADDRESS_SUCCESS || !p)
+      continue;
+    set_slot(table, i, p);
+    any_from_gpa = true;
   }
+  resolve_symbols(h, table);
   d.info.via_get_proc_address = any_from_gpa;
 }
 
@@ -936,33 +1334,19 @@ inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
   DriverInfo& info = d->info;
-  const char* env = std::getenv("OXICUDA_LIBCUDA_PATH");
-  const bool from_env = env && *env;
-  std::string tried;
-  LibHandle h{};
-  auto try_open = [&](const char* path) {
-    h = lib_open(path);
-    if (h) {
-      info.library = path;
-      return true;
-    }
-    tried = cat({tried, tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
-    return false;
-  };
-  if (from_env) {
-    try_open(env);
-  } else {
-    for (const char* c : default_candidates)
-      if (try_open(c)) break;
-  }
+  const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
+                         sizeof default_candidates / sizeof default_candidates[0], false, ""};
+  Opened o = open_library(spec);
+  const LibHandle h = o.handle;
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", tried,
-                                  ". Point it at the driver's libcuda.so.1 or unset it."})
-                           : cat({"no CUDA driver library could be opened (tried ", tried,
-                                  "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
+    info.reason = o.from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", o.tried,
+                                    ". Point it at the driver's libcuda.so.1 or unset it."})
+                             : cat({"no CUDA driver library could be opened (tried ", o.tried,
+                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
     return d;
   }
+  info.library = std::move(o.path);
   resolve(*d, h);
   if (!d->provided[static_cast<std::size_t>(ffi::Entry::Init)]) {
     info.status = DriverStatus::not_a_driver;
@@ -1015,9 +1399,112 @@ inline const DriverInfo& driver_info() noexcept { return detail::driver().info; 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/loader.hpp ----
 
+// ---- begin oxicuda/toolkit.hpp ----
+// oxicuda/toolkit.hpp — NVRTC and nvJitLink, loaded at their first use by
+// library.hpp's mechanism (a program that never compiles never looks for
+// them), and what that found: nvrtc_info(), nvjitlink_info(). Nothing here
+// throws but std::bad_alloc.
+
+#include <cstddef>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Loads NVRTC on first use (thread-safe, once per process, never unloaded)
+// and says what happened. The search (README, "Runtime compilation"):
+// OXICUDA_LIBNVRTC_PATH; a libnvrtc already loaded in the process;
+// $CONDA_PREFIX/lib; libnvrtc.so.13, .12, .11.2 on the loader's search path;
+// $CUDA_HOME, $CUDA_PATH and /usr/local/cuda (lib64/, lib/). On Windows
+// nvrtc64_130_0.dll, ..._120_0, ..._112_0 in the same places (bin\).
+[[nodiscard]] const LibraryInfo& nvrtc_info() noexcept;
+// The same for nvJitLink (OXICUDA_LIBNVJITLINK_PATH, libnvJitLink.so.13, .12).
+[[nodiscard]] const LibraryInfo& nvjitlink_info() noexcept;
+
+namespace ffi::nvrtc {
+#define OXICUDA_TABLE_RESULT nvrtcResult
+#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVRTC_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_NVRTC_API, NvrtcApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
+}  // namespace ffi::nvrtc
+
+namespace ffi::nvjitlink {
+#define OXICUDA_TABLE_RESULT nvJitLinkResult
+#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVJITLINK_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
+}  // namespace ffi::nvjitlink
+
+namespace detail {
+
+#if OXICUDA_WINDOWS
+inline const char* const nvrtc_files[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"};
+inline const char* const nvjitlink_files[] = {"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"};
+#else
+inline const char* const nvrtc_files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
+inline const char* const nvjitlink_files[] = {"libnvJitLink.so.13", "libnvJitLink.so.12"};
+#endif
+
+// One lazily loaded toolkit library: its table and what loading it found.
+template <class Api, std::size_t N>
+struct ToolkitLibrary {
+  Api api;
+  bool provided[N] = {};
+  LibraryInfo info;
+};
+
+using Nvrtc = ToolkitLibrary<ffi::nvrtc::NvrtcApi, ffi::nvrtc::entry_count>;
+using NvJitLink = ToolkitLibrary<ffi::nvjitlink::NvJitLinkApi, ffi::nvjitlink::entry_count>;
+
+inline const Nvrtc& nvrtc() noexcept {
+  static const Nvrtc* const lib = [] {
+    auto* l = new Nvrtc{};
+    const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
+                           true,
+                           "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel "
+                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc."};
+    if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
+      int major = 0, minor = 0;
+      if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
+    } else {
+      l->api = {};
+    }
+    return l;
+  }();
+  return *lib;
+}
+
+inline const NvJitLink& nvjitlink() noexcept {
+  static const NvJitLink* const lib = [] {
+    auto* l = new NvJitLink{};
+    const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+                           sizeof nvjitlink_files / sizeof nvjitlink_files[0], true,
+                           "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink "
+                           "wheel (pip install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its "
+                           "libnvJitLink."};
+    if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
+      l->api = {};
+    return l;
+  }();
+  return *lib;
+}
+
+inline bool missing(ffi::nvrtc::Entry e) noexcept { return !nvrtc().provided[static_cast<std::size_t>(e)]; }
+inline bool missing(ffi::nvjitlink::Entry e) noexcept { return !nvjitlink().provided[static_cast<std::size_t>(e)]; }
+
+}  // namespace detail
+
+inline const LibraryInfo& nvrtc_info() noexcept { return detail::nvrtc().info; }
+inline const LibraryInfo& nvjitlink_info() noexcept { return detail::nvjitlink().info; }
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/toolkit.hpp ----
+
 // ---- begin oxicuda/error.hpp ----
-// oxicuda/error.hpp — Error, its std::error_category over CUresult, the
-// handlers for builds without exceptions and for failures in destructors, and
+// oxicuda/error.hpp — Error over any library's result (the driver's
+// CUresult, nvrtcResult, nvJitLinkResult), one std::error_category per
+// library, the handlers for builds without exceptions and for failures in destructors, and
 // the checked call through the entry-point table that every wrapper uses.
 
 #include <atomic>
@@ -1066,30 +1553,52 @@ class SourceLocation {
 // "CUDA_ERROR_NAME: description", and out-of-memory / invalid-value compare
 // equal to std::errc::not_enough_memory / invalid_argument.
 [[nodiscard]] const std::error_category& cuda_category() noexcept;
+// NVRTC's ("nvrtc") and nvJitLink's ("nvjitlink"), alike.
+[[nodiscard]] const std::error_category& nvrtc_category() noexcept;
+[[nodiscard]] const std::error_category& nvjitlink_category() noexcept;
 
 namespace ffi {
 [[nodiscard]] inline std::error_code make_error_code(CUresult r) noexcept {
   return {static_cast<int>(r), cuda_category()};
 }
+[[nodiscard]] inline std::error_code make_error_code(nvrtcResult r) noexcept {
+  return {static_cast<int>(r), nvrtc_category()};
+}
+[[nodiscard]] inline std::error_code make_error_code(nvJitLinkResult r) noexcept {
+  return {static_cast<int>(r), nvjitlink_category()};
+}
 }  // namespace ffi
 
-// A failed driver call (or a misuse oxicuda detected before calling). what()
-// reads:
+// A failed call of the driver, NVRTC or nvJitLink (or a misuse oxicuda
+// detected before calling). what() reads:
 //   cuStreamCreate failed: CUDA_ERROR_INVALID_CONTEXT (201): invalid device context
 //     at app.cpp:42 in int main()
-//     <detail, when there is one: a JIT log, the loader's reason, ...>
+//     <detail, when there is one: a JIT or compile log, the loader's reason, ...>
+// code() is in the library's own category, so it compares equal to that
+// library's results (e.code() == ffi::NVRTC_ERROR_COMPILATION).
 class Error : public std::system_error {
  public:
   Error(ffi::CUresult result, std::string call, std::string detail = {},
         SourceLocation where = SourceLocation::current());
+  Error(ffi::nvrtcResult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
+  Error(ffi::nvJitLinkResult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
 
-  [[nodiscard]] ffi::CUresult result() const noexcept { return static_cast<ffi::CUresult>(code().value()); }
-  // "CUDA_ERROR_INVALID_VALUE"
+  // The library whose result this is.
+  [[nodiscard]] Library library() const noexcept { return library_; }
+  // The driver's result; for an error of NVRTC or nvJitLink (see library()
+  // and code()), CUDA_ERROR_UNKNOWN.
+  [[nodiscard]] ffi::CUresult result() const noexcept {
+    return library_ == Library::driver ? static_cast<ffi::CUresult>(code().value()) : ffi::CUDA_ERROR_UNKNOWN;
+  }
+  // "CUDA_ERROR_INVALID_VALUE", "NVRTC_ERROR_COMPILATION", ...
   [[nodiscard]] std::string_view name() const noexcept;
-  // The driver's text for the result (or the header's own when no driver is loaded).
+  // The library's text for the result (the driver's own when it is loaded,
+  // else the header's).
   [[nodiscard]] const std::string& description() const noexcept { return description_; }
-  // The driver call that failed ("cuStreamCreate"), or the oxicuda operation
-  // that refused to make one ("oxicuda::Stream::record").
+  // The call that failed ("cuStreamCreate", "nvrtcCompileProgram"), or the
+  // oxicuda operation that refused to make one ("oxicuda::Stream::record").
   [[nodiscard]] const std::string& call() const noexcept { return call_; }
   // More that explains this failure; may be empty.
   [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
@@ -1098,6 +1607,10 @@ class Error : public std::system_error {
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
 
  private:
+  Error(Library library, int result, const std::error_category& category, std::string call, std::string detail,
+        SourceLocation where);
+
+  Library library_ = Library::driver;
   std::string call_;
   std::string description_;
   std::string detail_;
@@ -1143,26 +1656,73 @@ inline std::atomic<DiagnosticHook>& diagnostic_hook_slot() noexcept {
   return slot;
 }
 
-class CudaCategory final : public std::error_category {
+// A library's names and texts for its results (the library's own text
+// functions may be unavailable, as the stub driver's are).
+struct ResultTable {
+  const ffi::ResultText* texts;
+  std::size_t count;
+  const char* unknown_name;  // "CUDA_ERROR_?"
+  const char* type;          // "CUresult"
+};
+
+inline ResultTable result_table(Library library) noexcept {
+  switch (library) {
+    case Library::nvrtc:
+      return {ffi::nvrtc_result_texts, sizeof ffi::nvrtc_result_texts / sizeof ffi::nvrtc_result_texts[0],
+              "NVRTC_ERROR_?", "nvrtcResult"};
+    case Library::nvjitlink:
+      return {ffi::nvjitlink_result_texts,
+              sizeof ffi::nvjitlink_result_texts / sizeof ffi::nvjitlink_result_texts[0], "NVJITLINK_ERROR_?", "nvJitLinkResult"};
+    case Library::driver:
+      break;
+  }
+  return {ffi::result_texts, sizeof ffi::result_texts / sizeof ffi::result_texts[0], "CUDA_ERROR_?", "CUresult"};
+}
+
+inline const ffi::ResultText* result_text(Library library, int code) noexcept {
+  const ResultTable t = result_table(library);
+  for (std::size_t i = 0; i < t.count; ++i)
+    if (t.texts[i].code == code) return &t.texts[i];
+  return nullptr;
+}
+
+// One library's category: name() is "cuda", "nvrtc" or "nvjitlink";
+// message() is "NAME: description"; results that mean running out of memory
+// or a bad argument compare equal to std::errc's.
+class ResultCategory final : public std::error_category {
  public:
-  const char* name() const noexcept override { return "cuda"; }
+  constexpr ResultCategory(Library library, const char* name) noexcept : library_(library), name_(name) {}
+  const char* name() const noexcept override { return name_; }
   std::string message(int code) const override {
-    const ffi::ResultText* t = result_text(code);
-    if (!t) return cat({"CUresult ", std::to_string(code), ": unknown result"});
+    const ffi::ResultText* t = result_text(library_, code);
+    if (!t) return cat({result_table(library_).type, " ", std::to_string(code), ": unknown result"});
     return cat({t->name, ": ", t->text});
   }
   std::error_condition default_error_condition(int code) const noexcept override {
-    switch (code) {
-      case ffi::CUDA_ERROR_OUT_OF_MEMORY:
-        return std::errc::not_enough_memory;
-      case ffi::CUDA_ERROR_INVALID_VALUE:
-        return std::errc::invalid_argument;
-      case ffi::CUDA_ERROR_NOT_SUPPORTED:
-        return std::errc::not_supported;
-      default:
-        return {code, *this};
+    switch (library_) {
+      case Library::driver:
+        if (code == ffi::CUDA_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+        if (code == ffi::CUDA_ERROR_INVALID_VALUE) return std::errc::invalid_argument;
+        if (code == ffi::CUDA_ERROR_NOT_SUPPORTED) return std::errc::not_supported;
+        break;
+      case Library::nvrtc:
+        if (code == ffi::NVRTC_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+        if (code == ffi::NVRTC_ERROR_INVALID_INPUT || code == ffi::NVRTC_ERROR_INVALID_OPTION)
+          return std::errc::invalid_argument;
+        break;
+      case Library::nvjitlink:
+        if (code == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION || code == ffi::NVJITLINK_ERROR_INVALID_INPUT ||
+            code == ffi::NVJITLINK_ERROR_NULL_INPUT)
+          return std::errc::invalid_argument;
+        if (code == ffi::NVJITLINK_ERROR_UNSUPPORTED_ARCH) return std::errc::not_supported;
+        break;
     }
+    return {code, *this};
   }
+
+ private:
+  Library library_;
+  const char* name_;
 };
 
 // Throws e, or (without exceptions) hands it to the error handler and aborts.
@@ -1182,8 +1742,8 @@ class CudaCategory final : public std::error_category {
 // when oxicuda itself reports by handler (OXICUDA_NO_EXCEPTIONS). The Error
 // has no source line: the failure is oxicuda's cleanup, not a line of the
 // caller's; `during` says what was being done ("destroying an oxicuda::Stream").
-OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view during,
-                                std::string_view detail = {}) noexcept {
+template <class Result>
+OXICUDA_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
 #if OXICUDA_HAS_EXCEPTIONS
   try {
@@ -1284,6 +1844,53 @@ inline bool check_nothrow(Outcome o, const char* during) noexcept {
   return false;
 }
 
+// An NVRTC or nvJitLink call's result, with the entry point that gave it
+// (OXICUDA_NVRTC, OXICUDA_NVJITLINK).
+template <class Result, class EntryT>
+struct ToolkitOutcome {
+  Result result;
+  EntryT entry;
+  [[nodiscard]] bool ok() const noexcept { return result == 0; }
+};
+using NvrtcOutcome = ToolkitOutcome<ffi::nvrtcResult, ffi::nvrtc::Entry>;
+using NvJitLinkOutcome = ToolkitOutcome<ffi::nvJitLinkResult, ffi::nvjitlink::Entry>;
+
+inline const LibraryInfo& library_info(ffi::nvrtc::Entry) noexcept { return nvrtc_info(); }
+inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return nvjitlink_info(); }
+inline const ffi::EntryInfo& entry_info(ffi::nvrtc::Entry e) noexcept { return ffi::nvrtc::entry_info(e); }
+inline const ffi::EntryInfo& entry_info(ffi::nvjitlink::Entry e) noexcept { return ffi::nvjitlink::entry_info(e); }
+
+// The error for a failed NVRTC or nvJitLink call; a stand-in's answer (the
+// library or this entry point of it is missing) says why.
+template <class Result, class EntryT>
+[[noreturn]] OXICUDA_COLD void fail(ToolkitOutcome<Result, EntryT> o, SourceLocation where, std::string detail = {}) {
+  const ffi::EntryInfo& e = entry_info(o.entry);
+  if (o.result == -1 && missing(o.entry)) {
+    const LibraryInfo& info = library_info(o.entry);
+    if (!info.found) raise(Error(o.result, e.name, info.reason, where));
+    const int v = info.version;
+    raise(Error(o.result, e.name,
+                cat({"the loaded library (", info.library, v ? ", version " : "", v ? std::to_string(v / 1000) : "",
+                     v ? "." : "", v ? std::to_string(v % 1000 / 10) : "", ") does not provide ", e.symbol,
+                     "; this call needs a newer one"}),
+                where));
+  }
+  raise(Error(o.result, e.name, std::move(detail), where));
+}
+
+template <class Result, class EntryT>
+inline void check(ToolkitOutcome<Result, EntryT> o, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
+}
+
+// For a destructor: never throws; a failure goes to the diagnostic hook.
+template <class Result, class EntryT>
+inline bool check_nothrow(ToolkitOutcome<Result, EntryT> o, const char* during) noexcept {
+  if (OXICUDA_LIKELY(o.ok())) return true;
+  report(o.result, entry_info(o.entry).name, during);
+  return false;
+}
+
 // The error for using an empty handle (default-constructed or moved-from).
 [[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
@@ -1303,18 +1910,40 @@ inline std::string driver_description(ffi::CUresult r) {
 }  // namespace detail
 
 inline const std::error_category& cuda_category() noexcept {
-  static const detail::CudaCategory category;
+  static const detail::ResultCategory category(Library::driver, "cuda");
+  return category;
+}
+inline const std::error_category& nvrtc_category() noexcept {
+  static const detail::ResultCategory category(Library::nvrtc, "nvrtc");
+  return category;
+}
+inline const std::error_category& nvjitlink_category() noexcept {
+  static const detail::ResultCategory category(Library::nvjitlink, "nvjitlink");
   return category;
 }
 
 inline Error::Error(ffi::CUresult result, std::string call, std::string detail, SourceLocation where)
-    : std::system_error(static_cast<int>(result), cuda_category()),
+    : Error(Library::driver, result, cuda_category(), std::move(call), std::move(detail), where) {}
+inline Error::Error(ffi::nvrtcResult result, std::string call, std::string detail, SourceLocation where)
+    : Error(Library::nvrtc, result, nvrtc_category(), std::move(call), std::move(detail), where) {}
+inline Error::Error(ffi::nvJitLinkResult result, std::string call, std::string detail, SourceLocation where)
+    : Error(Library::nvjitlink, result, nvjitlink_category(), std::move(call), std::move(detail), where) {}
+
+inline Error::Error(Library library, int result, const std::error_category& category, std::string call,
+                    std::string detail, SourceLocation where)
+    : std::system_error(result, category),
+      library_(library),
       call_(std::move(call)),
-      description_(detail::driver_description(result)),
       detail_(std::move(detail)),
       where_(where) {
+  if (library == Library::driver) {
+    description_ = detail::driver_description(static_cast<ffi::CUresult>(result));
+  } else {
+    const ffi::ResultText* t = detail::result_text(library, result);
+    description_ = t ? t->text : "unknown result";
+  }
   const char* function = where_.function_name();
-  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_});
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(result), "): ", description_});
   if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
     what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
                          *function ? " in " : "", function});
@@ -1332,8 +1961,8 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
 }
 
 inline std::string_view Error::name() const noexcept {
-  const ffi::ResultText* t = detail::result_text(code().value());
-  return t ? t->name : "CUDA_ERROR_?";
+  const ffi::ResultText* t = detail::result_text(library_, code().value());
+  return t ? t->name : detail::result_table(library_).unknown_name;
 }
 
 inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
@@ -1353,8 +1982,21 @@ OXICUDA_NAMESPACE_END
 #define OXICUDA_DRIVER(member, ...) \
   (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
 
+// The same for NVRTC's and nvJitLink's calls:
+//   detail::check(OXICUDA_NVRTC(CompileProgram, prog, n, options), where);
+#define OXICUDA_NVRTC(member, ...)                                                                           \
+  (::oxicuda::detail::NvrtcOutcome{::oxicuda::detail::nvrtc().api.member(__VA_ARGS__),                      \
+                                   ::oxicuda::ffi::nvrtc::Entry::member})
+#define OXICUDA_NVJITLINK(member, ...)                                                                       \
+  (::oxicuda::detail::NvJitLinkOutcome{::oxicuda::detail::nvjitlink().api.member(__VA_ARGS__),              \
+                                       ::oxicuda::ffi::nvjitlink::Entry::member})
+
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvrtcResult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {};
 // ---- end oxicuda/error.hpp ----
 
 // ---- begin oxicuda/callback.hpp ----

@@ -5,7 +5,11 @@
 // clang-format off
 #include "config.hpp"
 #include "ffi.hpp"
+#include "nvrtc_ffi.hpp"
+#include "nvjitlink_ffi.hpp"
+#include "library.hpp"
 #include "loader.hpp"
+#include "toolkit.hpp"
 #include "error.hpp"
 #include "callback.hpp"
 #include "device.hpp"

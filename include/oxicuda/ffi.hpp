@@ -634,28 +634,27 @@ struct CUuuid {
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
-// One enumerator per entry point, in table order.
-enum class Entry : int {
-#define OXICUDA_X_ENUM(member, version, symbol, params) member,
-  OXICUDA_DRIVER_API(OXICUDA_X_ENUM)
-#undef OXICUDA_X_ENUM
-};
-
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for
-  int version;         // the pinned version
+  int version;         // the pinned version (0 for a library without versioned lookups)
   const char* symbol;  // "cuStreamDestroy_v2": the dlsym fallback
 };
 
-inline constexpr EntryInfo entries[] = {
-#define OXICUDA_X_INFO(member, version, symbol, params) {"cu" #member, version, symbol},
-    OXICUDA_DRIVER_API(OXICUDA_X_INFO)
-#undef OXICUDA_X_INFO
-};
+// A table's Entry enumeration (one enumerator per entry, in table order) and
+// its EntryInfo array, named OXICUDA_TABLE_PREFIX + member. Every library's
+// table (the driver's here, NVRTC's and nvJitLink's in their own parts) is
+// expanded by this one macro, in the library's namespace.
+#define OXICUDA_X_ENUM(member, version, symbol, params) member,
+#define OXICUDA_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
+#define OXICUDA_TABLE_ENTRIES(TABLE)                                                  \
+  enum class Entry : int { TABLE(OXICUDA_X_ENUM) };                                   \
+  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_X_INFO)};     \
+  inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);   \
+  constexpr const ::oxicuda::ffi::EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
 
-inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);
-
-constexpr const EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
+#define OXICUDA_TABLE_PREFIX "cu"
+OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
+#undef OXICUDA_TABLE_PREFIX
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END
