@@ -97,6 +97,7 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUlinkState_st* CUlinkState;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -522,6 +523,14 @@ enum CUjit_option : int {
   CU_JIT_GENERATE_LINE_INFO = 13,
 };
 
+enum CUjitInputType : int {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2,
+  CU_JIT_INPUT_OBJECT = 3,
+  CU_JIT_INPUT_LIBRARY = 4,
+};
+
 enum CUdriverProcAddressQueryResult : int {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
@@ -672,6 +681,16 @@ struct CUuuid {
   X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                                                      \
     (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues))       \
   X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                                                             \
+  X(LinkCreate, 6050, "cuLinkCreate_v2",                                                                               \
+    (unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut))                      \
+  X(LinkAddData, 6050, "cuLinkAddData_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, void* data, std::size_t size, const char* name, unsigned int numOptions,  \
+     CUjit_option* options, void** optionValues))                                                                      \
+  X(LinkAddFile, 6050, "cuLinkAddFile_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions, CUjit_option* options,         \
+     void** optionValues))                                                                                             \
+  X(LinkComplete, 5050, "cuLinkComplete", (CUlinkState state, void** cubinOut, std::size_t* sizeOut))                  \
+  X(LinkDestroy, 5050, "cuLinkDestroy", (CUlinkState state))                                                             \
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
@@ -919,8 +938,6 @@ enum nvJitLinkInputType : int {
   X(Complete, 0, "nvJitLinkComplete", (nvJitLinkHandle handle))                                                  \
   X(GetLinkedCubinSize, 0, "nvJitLinkGetLinkedCubinSize", (nvJitLinkHandle handle, std::size_t * size))          \
   X(GetLinkedCubin, 0, "nvJitLinkGetLinkedCubin", (nvJitLinkHandle handle, void* cubin))                         \
-  X(GetLinkedPtxSize, 0, "nvJitLinkGetLinkedPtxSize", (nvJitLinkHandle handle, std::size_t * size))              \
-  X(GetLinkedPtx, 0, "nvJitLinkGetLinkedPtx", (nvJitLinkHandle handle, char* ptx))                               \
   X(GetErrorLogSize, 0, "nvJitLinkGetErrorLogSize", (nvJitLinkHandle handle, std::size_t * size))                \
   X(GetErrorLog, 0, "nvJitLinkGetErrorLog", (nvJitLinkHandle handle, char* log))                                 \
   X(GetInfoLogSize, 0, "nvJitLinkGetInfoLogSize", (nvJitLinkHandle handle, std::size_t * size))                  \
@@ -989,6 +1006,7 @@ struct LibraryInfo {
   std::string found_by;  // the search step that found it: "OXICUDA_LIBNVRTC_PATH", "already loaded",
                          // "$CONDA_PREFIX", "the loader's search path", "$CUDA_HOME", "$CUDA_PATH",
                          // "/usr/local/cuda"
+  std::string path;      // its full path, as the loader resolved it (empty when unknown)
   std::string reason;    // when not found: what was tried, and how to install the library
   int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown
 
@@ -1024,6 +1042,12 @@ inline std::string lib_error() {
   return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
 }
 inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
+// The full path of the opened library.
+inline std::string lib_path(LibHandle h, void*) {
+  char buf[1024];
+  const DWORD n = ::GetModuleFileNameA(h, buf, sizeof buf);
+  return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
+}
 inline constexpr const char* toolkit_lib_dirs[] = {"bin", "bin\\x64"};
 inline constexpr char path_separator = '\\';
 #else
@@ -1038,6 +1062,11 @@ inline std::string lib_error() {
   return cat({e ? e : "unknown error"});
 }
 inline long process_id() noexcept { return static_cast<long>(::getpid()); }
+// The full path of the library that defines `symbol`.
+inline std::string lib_path(LibHandle, void* symbol) {
+  Dl_info di{};
+  return ::dladdr(symbol, &di) && di.dli_fname ? std::string(di.dli_fname) : std::string();
+}
 inline constexpr const char* toolkit_lib_dirs[] = {"lib64", "lib"};
 inline constexpr char path_separator = '/';
 #endif
@@ -1179,6 +1208,9 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
     return nullptr;
   }
   info.found = true;
+  void* first = nullptr;
+  std::memcpy(&first, table.slots, sizeof first);
+  info.path = lib_path(o.handle, first);
   return o.handle;
 }
 
@@ -1857,8 +1889,7 @@ using NvJitLinkOutcome = ToolkitOutcome<ffi::nvJitLinkResult, ffi::nvjitlink::En
 
 inline const LibraryInfo& library_info(ffi::nvrtc::Entry) noexcept { return nvrtc_info(); }
 inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return nvjitlink_info(); }
-inline const ffi::EntryInfo& entry_info(ffi::nvrtc::Entry e) noexcept { return ffi::nvrtc::entry_info(e); }
-inline const ffi::EntryInfo& entry_info(ffi::nvjitlink::Entry e) noexcept { return ffi::nvjitlink::entry_info(e); }
+// (Each library's entry_info is found by argument-dependent lookup.)
 
 // The error for a failed NVRTC or nvJitLink call; a stand-in's answer (the
 // library or this entry point of it is missing) says why.
@@ -3048,6 +3079,7 @@ OXICUDA_NAMESPACE_END
 // and Function (a kernel in it, which keeps its module alive).
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -3074,7 +3106,56 @@ template <class Signature>
 class Kernel;
 namespace detail {
 struct FunctionAccess;
-}
+struct ModuleAccess;
+
+// JitOptions as the driver takes them (cuModuleLoadDataEx, cuLinkCreate):
+// parallel arrays of keys and values, with room for the info and error logs.
+struct JitOptionList {
+  std::string info, error;  // each log_bytes and a NUL; the driver is told log_bytes
+  ffi::CUjit_option keys[10];
+  void* values[10];
+  unsigned count = 0;
+
+  JitOptionList(const JitOptions& options, const char* operation, SourceLocation where) {
+    if (options.log_bytes > JitOptions::max_log_bytes)
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
+                       "; the driver takes a log size as a 32-bit unsigned, so at most ",
+                       std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
+                  where));
+    info.assign(options.log_bytes + 1, '\0');
+    error.assign(options.log_bytes + 1, '\0');
+    add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
+    add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    if (options.max_registers > 0) add(ffi::CU_JIT_MAX_REGISTERS, value(static_cast<std::size_t>(options.max_registers)));
+    if (options.optimization_level >= 0)
+      add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
+    if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
+    if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+  }
+  JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
+  JitOptionList& operator=(const JitOptionList&) = delete;
+
+  void add(ffi::CUjit_option key, void* v) noexcept {
+    keys[count] = key;
+    values[count] = v;
+    ++count;
+  }
+  static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
+  [[nodiscard]] std::string error_log() const {
+    return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
+  }
+  // The info log without its trailing blank lines.
+  [[nodiscard]] std::string info_log() const {
+    std::string log(info.c_str());
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    return log;
+  }
+};
+}  // namespace detail
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
 struct BlockSizeSuggestion {
@@ -3102,7 +3183,9 @@ class Module {
                                         SourceLocation where = SourceLocation::current());
 
   // The kernel called `name` (its mangled name for a C++ kernel not declared
-  // extern "C"). An unknown name is an Error that names it.
+  // extern "C"; for a module compiled from source, also a name expression
+  // given to the compiler, such as "saxpy<float>"). An unknown name is an
+  // Error that names it.
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
   // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
@@ -3128,15 +3211,20 @@ class Module {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
-    State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
+    std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
+    State(Context c, CUmodule r, std::string log, std::string n) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
     ~State() override {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
   };
   friend class Function;
+  friend struct detail::ModuleAccess;
 
+  // `names` and `log` (put before the JIT's info log) come with a module
+  // compiled from source.
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
-                     SourceLocation where);
+                     SourceLocation where, std::string names = {}, std::string_view log = {});
 
   detail::Shared<const State> state_;
 };
@@ -3228,61 +3316,32 @@ class Function {
 };
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
-                           const JitOptions& options, SourceLocation where) {
+                           const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
-  if (options.log_bytes > JitOptions::max_log_bytes)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::load",
-                        detail::cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
-                                     "; the driver takes a log size as a 32-bit unsigned, so at most ",
-                                     std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
-                        where));
-  // Each buffer holds log_bytes and a NUL; the driver is told log_bytes.
-  std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
-  ffi::CUjit_option keys[10];
-  void* values[10];
-  unsigned n = 0;
-  auto add = [&](ffi::CUjit_option key, void* value) {
-    keys[n] = key;
-    values[n] = value;
-    ++n;
-  };
-  auto as_value = [](std::size_t v) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); };
-  add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
-  add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, as_value(options.log_bytes));
-  add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
-  add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, as_value(options.log_bytes));
-  if (options.max_registers > 0)
-    add(ffi::CU_JIT_MAX_REGISTERS, as_value(static_cast<std::size_t>(options.max_registers)));
-  if (options.optimization_level >= 0)
-    add(ffi::CU_JIT_OPTIMIZATION_LEVEL, as_value(static_cast<std::size_t>(options.optimization_level)));
-  if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, as_value(1));
-  if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, as_value(1));
-
+  detail::JitOptionList jit(options, "oxicuda::Module::load", where);
   CUmodule raw = nullptr;
   detail::Outcome r;
   {
     ScopedCurrent current(ctx, where);
-    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, n, keys, values);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
   }
-  if (OXICUDA_UNLIKELY(!r.ok())) {
-    const bool logged = error[0] != '\0';
+  if (OXICUDA_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
-                              logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
-  }
-  std::string log(info.data());
-  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+                              jit.error_log()}));
+  std::string log = jit.info_log();
+  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
 #if OXICUDA_EXCEPTIONS
   try {
-    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
+    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
   } catch (...) {
     detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw),
                           "unloading the module of a failed oxicuda::Module load");
     throw;
   }
 #else
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
 #endif
   return m;
 }
@@ -3341,6 +3400,17 @@ inline const Context& Module::context() const noexcept {
 
 inline Function Module::function(std::string_view name, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
+  // A name expression compiled with the module stands for its lowered name.
+  for (std::string_view rest = state_->names; !rest.empty();) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+    if (expr == name) {
+      name = lowered;
+      break;
+    }
+  }
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -3395,6 +3465,15 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
 }
 
 namespace detail {
+
+// Loading a module with the name expressions and log of its compilation
+// (runtime compilation, above this part).
+struct ModuleAccess {
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where, std::string names, std::string_view log) {
+    return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
+  }
+};
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
@@ -4410,3 +4489,983 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/launch.hpp ----
+
+// ---- begin oxicuda/program.hpp ----
+// oxicuda/program.hpp — Program: CUDA C++ source compiled at run time by
+// NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
+// typed and raw compile options; name expressions (the lowered names of
+// template kernels); the supported architectures and NVRTC's version; the
+// architecture to compile for on a device.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Options for NVRTC, taken by designated initializers:
+//   program.compile({.arch = "sm_90", .std = "c++17", .defines = {"N=4"}})
+struct CompileOptions {
+  std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
+  std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
+  std::vector<std::string> defines{};      // "N=4" → -DN=4, "DEBUG" → -DDEBUG
+  std::vector<std::string> include_paths{};// → -I<path> (headers given to the Program come first)
+  bool line_info = false;                  // -lineinfo
+  bool debug = false;                      // -G
+  bool fast_math = false;                  // --use_fast_math
+  bool relocatable = false;                // -rdc=true: relocatable device code, for the linker
+  bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
+  std::vector<std::string> extra{};        // more options, passed as written ("-maxrregcount=64")
+
+  // The options as NVRTC takes them, in the order above.
+  [[nodiscard]] std::vector<std::string> arguments() const;
+};
+
+// What a compile produced: LTO-IR with lto, a cubin for a real architecture
+// (sm_XX), PTX otherwise.
+enum class CodeKind { ptx, cubin, ltoir };
+
+struct Compiled {
+  CodeKind kind = CodeKind::ptx;
+  std::string code;  // the PTX text (no terminating NUL), the cubin, or the LTO-IR
+  std::string arch;  // the -arch given ("" for NVRTC's default)
+  std::string log;   // NVRTC's log: warnings (and notes oxicuda adds, such as an architecture fallback)
+  // Each name expression and its lowered (mangled) name, in the order added.
+  std::vector<std::pair<std::string, std::string>> lowered_names;
+
+  // The lowered name of `expression` ("saxpy<float>" → "_Z5saxpyIfEvT_PS0_S1_j"), or empty.
+  [[nodiscard]] std::string_view lowered_name(std::string_view expression) const noexcept {
+    for (const auto& [e, l] : lowered_names)
+      if (e == expression) return l;
+    return {};
+  }
+};
+
+// A named source file that #include can find.
+struct Header {
+  std::string name;    // as written in the #include ("util.cuh")
+  std::string source;
+};
+
+// CUDA C++ source, its headers and name expressions, ready to compile (each
+// compile() is one NVRTC program, created and destroyed there).
+class Program {
+ public:
+  explicit Program(std::string source, std::string name = "program.cu")
+      : source_(std::move(source)), name_(std::move(name)) {}
+
+  Program& header(std::string name, std::string source) {
+    headers_.push_back({std::move(name), std::move(source)});
+    return *this;
+  }
+  // A kernel (or variable) named by a C++ expression, such as "saxpy<float>"
+  // or "&scale<2>": compiling instantiates it and finds its lowered name.
+  Program& name_expression(std::string expression) {
+    expressions_.push_back(std::move(expression));
+    return *this;
+  }
+
+  // Compiles. A failure is an Error whose detail holds NVRTC's log.
+  [[nodiscard]] Compiled compile(const CompileOptions& options = {},
+                                 SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::vector<Header>& headers() const noexcept { return headers_; }
+  [[nodiscard]] const std::vector<std::string>& name_expressions() const noexcept { return expressions_; }
+
+ private:
+  std::string source_;
+  std::string name_;
+  std::vector<Header> headers_;
+  std::vector<std::string> expressions_;
+};
+
+// NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
+// reason, when there is none.
+[[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
+// The real architectures this NVRTC compiles for (75, 80, ..., 120).
+[[nodiscard]] std::vector<int> supported_archs(SourceLocation where = SourceLocation::current());
+
+// The architecture to compile for on a device: its own (sm_XX, a cubin) when
+// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
+// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
+// forward), and a note that says so.
+struct ArchChoice {
+  std::string arch;
+  std::string note;  // empty unless there was a fallback
+};
+[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
+// The same from a compute capability and NVRTC's supported architectures.
+[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const std::vector<int>& supported,
+                                  SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Destroys an NVRTC program however the compile ends.
+struct NvrtcProgramGuard {
+  nvrtcProgram raw = nullptr;
+  NvrtcProgramGuard() = default;
+  NvrtcProgramGuard(const NvrtcProgramGuard&) = delete;
+  NvrtcProgramGuard& operator=(const NvrtcProgramGuard&) = delete;
+  ~NvrtcProgramGuard() {
+    if (raw) check_nothrow(OXICUDA_NVRTC(DestroyProgram, &raw), "destroying an NVRTC program");
+  }
+};
+
+inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
+  std::size_t size = 0;
+  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
+  std::string log(size, '\0');
+  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+  return log;
+}
+
+}  // namespace detail
+
+inline std::vector<std::string> CompileOptions::arguments() const {
+  std::vector<std::string> a;
+  if (!arch.empty()) a.push_back(detail::cat({"-arch=", arch}));
+  if (!std.empty()) a.push_back(detail::cat({"-std=", std}));
+  for (const std::string& d : defines) a.push_back(detail::cat({"-D", d}));
+  for (const std::string& i : include_paths) a.push_back(detail::cat({"-I", i}));
+  if (line_info) a.emplace_back("-lineinfo");
+  if (debug) a.emplace_back("-G");
+  if (fast_math) a.emplace_back("--use_fast_math");
+  if (relocatable) a.emplace_back("-rdc=true");
+  if (lto) a.emplace_back("-dlto");
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
+  std::vector<const char*> header_sources, header_names;
+  for (const Header& h : headers_) {
+    header_sources.push_back(h.source.c_str());
+    header_names.push_back(h.name.c_str());
+  }
+  detail::NvrtcProgramGuard program;
+  detail::check(OXICUDA_NVRTC(CreateProgram, &program.raw, source_.c_str(), name_.c_str(),
+                              static_cast<int>(headers_.size()), header_sources.data(), header_names.data()),
+                where);
+  for (const std::string& e : expressions_) detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.c_str()), where);
+
+  const std::vector<std::string> args = options.arguments();
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  const detail::NvrtcOutcome r =
+      OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(argv.size()), argv.data());
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    std::string options_text;
+    for (const std::string& a : args) options_text = detail::cat({options_text, " ", a});
+    std::string log;
+    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
+    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
+      log.assign(size, '\0');
+      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
+      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    }
+    detail::fail(r, where,
+                 detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
+                              options_text.empty() ? "" : "; options:", options_text, ")",
+                              log.empty() ? "" : "; NVRTC log:\n", log}));
+  }
+
+  Compiled c;
+  c.arch = options.arch;
+  c.log = detail::nvrtc_log(program.raw, where);
+  for (const std::string& e : expressions_) {
+    const char* lowered = nullptr;
+    detail::check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.c_str(), &lowered), where);
+    c.lowered_names.emplace_back(e, lowered ? lowered : "");
+  }
+  std::size_t size = 0;
+  if (options.lto) {
+    c.kind = CodeKind::ltoir;
+    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &size), where);
+    c.code.assign(size, '\0');
+    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
+  } else if (options.arch.rfind("sm_", 0) == 0) {
+    c.kind = CodeKind::cubin;
+    detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &size), where);
+    c.code.assign(size, '\0');
+    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
+  } else {
+    c.kind = CodeKind::ptx;
+    detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &size), where);
+    c.code.assign(size, '\0');
+    detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
+    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
+  }
+  return c;
+}
+
+inline int nvrtc_version(SourceLocation where) {
+  int major = 0, minor = 0;
+  detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
+  return major * 1000 + minor * 10;
+}
+
+inline std::vector<int> supported_archs(SourceLocation where) {
+  int n = 0;
+  detail::check(OXICUDA_NVRTC(GetNumSupportedArchs, &n), where);
+  std::vector<int> archs(static_cast<std::size_t>(n > 0 ? n : 0));
+  if (n > 0) detail::check(OXICUDA_NVRTC(GetSupportedArchs, archs.data()), where);
+  return archs;
+}
+
+inline ArchChoice arch_for(ComputeCapability cc, const std::vector<int>& supported, SourceLocation where) {
+  const int want = cc.major * 10 + cc.minor;
+  int newest_below = 0;
+  for (int a : supported) {
+    if (a == want) return {detail::cat({"sm_", std::to_string(want)}), {}};
+    if (a < want && a > newest_below) newest_below = a;
+  }
+  if (newest_below == 0)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::arch_for",
+                        detail::cat({"NVRTC supports no architecture up to the device's compute capability ",
+                                     std::to_string(cc.major), ".", std::to_string(cc.minor)}),
+                        where));
+  return {detail::cat({"compute_", std::to_string(newest_below)}),
+          detail::cat({"oxicuda: NVRTC does not support sm_", std::to_string(want), " (compute capability ",
+                       std::to_string(cc.major), ".", std::to_string(cc.minor),
+                       "); compiled PTX for compute_", std::to_string(newest_below),
+                       ", its newest architecture, which the driver compiles for the device"})};
+}
+
+inline ArchChoice arch_for(const Device& device, SourceLocation where) {
+  return arch_for(device.compute_capability(where), supported_archs(where), where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/program.hpp ----
+
+// ---- begin oxicuda/lto.hpp ----
+// oxicuda/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
+// at first use, toolkit.hpp). It links LTO-IR (NVRTC's output with
+// CompileOptions::lto), PTX and cubins into one cubin for a real architecture.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// One nvJitLink link. Move-only; the nvJitLink handle is destroyed with it.
+// A failed add or complete is an Error whose detail holds nvJitLink's error log.
+class LtoLinker {
+ public:
+  // `arch` is a real architecture ("sm_90"); `options` more nvJitLink options
+  // ("-O3", "-lineinfo"). -lto is passed unless lto is false.
+  explicit LtoLinker(std::string_view arch, std::vector<std::string> options = {}, bool lto = true,
+                     SourceLocation where = SourceLocation::current());
+  LtoLinker(LtoLinker&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+  LtoLinker& operator=(LtoLinker&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      raw_ = std::exchange(o.raw_, nullptr);
+    }
+    return *this;
+  }
+  ~LtoLinker() { destroy(); }
+
+  // Adds an input from memory; `name` appears in nvJitLink's messages.
+  LtoLinker& add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size, std::string_view name = "input",
+                 SourceLocation where = SourceLocation::current());
+  // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
+  LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
+                 SourceLocation where = SourceLocation::current());
+  // Links: the cubin.
+  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
+  // nvJitLink's info log so far.
+  [[nodiscard]] std::string info_log(SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] nvJitLinkHandle raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+
+ private:
+  void destroy() noexcept {
+    if (raw_) detail::check_nothrow(OXICUDA_NVJITLINK(Destroy, &raw_), "destroying an oxicuda::LtoLinker");
+    raw_ = nullptr;
+  }
+  nvJitLinkHandle checked(const char* operation, SourceLocation where) const {
+    if (!raw_) detail::empty_handle("oxicuda::LtoLinker", operation, where);
+    return raw_;
+  }
+  // The error log, as far as nvJitLink gives it (the failed call is the error).
+  std::string error_log() const {
+    std::size_t size = 0;
+    std::string log;
+    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
+      log.assign(size, '\0');
+      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
+    }
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
+  }
+
+  nvJitLinkHandle raw_ = nullptr;
+};
+
+inline LtoLinker::LtoLinker(std::string_view arch, std::vector<std::string> options, bool lto, SourceLocation where) {
+  options.insert(options.begin(), detail::cat({"-arch=", arch}));
+  if (lto) options.insert(options.begin() + 1, "-lto");
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(argv.size()), argv.data()), where);
+}
+
+inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,
+                                 std::string_view name, SourceLocation where) {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::add", where);
+  const std::string n(name);
+  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_log()}));
+  return *this;
+}
+
+inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name, SourceLocation where) {
+  const ffi::nvJitLinkInputType kind = compiled.kind == CodeKind::ltoir   ? ffi::NVJITLINK_INPUT_LTOIR
+                                       : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
+                                                                          : ffi::NVJITLINK_INPUT_PTX;
+  if (kind == ffi::NVJITLINK_INPUT_PTX) {
+    const std::string text = compiled.code;  // with its terminating NUL
+    return add(kind, text.c_str(), text.size() + 1, name, where);
+  }
+  return add(kind, compiled.code.data(), compiled.code.size(), name, where);
+}
+
+inline std::string LtoLinker::complete(SourceLocation where) {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
+  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_log()}));
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
+  std::string cubin(size, '\0');
+  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
+  return cubin;
+}
+
+inline std::string LtoLinker::info_log(SourceLocation where) const {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
+  std::string log(size, '\0');
+  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/lto.hpp ----
+
+// ---- begin oxicuda/link.hpp ----
+// oxicuda/link.hpp — Linker: the driver's JIT linker (cuLink*), always there
+// with the driver. It links PTX, cubins, fatbins, objects and libraries, from
+// memory or files, into one cubin, with the JIT options of module loading.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// What an input to the linker is.
+enum class LinkInput {
+  cubin = ffi::CU_JIT_INPUT_CUBIN,
+  ptx = ffi::CU_JIT_INPUT_PTX,
+  fatbin = ffi::CU_JIT_INPUT_FATBINARY,
+  object = ffi::CU_JIT_INPUT_OBJECT,    // a relocatable device object (nvcc -rdc -c)
+  library = ffi::CU_JIT_INPUT_LIBRARY,  // an archive of them (nvcc -lib)
+};
+
+// One link, in the context that is current at each call made here (the
+// context given, made current for the duration). Move-only; the driver's
+// link state is destroyed with it. On a failed add or complete, the Error's
+// detail holds the linker's error log.
+class Linker {
+ public:
+  explicit Linker(const Context& ctx, JitOptions options = {}, SourceLocation where = SourceLocation::current());
+  Linker(Linker&& o) noexcept
+      : ctx_(std::move(o.ctx_)), state_(std::exchange(o.state_, nullptr)), jit_(std::move(o.jit_)) {}
+  Linker& operator=(Linker&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      ctx_ = std::move(o.ctx_);
+      state_ = std::exchange(o.state_, nullptr);
+      jit_ = std::move(o.jit_);
+    }
+    return *this;
+  }
+  ~Linker() { destroy(); }
+
+  // Adds an input from memory; `name` appears in the linker's messages.
+  Linker& add(LinkInput kind, const void* data, std::size_t size, std::string_view name = "input",
+              SourceLocation where = SourceLocation::current());
+  // Adds PTX text.
+  Linker& add_ptx(std::string_view ptx, std::string_view name = "ptx", SourceLocation where = SourceLocation::current());
+  // Adds an input from a file.
+  Linker& add_file(LinkInput kind, const std::string& path, SourceLocation where = SourceLocation::current());
+
+  // Completes the link: the cubin (copied out of the driver's link state, so
+  // it outlives this Linker).
+  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
+  // Completes the link and loads the cubin into the context.
+  [[nodiscard]] Module load(SourceLocation where = SourceLocation::current());
+
+  // The linker's info log so far (warnings, with JitOptions::log_bytes room).
+  [[nodiscard]] std::string info_log() const { return jit_ ? jit_->info_log() : std::string(); }
+  [[nodiscard]] CUlinkState raw() const noexcept { return state_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ private:
+  CUlinkState checked(const char* operation, SourceLocation where) const {
+    if (!state_) detail::empty_handle("oxicuda::Linker", operation, where);
+    return state_;
+  }
+  void destroy() noexcept {
+    if (state_) {
+      detail::ScopedCurrentNothrow current(ctx_.raw(), "destroying an oxicuda::Linker");
+      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, std::exchange(state_, nullptr)), "destroying an oxicuda::Linker");
+    }
+  }
+  [[noreturn]] void fail_with_log(detail::Outcome r, std::string_view what, SourceLocation where) const {
+    detail::fail(r, where, detail::cat({what, jit_->error_log()}));
+  }
+
+  Context ctx_;
+  CUlinkState state_ = nullptr;
+  // The options' log buffers, written by the driver until the link state is
+  // destroyed: they stay where they are when the Linker moves.
+  std::unique_ptr<detail::JitOptionList> jit_;
+};
+
+inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation where) : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Linker::Linker", where);
+  jit_ = std::make_unique<detail::JitOptionList>(options, "oxicuda::Linker::Linker", where);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    state_ = nullptr;
+    fail_with_log(r, "creating a link", where);
+  }
+}
+
+inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, std::string_view name,
+                           SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::add", where);
+  if (data == nullptr || size == 0)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Linker::add",
+                        detail::cat({"the input '", name, "' is empty"}), where));
+  const std::string n(name);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
+                                           const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    fail_with_log(r, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)"}), where);
+  return *this;
+}
+
+inline Linker& Linker::add_ptx(std::string_view ptx, std::string_view name, SourceLocation where) {
+  const std::string text(ptx);  // the driver wants PTX NUL-terminated
+  return add(LinkInput::ptx, text.c_str(), text.size() + 1, name, where);
+}
+
+inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::add_file", where);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r =
+      OXICUDA_DRIVER(LinkAddFile, s, static_cast<ffi::CUjitInputType>(kind), path.c_str(), 0u, nullptr, nullptr);
+  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
+  return *this;
+}
+
+inline std::string Linker::complete(SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::complete", where);
+  void* cubin = nullptr;
+  std::size_t size = 0;
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkComplete, s, &cubin, &size);
+  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
+  return std::string(static_cast<const char*>(cubin), size);
+}
+
+inline Module Linker::load(SourceLocation where) {
+  const std::string cubin = complete(where);
+  return Module::from_image(ctx_, cubin.data(), cubin.size(), {}, where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/link.hpp ----
+
+// ---- begin oxicuda/cache.hpp ----
+// oxicuda/cache.hpp — the on-disk cache of compiled kernels: a directory
+// private to the user, one file per entry named by the hash of everything
+// that made it, written atomically (a temporary file, then rename), checked
+// by a checksum when read, and kept under a size limit by evicting the
+// oldest entries. It never throws for a cache problem: it says what happened
+// (the `note`) and the caller compiles instead.
+//
+// Environment: OXICUDA_CACHE=0 disables it; OXICUDA_CACHE_DIR names the
+// directory (default $XDG_CACHE_HOME/oxicuda, else ~/.cache/oxicuda);
+// OXICUDA_CACHE_MAX_BYTES its size limit (default 256 MiB). POSIX only: on
+// Windows the cache is off.
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// How this process has used the kernel cache so far.
+struct KernelCacheStats {
+  unsigned long hits = 0;    // modules loaded from the cache, without compiling
+  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
+};
+[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
+
+namespace detail {
+
+struct CacheCounters {
+  std::atomic<unsigned long> hits{0}, misses{0};
+};
+inline CacheCounters& cache_counters() noexcept {
+  static CacheCounters c;
+  return c;
+}
+
+// 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
+struct KeyHash {
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void bytes(const void* data, std::size_t n) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      a = (a ^ p[i]) * 0x100000001b3ull;
+      b = (b ^ p[i]) * 0x100000001b3ull;
+      b ^= b >> 29;
+    }
+  }
+  // A field: its length first, so that ("ab", "c") and ("a", "bc") differ.
+  KeyHash& add(std::string_view s) noexcept {
+    const std::uint64_t n = s.size();
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+    return *this;
+  }
+  [[nodiscard]] std::string hex() const {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s(32, '0');
+    for (int i = 0; i < 16; ++i) {
+      s[static_cast<std::size_t>(15 - i)] = digits[(a >> (4 * i)) & 15];
+      s[static_cast<std::size_t>(31 - i)] = digits[(b >> (4 * i)) & 15];
+    }
+    return s;
+  }
+};
+
+inline std::uint64_t checksum(std::string_view s) noexcept {
+  KeyHash h;
+  h.bytes(s.data(), s.size());
+  return h.a ^ (h.b * 0x9e3779b97f4a7c15ull);
+}
+
+// Fields joined into one payload, each as 8 bytes of length and its bytes.
+inline void put_field(std::string& out, std::string_view field) {
+  const std::uint64_t n = field.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n).append(field.data(), field.size());
+}
+// The next field of `in`; false when `in` is too short for it.
+inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
+  std::uint64_t n = 0;
+  if (in.size() < sizeof n) return false;
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (n > in.size()) return false;
+  field = in.substr(0, static_cast<std::size_t>(n));
+  in.remove_prefix(static_cast<std::size_t>(n));
+  return true;
+}
+
+inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
+
+// The cache directory, ready to use: created (0700) if missing, and
+// refused when it is not a directory of this user's that no one else can
+// write. Empty when the cache is off or refused; `note` then says why (empty
+// when simply off).
+inline std::string cache_directory(std::string& note) {
+#if OXICUDA_WINDOWS
+  note = "the kernel cache is not available on Windows";
+  return {};
+#else
+  if (env_string("OXICUDA_CACHE") == "0") return {};
+  std::string dir = env_string("OXICUDA_CACHE_DIR");
+  if (dir.empty()) {
+    const std::string xdg = env_string("XDG_CACHE_HOME");
+    const std::string home = env_string("HOME");
+    if (!xdg.empty())
+      dir = cat({xdg, "/oxicuda"});
+    else if (!home.empty())
+      dir = cat({home, "/.cache/oxicuda"});
+    else {
+      note = "oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache";
+      return {};
+    }
+  }
+  // Each missing directory on the way, private to the user.
+  for (std::size_t slash = dir.find('/', 1); ; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      note = cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"});
+      return {};
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    note = cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"});
+    return {};
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    note = cat({"oxicuda cache: refusing ", dir, ": it is ",
+                st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
+                                         : std::string("writable by others"),
+                ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
+                "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"});
+    return {};
+  }
+  return dir;
+#endif
+}
+
+#if !OXICUDA_WINDOWS
+// Writes all of `data` to fd.
+inline bool write_all(int fd, std::string_view data) noexcept {
+  while (!data.empty()) {
+    const ::ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+#endif
+
+// The payload of the entry `key`, or false: not there, refused or corrupt
+// (a corrupt entry is removed; `note` says which). A hit counts as a use for
+// eviction (its time is set to now).
+inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+  const std::string path = cat({dir, "/", key, ".bin"});
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) note = cat({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    ::close(fd);
+    note = cat({"oxicuda cache: refusing ", path,
+                ": it is not a regular file of yours that only you can write; compiled instead"});
+    return false;
+  }
+  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  bool ok = got == bytes.size() && bytes.size() >= sizeof cache_magic + 16 &&
+            std::memcmp(bytes.data(), cache_magic, sizeof cache_magic) == 0;
+  std::uint64_t size = 0, sum = 0;
+  if (ok) {
+    std::memcpy(&size, bytes.data() + sizeof cache_magic, 8);
+    std::memcpy(&sum, bytes.data() + sizeof cache_magic + 8, 8);
+    const std::string_view body = std::string_view(bytes).substr(sizeof cache_magic + 16);
+    ok = size == body.size() && sum == checksum(body);
+    if (ok) payload.assign(body.data(), body.size());
+  }
+  if (ok) {
+    ::futimens(fd, nullptr);
+  } else {
+    ::unlink(path.c_str());
+    note = cat({"oxicuda cache: discarded ", path, ": truncated or corrupt (its checksum does not match)"});
+  }
+  ::close(fd);
+  return ok;
+#endif
+}
+
+// Evicts the oldest entries (by time of last use) until the directory's
+// entries take at most `limit` bytes.
+inline void cache_evict(const std::string& dir, std::uint64_t limit) {
+#if !OXICUDA_WINDOWS
+  struct Item {
+    std::string path;
+    std::uint64_t size;
+    std::int64_t time;
+  };
+  std::vector<Item> items;
+  std::uint64_t total = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name = e->d_name;
+      if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
+      std::string path = cat({dir, "/", name});
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      const auto size = static_cast<std::uint64_t>(st.st_size);
+      total += size;
+      items.push_back({std::move(path), size,
+                       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    }
+    ::closedir(d);
+  }
+  while (total > limit && !items.empty()) {
+    std::size_t oldest = 0;
+    for (std::size_t i = 1; i < items.size(); ++i)
+      if (items[i].time < items[oldest].time) oldest = i;
+    ::unlink(items[oldest].path.c_str());
+    total -= items[oldest].size;
+    items.erase(items.begin() + static_cast<std::ptrdiff_t>(oldest));
+  }
+#else
+  (void)dir, (void)limit;
+#endif
+}
+
+inline std::uint64_t cache_limit() {
+  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
+  return v.empty() ? 256ull << 20 : std::strtoull(v.c_str(), nullptr, 10);
+}
+
+// Stores `payload` as the entry `key`: written to a temporary file of this
+// process, then renamed over the entry, so a reader sees the old entry, the
+// new one, or none, never part of one. Then evicts down to the limit.
+// Returns false (and says why in `note`) when it could not.
+inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+  static std::atomic<unsigned> counter{0};
+  const std::string path = cat({dir, "/", key, ".bin"});
+  const std::string tmp = cat({path, ".tmp.", std::to_string(process_id()), ".", std::to_string(counter++)});
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    note = cat({"oxicuda cache: cannot write ", tmp, " (", std::strerror(errno), ")"});
+    return false;
+  }
+  std::string header(cache_magic, sizeof cache_magic);
+  const std::uint64_t size = payload.size(), sum = checksum(payload);
+  header.append(reinterpret_cast<const char*>(&size), 8).append(reinterpret_cast<const char*>(&sum), 8);
+  const bool written = write_all(fd, header) && write_all(fd, payload);
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    note = cat({"oxicuda cache: cannot write ", path, " (", std::strerror(errno), ")"});
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  cache_evict(dir, cache_limit());
+  return true;
+#endif
+}
+
+}  // namespace detail
+
+inline KernelCacheStats kernel_cache_stats() noexcept {
+  const detail::CacheCounters& c = detail::cache_counters();
+  return {c.hits.load(std::memory_order_relaxed), c.misses.load(std::memory_order_relaxed)};
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/cache.hpp ----
+
+// ---- begin oxicuda/source.hpp ----
+// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
+// Module in one step. It compiles for the context's device (program.hpp),
+// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
+// on-disk cache (cache.hpp) and loads it with its name expressions, so that
+// module.kernel<void(float*)>("saxpy<float>") finds the template's instance.
+// A cache hit neither compiles nor loads NVRTC.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+struct SourceOptions {
+  // NVRTC's options. An empty arch is picked for the context's device
+  // (arch_for); with lto, the LTO-IR is linked by nvJitLink into a cubin.
+  CompileOptions compile{};
+  std::vector<Header> headers{};
+  // Kernels named by C++ expressions ("saxpy<float>"); Module::function and
+  // Module::kernel accept these names.
+  std::vector<std::string> name_expressions{};
+  std::string name = "program.cu";  // the source's file name in NVRTC's messages
+  JitOptions jit{};                  // for loading the module
+  bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
+};
+
+// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
+// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
+// fallback, where the cache was refused or an entry discarded) and the
+// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
+[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
+                                        SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// What NVRTC's version is, without loading it where possible: NVRTC's own
+// answer when it is loaded; else the version recorded in the cache directory
+// when the library it was read from (found by the same search, with the
+// same environment) is unchanged (same path, size and time); else NVRTC is
+// loaded, asked, and the record rewritten.
+inline int nvrtc_version_for_cache(const std::string& dir) {
+  const std::string search = cat({env_string("OXICUDA_LIBNVRTC_PATH"), "\n", env_string("CONDA_PREFIX"), "\n",
+                                  env_string("LD_LIBRARY_PATH"), "\n", env_string("CUDA_HOME"), "\n",
+                                  env_string("CUDA_PATH")});
+  const std::string record_key = KeyHash().add("nvrtc").add(search).hex();
+  auto identity = [](const std::string& path) {
+#if OXICUDA_WINDOWS
+    return path;
+#else
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0) return std::string();
+    return cat({path, "\n", std::to_string(st.st_size), "\n", std::to_string(st.st_mtim.tv_sec), ".",
+                std::to_string(st.st_mtim.tv_nsec)});
+#endif
+  };
+  std::string payload, note;
+  if (cache_read(dir, record_key, payload, note)) {
+    std::string_view in = payload, id, version;
+    if (take_field(in, id) && take_field(in, version) && !id.empty()) {
+      const std::string path(id.substr(0, id.find('\n')));
+      if (identity(path) == id) return std::atoi(std::string(version).c_str());
+    }
+  }
+  const LibraryInfo& info = nvrtc_info();
+  if (!info.found) return 0;  // the compile that follows reports why
+  std::string record;
+  put_field(record, identity(info.path));
+  put_field(record, std::to_string(info.version));
+  cache_write(dir, record_key, record, note);
+  return info.version;
+}
+
+// The entry's key: everything that makes the compiled image.
+inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
+                              int nvrtc_version) {
+  KeyHash h;
+  h.add("oxicuda-source-1").add(source).add(o.name).add(target).add(std::to_string(nvrtc_version));
+  for (const Header& hd : o.headers) h.add(hd.name).add(hd.source);
+  h.add("--");
+  for (const std::string& e : o.name_expressions) h.add(e);
+  h.add("--");
+  for (const std::string& a : o.compile.arguments()) h.add(a);
+  return h.hex();
+}
+
+}  // namespace detail
+
+inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                 SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
+  const ComputeCapability cc = ctx.device(where).compute_capability(where);
+  const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
+
+  std::string notes, dir, key;
+  if (options.cache) {
+    dir = detail::cache_directory(notes);
+    if (!dir.empty()) {
+      const int version = detail::nvrtc_version_for_cache(dir);
+      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
+                               version);
+      std::string payload;
+      std::string_view in, is_text, names, log, image;
+      if (detail::cache_read(dir, key, payload, notes)) {
+        // The image is the last field, so a PTX image is followed by the
+        // payload string's own NUL, as the driver wants it.
+        in = payload;
+        if (detail::take_field(in, is_text) && detail::take_field(in, names) && detail::take_field(in, log) &&
+            detail::take_field(in, image) && !image.empty())
+        {
+          detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+          return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text == "1", options.jit, where,
+                                            std::string(names), log);
+        }
+      }
+    }
+  }
+
+  if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
+  Program program{std::string(source), options.name};
+  for (const Header& h : options.headers) program.header(h.name, h.source);
+  for (const std::string& e : options.name_expressions) program.name_expression(e);
+  CompileOptions compile = options.compile;
+  std::string fallback;
+  if (compile.arch.empty()) {
+    ArchChoice choice = arch_for(cc, supported_archs(where), where);
+    compile.arch = std::move(choice.arch);
+    fallback = std::move(choice.note);
+    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
+      compile.lto = false;
+  }
+  Compiled c = program.compile(compile, where);
+  std::string image = c.code;
+  if (c.kind == CodeKind::ltoir) {
+    LtoLinker linker(compile.arch.rfind("compute_", 0) == 0 ? detail::cat({"sm_", compile.arch.substr(8)})
+                                                            : compile.arch,
+                     {}, true, where);
+    linker.add(c, options.name, where);
+    image = linker.complete(where);
+  }
+  std::string names;
+  for (const auto& [e, l] : c.lowered_names) names.append(e).append(1, '\0').append(l).append(1, '\0');
+  std::string log = c.log;
+  for (const std::string* n : {&fallback, &notes})
+    if (!n->empty()) log = log.empty() ? *n : detail::cat({log, "\n", *n});
+  const bool is_text = c.kind == CodeKind::ptx;
+  if (!key.empty()) {
+    std::string payload;
+    detail::put_field(payload, is_text ? "1" : "0");
+    detail::put_field(payload, names);
+    detail::put_field(payload, log);
+    detail::put_field(payload, image);
+    std::string write_note;
+    if (!detail::cache_write(dir, key, payload, write_note)) log = detail::cat({log, log.empty() ? "" : "\n", write_note});
+  }
+  return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text, options.jit,
+                                    where, std::move(names), log);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/source.hpp ----

@@ -27,4 +27,9 @@
 #include "pool.hpp"
 #include "kernel_args.hpp"
 #include "launch.hpp"
+#include "program.hpp"
+#include "lto.hpp"
+#include "link.hpp"
+#include "cache.hpp"
+#include "source.hpp"
 // clang-format on

@@ -356,8 +356,7 @@ using NvJitLinkOutcome = ToolkitOutcome<ffi::nvJitLinkResult, ffi::nvjitlink::En
 
 inline const LibraryInfo& library_info(ffi::nvrtc::Entry) noexcept { return nvrtc_info(); }
 inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return nvjitlink_info(); }
-inline const ffi::EntryInfo& entry_info(ffi::nvrtc::Entry e) noexcept { return ffi::nvrtc::entry_info(e); }
-inline const ffi::EntryInfo& entry_info(ffi::nvjitlink::Entry e) noexcept { return ffi::nvjitlink::entry_info(e); }
+// (Each library's entry_info is found by argument-dependent lookup.)
 
 // The error for a failed NVRTC or nvJitLink call; a stand-in's answer (the
 // library or this entry point of it is missing) says why.

@@ -21,6 +21,7 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUlinkState_st* CUlinkState;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -446,6 +447,14 @@ enum CUjit_option : int {
   CU_JIT_GENERATE_LINE_INFO = 13,
 };
 
+enum CUjitInputType : int {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2,
+  CU_JIT_INPUT_OBJECT = 3,
+  CU_JIT_INPUT_LIBRARY = 4,
+};
+
 enum CUdriverProcAddressQueryResult : int {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
@@ -596,6 +605,16 @@ struct CUuuid {
   X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                                                      \
     (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues))       \
   X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                                                             \
+  X(LinkCreate, 6050, "cuLinkCreate_v2",                                                                               \
+    (unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut))                      \
+  X(LinkAddData, 6050, "cuLinkAddData_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, void* data, std::size_t size, const char* name, unsigned int numOptions,  \
+     CUjit_option* options, void** optionValues))                                                                      \
+  X(LinkAddFile, 6050, "cuLinkAddFile_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions, CUjit_option* options,         \
+     void** optionValues))                                                                                             \
+  X(LinkComplete, 5050, "cuLinkComplete", (CUlinkState state, void** cubinOut, std::size_t* sizeOut))                  \
+  X(LinkDestroy, 5050, "cuLinkDestroy", (CUlinkState state))                                                             \
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \

@@ -53,6 +53,7 @@ struct LibraryInfo {
   std::string found_by;  // the search step that found it: "OXICUDA_LIBNVRTC_PATH", "already loaded",
                          // "$CONDA_PREFIX", "the loader's search path", "$CUDA_HOME", "$CUDA_PATH",
                          // "/usr/local/cuda"
+  std::string path;      // its full path, as the loader resolved it (empty when unknown)
   std::string reason;    // when not found: what was tried, and how to install the library
   int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown
 
@@ -88,6 +89,12 @@ inline std::string lib_error() {
   return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
 }
 inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
+// The full path of the opened library.
+inline std::string lib_path(LibHandle h, void*) {
+  char buf[1024];
+  const DWORD n = ::GetModuleFileNameA(h, buf, sizeof buf);
+  return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
+}
 inline constexpr const char* toolkit_lib_dirs[] = {"bin", "bin\\x64"};
 inline constexpr char path_separator = '\\';
 #else
@@ -102,6 +109,11 @@ inline std::string lib_error() {
   return cat({e ? e : "unknown error"});
 }
 inline long process_id() noexcept { return static_cast<long>(::getpid()); }
+// The full path of the library that defines `symbol`.
+inline std::string lib_path(LibHandle, void* symbol) {
+  Dl_info di{};
+  return ::dladdr(symbol, &di) && di.dli_fname ? std::string(di.dli_fname) : std::string();
+}
 inline constexpr const char* toolkit_lib_dirs[] = {"lib64", "lib"};
 inline constexpr char path_separator = '/';
 #endif
@@ -243,6 +255,9 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
     return nullptr;
   }
   info.found = true;
+  void* first = nullptr;
+  std::memcpy(&first, table.slots, sizeof first);
+  info.path = lib_path(o.handle, first);
   return o.handle;
 }
 

@@ -85,8 +85,6 @@ enum nvJitLinkInputType : int {
   X(Complete, 0, "nvJitLinkComplete", (nvJitLinkHandle handle))                                                  \
   X(GetLinkedCubinSize, 0, "nvJitLinkGetLinkedCubinSize", (nvJitLinkHandle handle, std::size_t * size))          \
   X(GetLinkedCubin, 0, "nvJitLinkGetLinkedCubin", (nvJitLinkHandle handle, void* cubin))                         \
-  X(GetLinkedPtxSize, 0, "nvJitLinkGetLinkedPtxSize", (nvJitLinkHandle handle, std::size_t * size))              \
-  X(GetLinkedPtx, 0, "nvJitLinkGetLinkedPtx", (nvJitLinkHandle handle, char* ptx))                               \
   X(GetErrorLogSize, 0, "nvJitLinkGetErrorLogSize", (nvJitLinkHandle handle, std::size_t * size))                \
   X(GetErrorLog, 0, "nvJitLinkGetErrorLog", (nvJitLinkHandle handle, char* log))                                 \
   X(GetInfoLogSize, 0, "nvJitLinkGetInfoLogSize", (nvJitLinkHandle handle, std::size_t * size))                  \
