@@ -244,7 +244,7 @@ void check_found_fake(const char* step) {
 }
 }  // namespace
 
-TEST_CASE("loader: nvrtc, not found") {
+TEST_CASE("loader: nvrtc not found") {
   const LibraryInfo& info = nvrtc_info();
   CHECK_FALSE(info.found);
   const std::string path = env("OXICUDA_LIBNVRTC_PATH");
@@ -262,7 +262,7 @@ TEST_CASE("loader: nvrtc, not found") {
   CHECK(Device::count() == 1);
 }
 
-TEST_CASE("loader: nvrtc, not NVRTC") {
+TEST_CASE("loader: nvrtc not NVRTC") {
   const LibraryInfo& info = nvrtc_info();
   CHECK_FALSE(info.found);
   CHECK(info.reason.rfind(env("OXICUDA_LIBNVRTC_PATH") + " was opened but exports no nvrtcVersion: it is not NVRTC. "
@@ -271,18 +271,18 @@ TEST_CASE("loader: nvrtc, not NVRTC") {
   CHECK(first_nvrtc_error().detail() == info.reason);
 }
 
-TEST_CASE("loader: nvrtc, found through OXICUDA_LIBNVRTC_PATH") {
+TEST_CASE("loader: nvrtc found through OXICUDA_LIBNVRTC_PATH") {
   check_found_fake("OXICUDA_LIBNVRTC_PATH");
   CHECK(nvrtc_info().library == env("OXICUDA_LIBNVRTC_PATH"));
 }
 
-TEST_CASE("loader: nvrtc, found already loaded") {
+TEST_CASE("loader: nvrtc found already loaded") {
   // The program loaded a libnvrtc.so.13 itself before oxicuda looked.
   REQUIRE(dlopen(env("FAKE_SONAMED_NVRTC").c_str(), RTLD_NOW | RTLD_GLOBAL));
   check_found_fake("already loaded");
 }
 
-TEST_CASE("loader: nvrtc, found through $CONDA_PREFIX") {
+TEST_CASE("loader: nvrtc found through $CONDA_PREFIX") {
   const std::string prefix = plant_sonamed("lib");
   ::setenv("CONDA_PREFIX", prefix.c_str(), 1);
   check_found_fake("$CONDA_PREFIX");
@@ -290,13 +290,13 @@ TEST_CASE("loader: nvrtc, found through $CONDA_PREFIX") {
   std::system(("rm -rf '" + prefix + "'").c_str());
 }
 
-TEST_CASE("loader: nvrtc, found through the loader's search path") {
+TEST_CASE("loader: nvrtc found through the loader's search path") {
   // LD_LIBRARY_PATH (tests/meson.build) holds the fake's directory.
   check_found_fake("the loader's search path");
   CHECK(nvrtc_info().library == "libnvrtc.so.13");
 }
 
-TEST_CASE("loader: nvrtc, found through $CUDA_HOME") {
+TEST_CASE("loader: nvrtc found through $CUDA_HOME") {
   // Only where no libnvrtc is on the loader's search path: that step comes first.
   if (void* h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL)) {
     dlclose(h);
@@ -309,7 +309,7 @@ TEST_CASE("loader: nvrtc, found through $CUDA_HOME") {
   std::system(("rm -rf '" + home + "'").c_str());
 }
 
-TEST_CASE("loader: nvrtc, an old NVRTC lacking an entry point") {
+TEST_CASE("loader: nvrtc an old NVRTC lacking an entry point") {
   const LibraryInfo& info = nvrtc_info();
   REQUIRE(info.found);
   Program p(".version 7.0\n");
@@ -321,7 +321,7 @@ TEST_CASE("loader: nvrtc, an old NVRTC lacking an entry point") {
                           ", version 13.0) does not provide nvrtcGetLTOIRSize; this call needs a newer one");
 }
 
-TEST_CASE("loader: nvjitlink, not found") {
+TEST_CASE("loader: nvjitlink not found") {
   const LibraryInfo& info = nvjitlink_info();
   CHECK_FALSE(info.found);
   CHECK(info.reason.find("OXICUDA_LIBNVJITLINK_PATH names a nvJitLink library that cannot be opened") == 0);
