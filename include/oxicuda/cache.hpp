@@ -17,7 +17,6 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "error.hpp"
 
@@ -217,34 +216,26 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
 // entries take at most `limit` bytes.
 inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 #if !OXICUDA_WINDOWS
-  struct Item {
-    std::string path;
-    std::uint64_t size;
-    std::int64_t time;
-  };
-  std::vector<Item> items;
-  std::uint64_t total = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
+  // One pass a removal (eviction is rare, a cache directory small): the
+  // total, and the entry used longest ago.
+  for (;;) {
+    std::uint64_t total = 0;
+    std::int64_t oldest_time = 0;
+    std::string oldest;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
     while (const dirent* e = ::readdir(d)) {
       const std::string_view name = e->d_name;
       if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
       std::string path = cat({dir, "/", name});
       struct stat st {};
       if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      const auto size = static_cast<std::uint64_t>(st.st_size);
-      total += size;
-      items.push_back({std::move(path), size,
-                       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+      total += static_cast<std::uint64_t>(st.st_size);
+      const std::int64_t time = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      if (oldest.empty() || time < oldest_time) oldest_time = time, oldest = std::move(path);
     }
     ::closedir(d);
-  }
-  while (total > limit && !items.empty()) {
-    std::size_t oldest = 0;
-    for (std::size_t i = 1; i < items.size(); ++i)
-      if (items[i].time < items[oldest].time) oldest = i;
-    ::unlink(items[oldest].path.c_str());
-    total -= items[oldest].size;
-    items.erase(items.begin() + static_cast<std::ptrdiff_t>(oldest));
+    if (total <= limit || oldest.empty() || ::unlink(oldest.c_str()) != 0) return;
   }
 #else
   (void)dir, (void)limit;

@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "program.hpp"
 
@@ -19,7 +18,7 @@ class LtoLinker {
  public:
   // `arch` is a real architecture ("sm_90"); `options` more nvJitLink options
   // ("-O3", "-lineinfo"). -lto is passed unless lto is false.
-  explicit LtoLinker(std::string_view arch, std::vector<std::string> options = {}, bool lto = true,
+  explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
                      SourceLocation where = SourceLocation::current());
   LtoLinker(LtoLinker&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
   LtoLinker& operator=(LtoLinker&& o) noexcept {
@@ -69,12 +68,12 @@ class LtoLinker {
   nvJitLinkHandle raw_ = nullptr;
 };
 
-inline LtoLinker::LtoLinker(std::string_view arch, std::vector<std::string> options, bool lto, SourceLocation where) {
-  options.insert(options.begin(), detail::cat({"-arch=", arch}));
-  if (lto) options.insert(options.begin() + 1, "-lto");
-  std::vector<const char*> argv;
-  for (const std::string& o : options) argv.push_back(o.c_str());
-  detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(argv.size()), argv.data()), where);
+inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bool lto, SourceLocation where) {
+  StringList all{detail::cat({"-arch=", arch})};
+  if (lto) all.add("-lto");
+  all.add(options);
+  const auto argv = detail::c_strings(all);
+  detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get()), where);
 }
 
 inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,

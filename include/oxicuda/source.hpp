@@ -8,7 +8,6 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "cache.hpp"
 #include "kernel.hpp"
@@ -20,10 +19,11 @@ struct SourceOptions {
   // NVRTC's options. An empty arch is picked for the context's device
   // (arch_for); with lto, the LTO-IR is linked by nvJitLink into a cubin.
   CompileOptions compile{};
-  std::vector<Header> headers{};
+  // Source files for #include: name, source, name, source, ...
+  StringList headers{};
   // Kernels named by C++ expressions ("saxpy<float>"); Module::function and
   // Module::kernel accept these names.
-  std::vector<std::string> name_expressions{};
+  StringList name_expressions{};
   std::string name = "program.cu";  // the source's file name in NVRTC's messages
   JitOptions jit{};                  // for loading the module
   bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
@@ -80,11 +80,7 @@ inline std::string source_key(std::string_view source, const SourceOptions& o, s
                               int nvrtc_version) {
   KeyHash h;
   h.add("oxicuda-source-1").add(source).add(o.name).add(target).add(std::to_string(nvrtc_version));
-  for (const Header& hd : o.headers) h.add(hd.name).add(hd.source);
-  h.add("--");
-  for (const std::string& e : o.name_expressions) h.add(e);
-  h.add("--");
-  for (const std::string& a : o.compile.arguments()) h.add(a);
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
   return h.hex();
 }
 
@@ -122,8 +118,8 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
   Program program{std::string(source), options.name};
-  for (const Header& h : options.headers) program.header(h.name, h.source);
-  for (const std::string& e : options.name_expressions) program.name_expression(e);
+  program.headers(options.headers);
+  for (std::string_view e : options.name_expressions) program.name_expression(e);
   CompileOptions compile = options.compile;
   std::string fallback;
   if (compile.arch.empty()) {
@@ -142,8 +138,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
     linker.add(c, options.name, where);
     image = linker.complete(where);
   }
-  std::string names;
-  for (const auto& [e, l] : c.lowered_names) names.append(e).append(1, '\0').append(l).append(1, '\0');
+  std::string names = c.lowered_names.joined();  // expression, lowered name, ...: as Module keeps them
   std::string log = c.log;
   for (const std::string* n : {&fallback, &notes})
     if (!n->empty()) log = log.empty() ? *n : detail::cat({log, "\n", *n});

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -92,8 +93,9 @@ TEST_CASE_FIXTURE(ToolkitTest, "Program: options in order, outputs by kind, log 
   const CompileOptions o{.arch = "sm_90", .std = "c++17", .defines = {"A", "B=2"}, .include_paths = {"/inc"},
                          .line_info = true, .debug = true, .fast_math = true, .relocatable = true, .lto = true,
                          .extra = {"-maxrregcount=32"}};
-  CHECK(o.arguments() == std::vector<std::string>{"-arch=sm_90", "-std=c++17", "-DA", "-DB=2", "-I/inc", "-lineinfo",
-                                                  "-G", "--use_fast_math", "-rdc=true", "-dlto", "-maxrregcount=32"});
+  CHECK(o.arguments() == StringList{"-arch=sm_90", "-std=c++17", "-DA", "-DB=2", "-I/inc", "-lineinfo", "-G",
+                                    "--use_fast_math", "-rdc=true", "-dlto", "-maxrregcount=32"});
+  CHECK(o.arguments().size() == 11);
   Program p(std::string(kFakePtx) + "// #warning\n", "k.cu");
   p.header("util.cuh", "#pragma once").name_expression("saxpy<float>");
   const Compiled ptx = p.compile({.arch = "compute_90"});
@@ -112,18 +114,24 @@ TEST_CASE_FIXTURE(ToolkitTest, "Program: options in order, outputs by kind, log 
   // A bad raw option is NVRTC's error.
   CHECK(error_of([&] { (void)p.compile({.extra = {"nonsense"}}); }).code() == ffi::NVRTC_ERROR_INVALID_OPTION);
   CHECK(nvrtc_version() == 13000);
-  CHECK(supported_archs() == std::vector<int>{75, 80, 90});
+  const ArchList archs = supported_archs();
+  CHECK(std::vector<int>(archs.begin(), archs.end()) == std::vector<int>{75, 80, 90});
+  // Headers come in pairs.
+  Program odd("x");
+  odd.headers({"only-a-name.cuh"});
+  CHECK(error_of([&] { (void)odd.compile(); }).code() == ffi::NVRTC_ERROR_INVALID_INPUT);
 }
 
 TEST_CASE("an architecture for a device: its own, else the newest supported as PTX, said in the note") {
-  CHECK(arch_for(ComputeCapability{8, 0}, {75, 80, 90}).arch == "sm_80");
-  CHECK(arch_for(ComputeCapability{8, 0}, {75, 80, 90}).note.empty());
-  const ArchChoice newer = arch_for(ComputeCapability{12, 0}, {75, 80, 90});
+  const ArchList three{{75, 80, 90}, 3};
+  CHECK(arch_for(ComputeCapability{8, 0}, three).arch == "sm_80");
+  CHECK(arch_for(ComputeCapability{8, 0}, three).note.empty());
+  const ArchChoice newer = arch_for(ComputeCapability{12, 0}, three);
   CHECK(newer.arch == "compute_90");
   CHECK(newer.note == "oxicuda: NVRTC does not support sm_120 (compute capability 12.0); compiled PTX for "
                       "compute_90, its newest architecture, which the driver compiles for the device");
-  CHECK(arch_for(ComputeCapability{8, 6}, {75, 80, 90}).arch == "compute_80");
-  CHECK(error_of([] { (void)arch_for(ComputeCapability{6, 0}, {75, 80}); }).code() ==
+  CHECK(arch_for(ComputeCapability{8, 6}, three).arch == "compute_80");
+  CHECK(error_of([] { (void)arch_for(ComputeCapability{6, 0}, ArchList{{75, 80}, 2}); }).code() ==
         ffi::NVRTC_ERROR_INVALID_OPTION);
 }
 
