@@ -23,7 +23,10 @@ struct Program {
   std::vector<std::pair<std::string, std::string>> names;  // expression, lowered
   bool compiled = false;
 };
-std::vector<Program*> programs;  // live, under counters.mu
+// Live programs, under counters.mu. Never destroyed, so that a program left
+// alive on purpose (a destroy the fake was told to refuse) stays reachable at
+// exit for LeakSanitizer, as the fake driver's handles do.
+std::vector<Program*>& programs = *new std::vector<Program*>;
 
 bool alive(nvrtcProgram p) {
   for (Program* q : programs)
