@@ -330,7 +330,7 @@ TEST_CASE("fault injection: every call of every operation, failed in turn, for t
       n += failed_entries.count(t.entries[i].name);
     }
     all += t.count;
-    line += std::string(" ") + t.library + " " + std::to_string(n) + "/" + std::to_string(t.count) + ",";
+    line += std::string(all == t.count ? " " : ", ") + t.library + " " + std::to_string(n) + "/" + std::to_string(t.count);
   }
   std::printf("%s entry points (%d injected failures)\n", line.c_str(), injections);
   CHECK(failed_entries.size() == all);
