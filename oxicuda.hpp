@@ -97,6 +97,7 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUlinkState_st* CUlinkState;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -522,6 +523,14 @@ enum CUjit_option : int {
   CU_JIT_GENERATE_LINE_INFO = 13,
 };
 
+enum CUjitInputType : int {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2,
+  CU_JIT_INPUT_OBJECT = 3,
+  CU_JIT_INPUT_LIBRARY = 4,
+};
+
 enum CUdriverProcAddressQueryResult : int {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
@@ -672,6 +681,16 @@ struct CUuuid {
   X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                                                      \
     (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues))       \
   X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                                                             \
+  X(LinkCreate, 6050, "cuLinkCreate_v2",                                                                               \
+    (unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut))                      \
+  X(LinkAddData, 6050, "cuLinkAddData_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, void* data, std::size_t size, const char* name, unsigned int numOptions,  \
+     CUjit_option* options, void** optionValues))                                                                      \
+  X(LinkAddFile, 6050, "cuLinkAddFile_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions, CUjit_option* options,         \
+     void** optionValues))                                                                                             \
+  X(LinkComplete, 5050, "cuLinkComplete", (CUlinkState state, void** cubinOut, std::size_t* sizeOut))                  \
+  X(LinkDestroy, 5050, "cuLinkDestroy", (CUlinkState state))                                                             \
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
@@ -710,37 +729,238 @@ struct CUuuid {
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
-// One enumerator per entry point, in table order.
-enum class Entry : int {
-#define OXICUDA_X_ENUM(member, version, symbol, params) member,
-  OXICUDA_DRIVER_API(OXICUDA_X_ENUM)
-#undef OXICUDA_X_ENUM
-};
-
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for
-  int version;         // the pinned version
+  int version;         // the pinned version (0 for a library without versioned lookups)
   const char* symbol;  // "cuStreamDestroy_v2": the dlsym fallback
 };
 
-inline constexpr EntryInfo entries[] = {
-#define OXICUDA_X_INFO(member, version, symbol, params) {"cu" #member, version, symbol},
-    OXICUDA_DRIVER_API(OXICUDA_X_INFO)
-#undef OXICUDA_X_INFO
-};
+// A table's Entry enumeration (one enumerator per entry, in table order) and
+// its EntryInfo array, named OXICUDA_TABLE_PREFIX + member. Every library's
+// table (the driver's here, NVRTC's and nvJitLink's in their own parts) is
+// expanded by this one macro, in the library's namespace.
+#define OXICUDA_X_ENUM(member, version, symbol, params) member,
+#define OXICUDA_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
+#define OXICUDA_TABLE_ENTRIES(TABLE)                                                  \
+  enum class Entry : int { TABLE(OXICUDA_X_ENUM) };                                   \
+  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_X_INFO)};     \
+  inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);   \
+  constexpr const ::oxicuda::ffi::EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
 
-inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);
-
-constexpr const EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
+#define OXICUDA_TABLE_PREFIX "cu"
+OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
+#undef OXICUDA_TABLE_PREFIX
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/ffi.hpp ----
 
-// ---- begin oxicuda/loader.hpp ----
-// oxicuda/loader.hpp — find the driver library at first use, resolve every
-// entry point of the table at its pinned version, run cuInit(0) once, and
-// remember why not when any of it fails. Nothing here throws.
+// ---- begin oxicuda/nvrtc_ffi.hpp ----
+// oxicuda/nvrtc_ffi.hpp — the part of NVRTC's ABI (nvrtc.h) that oxicuda
+// uses, declared by hand: results, their names and texts, and the table of
+// entry points. Loaded lazily by toolkit.hpp, on the mechanism of library.hpp.
+
+#include <cstddef>
+
+
+// nvrtc.h's handle type, spelled as nvrtc.h spells it.
+typedef struct _nvrtcProgram* nvrtcProgram;
+
+OXICUDA_NAMESPACE_BEGIN
+namespace ffi {
+
+enum nvrtcResult : int {
+  // Not NVRTC's: what a stand-in answers for an entry point the loaded NVRTC
+  // lacks, or for every entry point when no NVRTC was found.
+  OXICUDA_NVRTC_NOT_FOUND = -1,
+  NVRTC_SUCCESS = 0,
+  NVRTC_ERROR_OUT_OF_MEMORY = 1,
+  NVRTC_ERROR_PROGRAM_CREATION_FAILURE = 2,
+  NVRTC_ERROR_INVALID_INPUT = 3,
+  NVRTC_ERROR_INVALID_PROGRAM = 4,
+  NVRTC_ERROR_INVALID_OPTION = 5,
+  NVRTC_ERROR_COMPILATION = 6,
+  NVRTC_ERROR_BUILTIN_OPERATION_FAILURE = 7,
+  NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION = 8,
+  NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION = 9,
+  NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10,
+  NVRTC_ERROR_INTERNAL_ERROR = 11,
+  NVRTC_ERROR_TIME_FILE_WRITE_FAILED = 12,
+  NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED = 13,
+  NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED = 14,
+  NVRTC_ERROR_PCH_CREATE = 15,
+  NVRTC_ERROR_CANCELLED = 16,
+  NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED = 17,
+};
+
+// NVRTC's own nvrtcGetErrorString answers only the enumerator's name; these
+// say what it means.
+inline constexpr ResultText nvrtc_result_texts[] = {
+    {-1, "OXICUDA_NVRTC_NOT_FOUND", "NVRTC, or this entry point of it, is not available"},
+    {0, "NVRTC_SUCCESS", "no error"},
+    {1, "NVRTC_ERROR_OUT_OF_MEMORY", "NVRTC ran out of memory"},
+    {2, "NVRTC_ERROR_PROGRAM_CREATION_FAILURE", "the program could not be created"},
+    {3, "NVRTC_ERROR_INVALID_INPUT", "an argument is not valid"},
+    {4, "NVRTC_ERROR_INVALID_PROGRAM", "the program handle is not valid"},
+    {5, "NVRTC_ERROR_INVALID_OPTION", "a compile option is not valid"},
+    {6, "NVRTC_ERROR_COMPILATION", "the source did not compile"},
+    {7, "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE", "a builtin operation failed"},
+    {8, "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION", "name expressions must be added before compiling"},
+    {9, "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION", "lowered names exist only after compiling"},
+    {10, "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID", "the name expression was not added before compiling, or is not valid"},
+    {11, "NVRTC_ERROR_INTERNAL_ERROR", "NVRTC failed internally"},
+    {12, "NVRTC_ERROR_TIME_FILE_WRITE_FAILED", "the time file could not be written"},
+    {13, "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED", "no precompiled header was attempted"},
+    {14, "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED", "the heap for the precompiled header was exhausted"},
+    {15, "NVRTC_ERROR_PCH_CREATE", "the precompiled header could not be created"},
+    {16, "NVRTC_ERROR_CANCELLED", "the compilation was cancelled"},
+    {17, "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED", "the time trace file could not be written"},
+};
+
+// NVRTC's table of entry points, in the driver table's shape:
+//   X(member, version (unused: 0), exported symbol, parameters)
+// Every entry returns nvrtcResult. The first entry is the one that tells
+// NVRTC from another library (library.hpp).
+#define OXICUDA_NVRTC_API(X)                                                                                  \
+  X(Version, 0, "nvrtcVersion", (int* major, int* minor))                                                      \
+  X(GetNumSupportedArchs, 0, "nvrtcGetNumSupportedArchs", (int* numArchs))                                     \
+  X(GetSupportedArchs, 0, "nvrtcGetSupportedArchs", (int* supportedArchs))                                     \
+  X(CreateProgram, 0, "nvrtcCreateProgram",                                                                    \
+    (nvrtcProgram * prog, const char* src, const char* name, int numHeaders, const char* const* headers,       \
+     const char* const* includeNames))                                                                         \
+  X(DestroyProgram, 0, "nvrtcDestroyProgram", (nvrtcProgram * prog))                                           \
+  X(CompileProgram, 0, "nvrtcCompileProgram", (nvrtcProgram prog, int numOptions, const char* const* options)) \
+  X(GetPTXSize, 0, "nvrtcGetPTXSize", (nvrtcProgram prog, std::size_t * ptxSizeRet))                           \
+  X(GetPTX, 0, "nvrtcGetPTX", (nvrtcProgram prog, char* ptx))                                                  \
+  X(GetCUBINSize, 0, "nvrtcGetCUBINSize", (nvrtcProgram prog, std::size_t * cubinSizeRet))                     \
+  X(GetCUBIN, 0, "nvrtcGetCUBIN", (nvrtcProgram prog, char* cubin))                                            \
+  X(GetLTOIRSize, 0, "nvrtcGetLTOIRSize", (nvrtcProgram prog, std::size_t * LTOIRSizeRet))                     \
+  X(GetLTOIR, 0, "nvrtcGetLTOIR", (nvrtcProgram prog, char* LTOIR))                                            \
+  X(GetProgramLogSize, 0, "nvrtcGetProgramLogSize", (nvrtcProgram prog, std::size_t * logSizeRet))             \
+  X(GetProgramLog, 0, "nvrtcGetProgramLog", (nvrtcProgram prog, char* log))                                    \
+  X(AddNameExpression, 0, "nvrtcAddNameExpression", (nvrtcProgram prog, const char* name_expression))          \
+  X(GetLoweredName, 0, "nvrtcGetLoweredName",                                                                  \
+    (nvrtcProgram prog, const char* name_expression, const char** lowered_name))
+
+namespace nvrtc {
+#define OXICUDA_TABLE_PREFIX "nvrtc"
+OXICUDA_TABLE_ENTRIES(OXICUDA_NVRTC_API)
+#undef OXICUDA_TABLE_PREFIX
+}  // namespace nvrtc
+
+}  // namespace ffi
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/nvrtc_ffi.hpp ----
+
+// ---- begin oxicuda/nvjitlink_ffi.hpp ----
+// oxicuda/nvjitlink_ffi.hpp — the part of nvJitLink's ABI (nvJitLink.h) that
+// oxicuda uses, declared by hand: results, their names and texts, input
+// kinds, and the table of entry points. Loaded lazily by toolkit.hpp.
+
+#include <cstddef>
+#include <cstdint>
+
+
+// nvJitLink.h's handle type, spelled as nvJitLink.h spells it.
+typedef struct nvJitLink* nvJitLinkHandle;
+
+OXICUDA_NAMESPACE_BEGIN
+namespace ffi {
+
+enum nvJitLinkResult : int {
+  // Not nvJitLink's: what a stand-in answers for an entry point the loaded
+  // nvJitLink lacks, or for every entry point when none was found.
+  OXICUDA_NVJITLINK_NOT_FOUND = -1,
+  NVJITLINK_SUCCESS = 0,
+  NVJITLINK_ERROR_UNRECOGNIZED_OPTION = 1,
+  NVJITLINK_ERROR_MISSING_ARCH = 2,
+  NVJITLINK_ERROR_INVALID_INPUT = 3,
+  NVJITLINK_ERROR_PTX_COMPILE = 4,
+  NVJITLINK_ERROR_NVVM_COMPILE = 5,
+  NVJITLINK_ERROR_INTERNAL = 6,
+  NVJITLINK_ERROR_THREADPOOL = 7,
+  NVJITLINK_ERROR_UNRECOGNIZED_INPUT = 8,
+  NVJITLINK_ERROR_FINALIZE = 9,
+  NVJITLINK_ERROR_NULL_INPUT = 10,
+  NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS = 11,
+  NVJITLINK_ERROR_INCORRECT_INPUT_TYPE = 12,
+  NVJITLINK_ERROR_ARCH_MISMATCH = 13,
+  NVJITLINK_ERROR_OUTDATED_LIBRARY = 14,
+  NVJITLINK_ERROR_MISSING_FATBIN = 15,
+  NVJITLINK_ERROR_UNRECOGNIZED_ARCH = 16,
+  NVJITLINK_ERROR_UNSUPPORTED_ARCH = 17,
+  NVJITLINK_ERROR_LTO_NOT_ENABLED = 18,
+};
+
+// nvJitLink has no text function of its own.
+inline constexpr ResultText nvjitlink_result_texts[] = {
+    {-1, "OXICUDA_NVJITLINK_NOT_FOUND", "nvJitLink, or this entry point of it, is not available"},
+    {0, "NVJITLINK_SUCCESS", "no error"},
+    {1, "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "an option is not recognized"},
+    {2, "NVJITLINK_ERROR_MISSING_ARCH", "no -arch=sm_NN option was given"},
+    {3, "NVJITLINK_ERROR_INVALID_INPUT", "an input is not valid"},
+    {4, "NVJITLINK_ERROR_PTX_COMPILE", "compiling PTX failed"},
+    {5, "NVJITLINK_ERROR_NVVM_COMPILE", "compiling NVVM IR (LTO-IR) failed"},
+    {6, "NVJITLINK_ERROR_INTERNAL", "nvJitLink failed internally"},
+    {7, "NVJITLINK_ERROR_THREADPOOL", "nvJitLink's thread pool failed"},
+    {8, "NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "an input's kind is not recognized"},
+    {9, "NVJITLINK_ERROR_FINALIZE", "finalizing the link failed"},
+    {10, "NVJITLINK_ERROR_NULL_INPUT", "an input is null"},
+    {11, "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS", "options are incompatible"},
+    {12, "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE", "an input is not of the kind it was added as"},
+    {13, "NVJITLINK_ERROR_ARCH_MISMATCH", "an input was built for another architecture"},
+    {14, "NVJITLINK_ERROR_OUTDATED_LIBRARY", "an input is newer than this nvJitLink"},
+    {15, "NVJITLINK_ERROR_MISSING_FATBIN", "a fatbin is missing"},
+    {16, "NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "the -arch value is not recognized"},
+    {17, "NVJITLINK_ERROR_UNSUPPORTED_ARCH", "the -arch value is not supported"},
+    {18, "NVJITLINK_ERROR_LTO_NOT_ENABLED", "linking LTO-IR needs the -lto option"},
+};
+
+enum nvJitLinkInputType : int {
+  NVJITLINK_INPUT_NONE = 0,
+  NVJITLINK_INPUT_CUBIN = 1,
+  NVJITLINK_INPUT_PTX = 2,
+  NVJITLINK_INPUT_LTOIR = 3,
+  NVJITLINK_INPUT_FATBIN = 4,
+  NVJITLINK_INPUT_OBJECT = 5,
+  NVJITLINK_INPUT_LIBRARY = 6,
+  NVJITLINK_INPUT_ANY = 10,
+};
+
+// nvJitLink's table of entry points, in the driver table's shape (the
+// version is unused: 0). Every entry returns nvJitLinkResult; the first one
+// tells nvJitLink from another library.
+#define OXICUDA_NVJITLINK_API(X)                                                                                 \
+  X(Create, 0, "nvJitLinkCreate", (nvJitLinkHandle * handle, std::uint32_t numOptions, const char** options))    \
+  X(Destroy, 0, "nvJitLinkDestroy", (nvJitLinkHandle * handle))                                                  \
+  X(AddData, 0, "nvJitLinkAddData",                                                                              \
+    (nvJitLinkHandle handle, nvJitLinkInputType inputType, const void* data, std::size_t size, const char* name)) \
+  X(Complete, 0, "nvJitLinkComplete", (nvJitLinkHandle handle))                                                  \
+  X(GetLinkedCubinSize, 0, "nvJitLinkGetLinkedCubinSize", (nvJitLinkHandle handle, std::size_t * size))          \
+  X(GetLinkedCubin, 0, "nvJitLinkGetLinkedCubin", (nvJitLinkHandle handle, void* cubin))                         \
+  X(GetErrorLogSize, 0, "nvJitLinkGetErrorLogSize", (nvJitLinkHandle handle, std::size_t * size))                \
+  X(GetErrorLog, 0, "nvJitLinkGetErrorLog", (nvJitLinkHandle handle, char* log))                                 \
+  X(GetInfoLogSize, 0, "nvJitLinkGetInfoLogSize", (nvJitLinkHandle handle, std::size_t * size))                  \
+  X(GetInfoLog, 0, "nvJitLinkGetInfoLog", (nvJitLinkHandle handle, char* log))
+
+namespace nvjitlink {
+#define OXICUDA_TABLE_PREFIX "nvJitLink"
+OXICUDA_TABLE_ENTRIES(OXICUDA_NVJITLINK_API)
+#undef OXICUDA_TABLE_PREFIX
+}  // namespace nvjitlink
+
+}  // namespace ffi
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/nvjitlink_ffi.hpp ----
+
+// ---- begin oxicuda/library.hpp ----
+// oxicuda/library.hpp — the one lazy-library mechanism: from a table of
+// entry points (ffi.hpp's X-macro shape), the function-pointer struct and the
+// stand-ins for missing entries; the search for the library (an environment
+// override, then candidate files per platform); resolving every entry; and
+// the remembered reason, listing what was tried, when it fails. The driver
+// (loader.hpp), NVRTC and nvJitLink (toolkit.hpp) are each one use of it.
+// Nothing here throws but std::bad_alloc.
 
 #include <cstddef>
 #include <cstdlib>
@@ -748,7 +968,6 @@ OXICUDA_NAMESPACE_END
 #include <initializer_list>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 
 #if OXICUDA_WINDOWS
@@ -773,6 +992,272 @@ OXICUDA_NAMESPACE_END
 #include <dlfcn.h>
 #include <unistd.h>
 #endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// The libraries whose results an Error may carry.
+enum class Library { driver, nvrtc, nvjitlink };
+
+// What the first use of a lazily loaded library (NVRTC, nvJitLink) found.
+// Filled once; read-only afterwards.
+struct LibraryInfo {
+  bool found = false;    // opened, and it is the library (its first entry point resolved)
+  std::string library;   // the file that was opened, as it was named to the loader
+  std::string found_by;  // the search step that found it: "OXICUDA_LIBNVRTC_PATH", "already loaded",
+                         // "$CONDA_PREFIX", "the loader's search path", "$CUDA_HOME", "$CUDA_PATH",
+                         // "/usr/local/cuda"
+  std::string path;      // its full path, as the loader resolved it (empty when unknown)
+  std::string reason;    // when not found: what was tried, and how to install the library
+  int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown
+
+  [[nodiscard]] bool available() const noexcept { return found; }
+};
+
+namespace detail {
+
+// Joins the pieces into one string. Every message oxicuda builds goes through
+// this one function: `std::string + "literal"` chains instead instantiate the
+// standard library's operator templates once per literal length, which made
+// them the largest share of this header's own compile time.
+inline std::string cat(std::initializer_list<std::string_view> parts) {
+  std::size_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  std::string s;
+  s.reserve(n);
+  for (std::string_view p : parts) s.append(p.data(), p.size());
+  return s;
+}
+
+#if OXICUDA_WINDOWS
+using LibHandle = HMODULE;
+inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
+// The library if this process has it loaded already (then held for good).
+inline LibHandle lib_open_loaded(const char* file) noexcept {
+  return ::GetModuleHandleA(file) ? ::LoadLibraryA(file) : nullptr;
+}
+inline void* lib_symbol(LibHandle h, const char* name) noexcept {
+  return reinterpret_cast<void*>(::GetProcAddress(h, name));
+}
+inline std::string lib_error() {
+  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
+}
+inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
+// The full path of the opened library.
+inline std::string lib_path(LibHandle h, void*) {
+  char buf[1024];
+  const DWORD n = ::GetModuleFileNameA(h, buf, sizeof buf);
+  return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
+}
+inline constexpr const char* toolkit_lib_dirs[] = {"bin", "bin\\x64"};
+inline constexpr char path_separator = '\\';
+#else
+using LibHandle = void*;
+inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+inline LibHandle lib_open_loaded(const char* file) noexcept {
+  return ::dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+}
+inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
+inline std::string lib_error() {
+  const char* e = ::dlerror();
+  return cat({e ? e : "unknown error"});
+}
+inline long process_id() noexcept { return static_cast<long>(::getpid()); }
+// The full path of the library that defines `symbol`.
+inline std::string lib_path(LibHandle, void* symbol) {
+  Dl_info di{};
+  return ::dladdr(symbol, &di) && di.dli_fname ? std::string(di.dli_fname) : std::string();
+}
+inline constexpr const char* toolkit_lib_dirs[] = {"lib64", "lib"};
+inline constexpr char path_separator = '/';
+#endif
+
+// Where and how to look for one library.
+struct LibrarySpec {
+  const char* name;                 // "NVRTC", for messages
+  const char* env;                  // the variable naming a file to use instead: "OXICUDA_LIBNVRTC_PATH"
+  const char* const* files;         // the file names to try, newest first ("libnvrtc.so.13", ...)
+  std::size_t file_count;
+  bool toolkit;                     // also look where a toolkit or a conda environment keeps it
+  const char* install;              // how to get it, for the reason when it is not found
+};
+
+// One table's slots as the mechanism fills them: the entries, the function-
+// pointer struct seen as pointer-sized slots in entry order (its stand-ins
+// already in place), and which slots hold the library's own function.
+struct TableSlots {
+  const ffi::EntryInfo* entries;
+  std::size_t count;
+  void* slots;
+  bool* provided;
+};
+
+// Puts `p` in entry i's slot (one loop rather than a typed assignment per
+// entry: much cheaper to compile).
+inline void set_slot(const TableSlots& t, std::size_t i, void* p) noexcept {
+  std::memcpy(static_cast<unsigned char*>(t.slots) + i * sizeof p, &p, sizeof p);
+  t.provided[i] = true;
+}
+
+// Fills every slot it can from the library by the entry's exported symbol;
+// an entry already provided (by the driver's cuGetProcAddress_v2) is kept,
+// and one not found keeps its stand-in.
+inline void resolve_symbols(LibHandle h, const TableSlots& t) noexcept {
+  for (std::size_t i = 0; i < t.count; ++i)
+    if (!t.provided[i])
+      if (void* p = lib_symbol(h, t.entries[i].symbol)) set_slot(t, i, p);
+}
+
+// What a search found: the handle (null when nothing could be opened), the
+// file as it was named to the loader, the step that found it, and every
+// attempt that failed ("path (why)", joined by "; ").
+struct Opened {
+  LibHandle handle{};
+  std::string path;
+  std::string found_by;
+  std::string tried;
+  bool from_env = false;  // the environment override named the file (and only it was tried)
+};
+
+inline std::string env_string(const char* name) {
+  const char* v = name ? std::getenv(name) : nullptr;
+  return v ? std::string(v) : std::string();
+}
+
+// The search. The environment override, when set and not empty, is the only
+// candidate. Otherwise, for a toolkit library (modelled on NVIDIA's
+// cuda-pathfinder): a copy already loaded in the process; $CONDA_PREFIX;
+// the file names on the loader's search path, newest first; $CUDA_HOME,
+// $CUDA_PATH and /usr/local/cuda (their lib64/ and lib/; on Windows bin\).
+// For the driver: only the file names on the loader's search path.
+inline Opened open_library(const LibrarySpec& spec) {
+  Opened o;
+  auto attempt = [&](const std::string& path, const char* step) {
+    o.handle = lib_open(path.c_str());
+    if (o.handle) {
+      o.path = path;
+      o.found_by = step;
+      return true;
+    }
+    o.tried = cat({o.tried, o.tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
+    return false;
+  };
+  const std::string env = env_string(spec.env);
+  if (!env.empty()) {
+    o.from_env = true;
+    attempt(env, spec.env);
+    return o;
+  }
+  const char* const* files = spec.files;
+  const char* const* end = spec.files + spec.file_count;
+  if (spec.toolkit) {
+    for (const char* const* f = files; f != end; ++f)
+      if ((o.handle = lib_open_loaded(*f))) {
+        o.path = *f;
+        o.found_by = "already loaded";
+        return o;
+      }
+    if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty())
+      for (const char* const* f = files; f != end; ++f)
+        if (attempt(cat({conda, std::string_view(&path_separator, 1), OXICUDA_WINDOWS ? "Library\\bin" : "lib",
+                         std::string_view(&path_separator, 1), *f}),
+                    "$CONDA_PREFIX"))
+          return o;
+  }
+  for (const char* const* f = files; f != end; ++f)
+    if (attempt(*f, "the loader's search path")) return o;
+  if (spec.toolkit) {
+    struct Root {
+      std::string dir;
+      const char* step;
+    };
+    const Root roots[] = {{env_string("CUDA_HOME"), "$CUDA_HOME"},
+                          {env_string("CUDA_PATH"), "$CUDA_PATH"},
+                          {OXICUDA_WINDOWS ? std::string() : std::string("/usr/local/cuda"), "/usr/local/cuda"}};
+    for (const Root& r : roots) {
+      if (r.dir.empty()) continue;
+      for (const char* sub : toolkit_lib_dirs)
+        for (const char* const* f = files; f != end; ++f)
+          if (attempt(cat({r.dir, std::string_view(&path_separator, 1), sub, std::string_view(&path_separator, 1), *f}),
+                      r.step))
+            return o;
+    }
+  }
+  return o;
+}
+
+// Loads a toolkit library for `info`: the search, then every entry resolved
+// by its symbol. The table's first entry tells the library from another
+// one: without it, every slot goes back to its stand-in. The reason, when
+// the library cannot be used, lists everything that was tried.
+inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, LibraryInfo& info) {
+  Opened o = open_library(spec);
+  if (!o.handle) {
+    info.reason = o.from_env ? cat({spec.env, " names a ", spec.name, " library that cannot be opened: ", o.tried,
+                                    ". Point it at ", spec.name, "'s library or unset it."})
+                             : cat({"no ", spec.name, " library could be found (", spec.name,
+                                    " was not loaded in this process; tried ", o.tried, "). ", spec.install});
+    return nullptr;
+  }
+  info.library = o.path;
+  info.found_by = o.found_by;
+  resolve_symbols(o.handle, table);
+  if (!table.provided[0]) {
+    info.reason = cat({o.path, " was opened but exports no ", table.entries[0].symbol, ": it is not ", spec.name,
+                       ". ", spec.install});
+    for (std::size_t i = 0; i < table.count; ++i) table.provided[i] = false;
+    return nullptr;
+  }
+  info.found = true;
+  void* first = nullptr;
+  std::memcpy(&first, table.slots, sizeof first);
+  info.path = lib_path(o.handle, first);
+  return o.handle;
+}
+
+}  // namespace detail
+OXICUDA_NAMESPACE_END
+
+// A table's stand-ins (namespace `missing`, one per entry, answering
+// OXICUDA_TABLE_NOT_FOUND so that a wrapper never tests a pointer) and its
+// function-pointer struct `Api` (one member per entry, each starting as its
+// stand-in). Define OXICUDA_TABLE_RESULT and OXICUDA_TABLE_NOT_FOUND before
+// expanding it in the table's namespace; the struct is standard-layout, one
+// pointer-sized slot per entry in entry order (TableSlots relies on it).
+#if defined(__GNUC__) || defined(__clang__)
+#define OXICUDA_UNUSED_PARAMETERS_PUSH \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
+#define OXICUDA_UNUSED_PARAMETERS_POP _Pragma("GCC diagnostic pop")
+#elif defined(_MSC_VER)
+#define OXICUDA_UNUSED_PARAMETERS_PUSH __pragma(warning(push)) __pragma(warning(disable : 4100))
+#define OXICUDA_UNUSED_PARAMETERS_POP __pragma(warning(pop))
+#else
+#define OXICUDA_UNUSED_PARAMETERS_PUSH
+#define OXICUDA_UNUSED_PARAMETERS_POP
+#endif
+#define OXICUDA_X_STAND_IN(member, version, symbol, params) \
+  inline OXICUDA_TABLE_RESULT OXICUDA_CUDAAPI member params noexcept { return OXICUDA_TABLE_NOT_FOUND; }
+#define OXICUDA_X_SLOT(member, version, symbol, params) \
+  OXICUDA_TABLE_RESULT(OXICUDA_CUDAAPI * member) params = &missing::member;
+#define OXICUDA_LIBRARY_API(TABLE, Api)                                                     \
+  namespace missing {                                                                       \
+  OXICUDA_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_X_STAND_IN) OXICUDA_UNUSED_PARAMETERS_POP \
+  }                                                                                         \
+  struct Api {                                                                              \
+    TABLE(OXICUDA_X_SLOT)                                                                   \
+  };                                                                                        \
+  static_assert(sizeof(Api) == entry_count * sizeof(void*));
+// ---- end oxicuda/library.hpp ----
+
+// ---- begin oxicuda/loader.hpp ----
+// oxicuda/loader.hpp — find the driver library at first use, resolve every
+// entry point of the table at its pinned version, run cuInit(0) once, and
+// remember why not when any of it fails. Nothing here throws.
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -803,35 +1288,14 @@ struct DriverInfo {
 
 namespace ffi {
 
-// Stand-ins for entry points the driver lacks (or every entry point, when no
-// usable driver was found): each answers CUDA_ERROR_NOT_FOUND, which
-// detail::fail turns into the error that explains why. So a wrapper never
-// tests a pointer before calling it.
-namespace missing {
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#elif defined(_MSC_VER)
-#pragma warning(push)
-#pragma warning(disable : 4100)
-#endif
-#define OXICUDA_X_MISSING(member, version, symbol, params) \
-  inline CUresult OXICUDA_CUDAAPI member params noexcept { return CUDA_ERROR_NOT_FOUND; }
-OXICUDA_DRIVER_API(OXICUDA_X_MISSING)
-#undef OXICUDA_X_MISSING
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic pop
-#elif defined(_MSC_VER)
-#pragma warning(pop)
-#endif
-}  // namespace missing
-
-// One function pointer per table entry: the driver's, or its stand-in.
-struct DriverApi {
-#define OXICUDA_X_MEMBER(member, version, symbol, params) CUresult(OXICUDA_CUDAAPI* member) params = &missing::member;
-  OXICUDA_DRIVER_API(OXICUDA_X_MEMBER)
-#undef OXICUDA_X_MEMBER
-};
+// The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
+// detail::fail turns into the error that explains why) and DriverApi, one
+// function pointer per table entry: the driver's, or its stand-in.
+#define OXICUDA_TABLE_RESULT CUresult
+#define OXICUDA_TABLE_NOT_FOUND CUDA_ERROR_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
 
 }  // namespace ffi
 
@@ -858,40 +1322,10 @@ static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_cop
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
-// Joins the pieces into one string. Every message oxicuda builds goes through
-// this one function: `std::string + "literal"` chains instead instantiate the
-// standard library's operator templates once per literal length, which made
-// them the largest share of this header's own compile time.
-inline std::string cat(std::initializer_list<std::string_view> parts) {
-  std::size_t n = 0;
-  for (std::string_view p : parts) n += p.size();
-  std::string s;
-  s.reserve(n);
-  for (std::string_view p : parts) s.append(p.data(), p.size());
-  return s;
-}
-
 #if OXICUDA_WINDOWS
-using LibHandle = HMODULE;
-inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
-inline void* lib_symbol(LibHandle h, const char* name) noexcept {
-  return reinterpret_cast<void*>(::GetProcAddress(h, name));
-}
-inline std::string lib_error() {
-  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
-}
 inline const char* const default_candidates[] = {"nvcuda.dll"};
-inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 #else
-using LibHandle = void*;
-inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
-inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
-inline std::string lib_error() {
-  const char* e = ::dlerror();
-  return cat({e ? e : "unknown error"});
-}
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
-inline long process_id() noexcept { return static_cast<long>(::getpid()); }
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -908,27 +1342,23 @@ inline std::string describe_result(ffi::CUresult r) {
 
 // Fills the table from the opened library: each entry from cuGetProcAddress_v2
 // at its pinned version (with legacy default-stream semantics), else by its
-// exported symbol; an entry found neither way keeps its stand-in.
+// exported symbol (library.hpp); an entry found neither way keeps its stand-in.
 inline void resolve(Driver& d, LibHandle h) {
+  const TableSlots table{ffi::entries, ffi::entry_count, &d.api, d.provided};
   auto* gpa = reinterpret_cast<decltype(d.api.GetProcAddress)>(lib_symbol(h, "cuGetProcAddress_v2"));
   bool any_from_gpa = false;
-  for (std::size_t i = 0; i < ffi::entry_count; ++i) {
-    const ffi::EntryInfo& e = ffi::entries[i];
+  for (std::size_t i = 0; gpa && i < ffi::entry_count; ++i) {
+    if (i == static_cast<std::size_t>(ffi::Entry::GetProcAddress)) continue;
     void* p = nullptr;
-    if (gpa && i != static_cast<std::size_t>(ffi::Entry::GetProcAddress)) {
-      ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != ffi::CUDA_SUCCESS ||
-          status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
-        p = nullptr;
-      any_from_gpa = any_from_gpa || p != nullptr;
-    }
-    if (!p) p = lib_symbol(h, e.symbol);
-    if (!p) continue;
-    // The address as dlsym/GetProcAddress gave it, into the entry's slot (one
-    // loop rather than a typed assignment per entry: much cheaper to compile).
-    std::memcpy(reinterpret_cast<unsigned char*>(&d.api) + i * sizeof p, &p, sizeof p);
-    d.provided[i] = true;
+    ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (gpa(ffi::entries[i].name, &p, ffi::entries[i].version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
+            ffi::CUDA_SUCCESS ||
+        status != ffi::CU_GET_PROC_ADDRESS_SUCCESS || !p)
+      continue;
+    set_slot(table, i, p);
+    any_from_gpa = true;
   }
+  resolve_symbols(h, table);
   d.info.via_get_proc_address = any_from_gpa;
 }
 
@@ -936,33 +1366,19 @@ inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
   DriverInfo& info = d->info;
-  const char* env = std::getenv("OXICUDA_LIBCUDA_PATH");
-  const bool from_env = env && *env;
-  std::string tried;
-  LibHandle h{};
-  auto try_open = [&](const char* path) {
-    h = lib_open(path);
-    if (h) {
-      info.library = path;
-      return true;
-    }
-    tried = cat({tried, tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
-    return false;
-  };
-  if (from_env) {
-    try_open(env);
-  } else {
-    for (const char* c : default_candidates)
-      if (try_open(c)) break;
-  }
+  const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
+                         sizeof default_candidates / sizeof default_candidates[0], false, ""};
+  Opened o = open_library(spec);
+  const LibHandle h = o.handle;
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", tried,
-                                  ". Point it at the driver's libcuda.so.1 or unset it."})
-                           : cat({"no CUDA driver library could be opened (tried ", tried,
-                                  "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
+    info.reason = o.from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", o.tried,
+                                    ". Point it at the driver's libcuda.so.1 or unset it."})
+                             : cat({"no CUDA driver library could be opened (tried ", o.tried,
+                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
     return d;
   }
+  info.library = std::move(o.path);
   resolve(*d, h);
   if (!d->provided[static_cast<std::size_t>(ffi::Entry::Init)]) {
     info.status = DriverStatus::not_a_driver;
@@ -1015,9 +1431,112 @@ inline const DriverInfo& driver_info() noexcept { return detail::driver().info; 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/loader.hpp ----
 
+// ---- begin oxicuda/toolkit.hpp ----
+// oxicuda/toolkit.hpp — NVRTC and nvJitLink, loaded at their first use by
+// library.hpp's mechanism (a program that never compiles never looks for
+// them), and what that found: nvrtc_info(), nvjitlink_info(). Nothing here
+// throws but std::bad_alloc.
+
+#include <cstddef>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Loads NVRTC on first use (thread-safe, once per process, never unloaded)
+// and says what happened. The search (README, "Runtime compilation"):
+// OXICUDA_LIBNVRTC_PATH; a libnvrtc already loaded in the process;
+// $CONDA_PREFIX/lib; libnvrtc.so.13, .12, .11.2 on the loader's search path;
+// $CUDA_HOME, $CUDA_PATH and /usr/local/cuda (lib64/, lib/). On Windows
+// nvrtc64_130_0.dll, ..._120_0, ..._112_0 in the same places (bin\).
+[[nodiscard]] const LibraryInfo& nvrtc_info() noexcept;
+// The same for nvJitLink (OXICUDA_LIBNVJITLINK_PATH, libnvJitLink.so.13, .12).
+[[nodiscard]] const LibraryInfo& nvjitlink_info() noexcept;
+
+namespace ffi::nvrtc {
+#define OXICUDA_TABLE_RESULT nvrtcResult
+#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVRTC_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_NVRTC_API, NvrtcApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
+}  // namespace ffi::nvrtc
+
+namespace ffi::nvjitlink {
+#define OXICUDA_TABLE_RESULT nvJitLinkResult
+#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVJITLINK_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
+}  // namespace ffi::nvjitlink
+
+namespace detail {
+
+#if OXICUDA_WINDOWS
+inline const char* const nvrtc_files[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"};
+inline const char* const nvjitlink_files[] = {"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"};
+#else
+inline const char* const nvrtc_files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
+inline const char* const nvjitlink_files[] = {"libnvJitLink.so.13", "libnvJitLink.so.12"};
+#endif
+
+// One lazily loaded toolkit library: its table and what loading it found.
+template <class Api, std::size_t N>
+struct ToolkitLibrary {
+  Api api;
+  bool provided[N] = {};
+  LibraryInfo info;
+};
+
+using Nvrtc = ToolkitLibrary<ffi::nvrtc::NvrtcApi, ffi::nvrtc::entry_count>;
+using NvJitLink = ToolkitLibrary<ffi::nvjitlink::NvJitLinkApi, ffi::nvjitlink::entry_count>;
+
+inline const Nvrtc& nvrtc() noexcept {
+  static const Nvrtc* const lib = [] {
+    auto* l = new Nvrtc{};
+    const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
+                           true,
+                           "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel "
+                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc."};
+    if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
+      int major = 0, minor = 0;
+      if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
+    } else {
+      l->api = {};
+    }
+    return l;
+  }();
+  return *lib;
+}
+
+inline const NvJitLink& nvjitlink() noexcept {
+  static const NvJitLink* const lib = [] {
+    auto* l = new NvJitLink{};
+    const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+                           sizeof nvjitlink_files / sizeof nvjitlink_files[0], true,
+                           "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink "
+                           "wheel (pip install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its "
+                           "libnvJitLink."};
+    if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
+      l->api = {};
+    return l;
+  }();
+  return *lib;
+}
+
+inline bool missing(ffi::nvrtc::Entry e) noexcept { return !nvrtc().provided[static_cast<std::size_t>(e)]; }
+inline bool missing(ffi::nvjitlink::Entry e) noexcept { return !nvjitlink().provided[static_cast<std::size_t>(e)]; }
+
+}  // namespace detail
+
+inline const LibraryInfo& nvrtc_info() noexcept { return detail::nvrtc().info; }
+inline const LibraryInfo& nvjitlink_info() noexcept { return detail::nvjitlink().info; }
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/toolkit.hpp ----
+
 // ---- begin oxicuda/error.hpp ----
-// oxicuda/error.hpp — Error, its std::error_category over CUresult, the
-// handlers for builds without exceptions and for failures in destructors, and
+// oxicuda/error.hpp — Error over any library's result (the driver's
+// CUresult, nvrtcResult, nvJitLinkResult), one std::error_category per
+// library, the handlers for builds without exceptions and for failures in destructors, and
 // the checked call through the entry-point table that every wrapper uses.
 
 #include <atomic>
@@ -1066,30 +1585,52 @@ class SourceLocation {
 // "CUDA_ERROR_NAME: description", and out-of-memory / invalid-value compare
 // equal to std::errc::not_enough_memory / invalid_argument.
 [[nodiscard]] const std::error_category& cuda_category() noexcept;
+// NVRTC's ("nvrtc") and nvJitLink's ("nvjitlink"), alike.
+[[nodiscard]] const std::error_category& nvrtc_category() noexcept;
+[[nodiscard]] const std::error_category& nvjitlink_category() noexcept;
 
 namespace ffi {
 [[nodiscard]] inline std::error_code make_error_code(CUresult r) noexcept {
   return {static_cast<int>(r), cuda_category()};
 }
+[[nodiscard]] inline std::error_code make_error_code(nvrtcResult r) noexcept {
+  return {static_cast<int>(r), nvrtc_category()};
+}
+[[nodiscard]] inline std::error_code make_error_code(nvJitLinkResult r) noexcept {
+  return {static_cast<int>(r), nvjitlink_category()};
+}
 }  // namespace ffi
 
-// A failed driver call (or a misuse oxicuda detected before calling). what()
-// reads:
+// A failed call of the driver, NVRTC or nvJitLink (or a misuse oxicuda
+// detected before calling). what() reads:
 //   cuStreamCreate failed: CUDA_ERROR_INVALID_CONTEXT (201): invalid device context
 //     at app.cpp:42 in int main()
-//     <detail, when there is one: a JIT log, the loader's reason, ...>
+//     <detail, when there is one: a JIT or compile log, the loader's reason, ...>
+// code() is in the library's own category, so it compares equal to that
+// library's results (e.code() == ffi::NVRTC_ERROR_COMPILATION).
 class Error : public std::system_error {
  public:
   Error(ffi::CUresult result, std::string call, std::string detail = {},
         SourceLocation where = SourceLocation::current());
+  Error(ffi::nvrtcResult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
+  Error(ffi::nvJitLinkResult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
 
-  [[nodiscard]] ffi::CUresult result() const noexcept { return static_cast<ffi::CUresult>(code().value()); }
-  // "CUDA_ERROR_INVALID_VALUE"
+  // The library whose result this is.
+  [[nodiscard]] Library library() const noexcept { return library_; }
+  // The driver's result; for an error of NVRTC or nvJitLink (see library()
+  // and code()), CUDA_ERROR_UNKNOWN.
+  [[nodiscard]] ffi::CUresult result() const noexcept {
+    return library_ == Library::driver ? static_cast<ffi::CUresult>(code().value()) : ffi::CUDA_ERROR_UNKNOWN;
+  }
+  // "CUDA_ERROR_INVALID_VALUE", "NVRTC_ERROR_COMPILATION", ...
   [[nodiscard]] std::string_view name() const noexcept;
-  // The driver's text for the result (or the header's own when no driver is loaded).
+  // The library's text for the result (the driver's own when it is loaded,
+  // else the header's).
   [[nodiscard]] const std::string& description() const noexcept { return description_; }
-  // The driver call that failed ("cuStreamCreate"), or the oxicuda operation
-  // that refused to make one ("oxicuda::Stream::record").
+  // The call that failed ("cuStreamCreate", "nvrtcCompileProgram"), or the
+  // oxicuda operation that refused to make one ("oxicuda::Stream::record").
   [[nodiscard]] const std::string& call() const noexcept { return call_; }
   // More that explains this failure; may be empty.
   [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
@@ -1098,6 +1639,10 @@ class Error : public std::system_error {
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
 
  private:
+  Error(Library library, int result, const std::error_category& category, std::string call, std::string detail,
+        SourceLocation where);
+
+  Library library_ = Library::driver;
   std::string call_;
   std::string description_;
   std::string detail_;
@@ -1143,26 +1688,73 @@ inline std::atomic<DiagnosticHook>& diagnostic_hook_slot() noexcept {
   return slot;
 }
 
-class CudaCategory final : public std::error_category {
+// A library's names and texts for its results (the library's own text
+// functions may be unavailable, as the stub driver's are).
+struct ResultTable {
+  const ffi::ResultText* texts;
+  std::size_t count;
+  const char* unknown_name;  // "CUDA_ERROR_?"
+  const char* type;          // "CUresult"
+};
+
+inline ResultTable result_table(Library library) noexcept {
+  switch (library) {
+    case Library::nvrtc:
+      return {ffi::nvrtc_result_texts, sizeof ffi::nvrtc_result_texts / sizeof ffi::nvrtc_result_texts[0],
+              "NVRTC_ERROR_?", "nvrtcResult"};
+    case Library::nvjitlink:
+      return {ffi::nvjitlink_result_texts,
+              sizeof ffi::nvjitlink_result_texts / sizeof ffi::nvjitlink_result_texts[0], "NVJITLINK_ERROR_?", "nvJitLinkResult"};
+    case Library::driver:
+      break;
+  }
+  return {ffi::result_texts, sizeof ffi::result_texts / sizeof ffi::result_texts[0], "CUDA_ERROR_?", "CUresult"};
+}
+
+inline const ffi::ResultText* result_text(Library library, int code) noexcept {
+  const ResultTable t = result_table(library);
+  for (std::size_t i = 0; i < t.count; ++i)
+    if (t.texts[i].code == code) return &t.texts[i];
+  return nullptr;
+}
+
+// One library's category: name() is "cuda", "nvrtc" or "nvjitlink";
+// message() is "NAME: description"; results that mean running out of memory
+// or a bad argument compare equal to std::errc's.
+class ResultCategory final : public std::error_category {
  public:
-  const char* name() const noexcept override { return "cuda"; }
+  constexpr ResultCategory(Library library, const char* name) noexcept : library_(library), name_(name) {}
+  const char* name() const noexcept override { return name_; }
   std::string message(int code) const override {
-    const ffi::ResultText* t = result_text(code);
-    if (!t) return cat({"CUresult ", std::to_string(code), ": unknown result"});
+    const ffi::ResultText* t = result_text(library_, code);
+    if (!t) return cat({result_table(library_).type, " ", std::to_string(code), ": unknown result"});
     return cat({t->name, ": ", t->text});
   }
   std::error_condition default_error_condition(int code) const noexcept override {
-    switch (code) {
-      case ffi::CUDA_ERROR_OUT_OF_MEMORY:
-        return std::errc::not_enough_memory;
-      case ffi::CUDA_ERROR_INVALID_VALUE:
-        return std::errc::invalid_argument;
-      case ffi::CUDA_ERROR_NOT_SUPPORTED:
-        return std::errc::not_supported;
-      default:
-        return {code, *this};
+    switch (library_) {
+      case Library::driver:
+        if (code == ffi::CUDA_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+        if (code == ffi::CUDA_ERROR_INVALID_VALUE) return std::errc::invalid_argument;
+        if (code == ffi::CUDA_ERROR_NOT_SUPPORTED) return std::errc::not_supported;
+        break;
+      case Library::nvrtc:
+        if (code == ffi::NVRTC_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+        if (code == ffi::NVRTC_ERROR_INVALID_INPUT || code == ffi::NVRTC_ERROR_INVALID_OPTION)
+          return std::errc::invalid_argument;
+        break;
+      case Library::nvjitlink:
+        if (code == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION || code == ffi::NVJITLINK_ERROR_INVALID_INPUT ||
+            code == ffi::NVJITLINK_ERROR_NULL_INPUT)
+          return std::errc::invalid_argument;
+        if (code == ffi::NVJITLINK_ERROR_UNSUPPORTED_ARCH) return std::errc::not_supported;
+        break;
     }
+    return {code, *this};
   }
+
+ private:
+  Library library_;
+  const char* name_;
 };
 
 // Throws e, or (without exceptions) hands it to the error handler and aborts.
@@ -1182,8 +1774,8 @@ class CudaCategory final : public std::error_category {
 // when oxicuda itself reports by handler (OXICUDA_NO_EXCEPTIONS). The Error
 // has no source line: the failure is oxicuda's cleanup, not a line of the
 // caller's; `during` says what was being done ("destroying an oxicuda::Stream").
-OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view during,
-                                std::string_view detail = {}) noexcept {
+template <class Result>
+OXICUDA_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
 #if OXICUDA_HAS_EXCEPTIONS
   try {
@@ -1284,6 +1876,52 @@ inline bool check_nothrow(Outcome o, const char* during) noexcept {
   return false;
 }
 
+// An NVRTC or nvJitLink call's result, with the entry point that gave it
+// (OXICUDA_NVRTC, OXICUDA_NVJITLINK).
+template <class Result, class EntryT>
+struct ToolkitOutcome {
+  Result result;
+  EntryT entry;
+  [[nodiscard]] bool ok() const noexcept { return result == 0; }
+};
+using NvrtcOutcome = ToolkitOutcome<ffi::nvrtcResult, ffi::nvrtc::Entry>;
+using NvJitLinkOutcome = ToolkitOutcome<ffi::nvJitLinkResult, ffi::nvjitlink::Entry>;
+
+inline const LibraryInfo& library_info(ffi::nvrtc::Entry) noexcept { return nvrtc_info(); }
+inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return nvjitlink_info(); }
+// (Each library's entry_info is found by argument-dependent lookup.)
+
+// The error for a failed NVRTC or nvJitLink call; a stand-in's answer (the
+// library or this entry point of it is missing) says why.
+template <class Result, class EntryT>
+[[noreturn]] OXICUDA_COLD void fail(ToolkitOutcome<Result, EntryT> o, SourceLocation where, std::string detail = {}) {
+  const ffi::EntryInfo& e = entry_info(o.entry);
+  if (o.result == -1 && missing(o.entry)) {
+    const LibraryInfo& info = library_info(o.entry);
+    if (!info.found) raise(Error(o.result, e.name, info.reason, where));
+    const int v = info.version;
+    raise(Error(o.result, e.name,
+                cat({"the loaded library (", info.library, v ? ", version " : "", v ? std::to_string(v / 1000) : "",
+                     v ? "." : "", v ? std::to_string(v % 1000 / 10) : "", ") does not provide ", e.symbol,
+                     "; this call needs a newer one"}),
+                where));
+  }
+  raise(Error(o.result, e.name, std::move(detail), where));
+}
+
+template <class Result, class EntryT>
+inline void check(ToolkitOutcome<Result, EntryT> o, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
+}
+
+// For a destructor: never throws; a failure goes to the diagnostic hook.
+template <class Result, class EntryT>
+inline bool check_nothrow(ToolkitOutcome<Result, EntryT> o, const char* during) noexcept {
+  if (OXICUDA_LIKELY(o.ok())) return true;
+  report(o.result, entry_info(o.entry).name, during);
+  return false;
+}
+
 // The error for using an empty handle (default-constructed or moved-from).
 [[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
@@ -1303,18 +1941,40 @@ inline std::string driver_description(ffi::CUresult r) {
 }  // namespace detail
 
 inline const std::error_category& cuda_category() noexcept {
-  static const detail::CudaCategory category;
+  static const detail::ResultCategory category(Library::driver, "cuda");
+  return category;
+}
+inline const std::error_category& nvrtc_category() noexcept {
+  static const detail::ResultCategory category(Library::nvrtc, "nvrtc");
+  return category;
+}
+inline const std::error_category& nvjitlink_category() noexcept {
+  static const detail::ResultCategory category(Library::nvjitlink, "nvjitlink");
   return category;
 }
 
 inline Error::Error(ffi::CUresult result, std::string call, std::string detail, SourceLocation where)
-    : std::system_error(static_cast<int>(result), cuda_category()),
+    : Error(Library::driver, result, cuda_category(), std::move(call), std::move(detail), where) {}
+inline Error::Error(ffi::nvrtcResult result, std::string call, std::string detail, SourceLocation where)
+    : Error(Library::nvrtc, result, nvrtc_category(), std::move(call), std::move(detail), where) {}
+inline Error::Error(ffi::nvJitLinkResult result, std::string call, std::string detail, SourceLocation where)
+    : Error(Library::nvjitlink, result, nvjitlink_category(), std::move(call), std::move(detail), where) {}
+
+inline Error::Error(Library library, int result, const std::error_category& category, std::string call,
+                    std::string detail, SourceLocation where)
+    : std::system_error(result, category),
+      library_(library),
       call_(std::move(call)),
-      description_(detail::driver_description(result)),
       detail_(std::move(detail)),
       where_(where) {
+  if (library == Library::driver) {
+    description_ = detail::driver_description(static_cast<ffi::CUresult>(result));
+  } else {
+    const ffi::ResultText* t = detail::result_text(library, result);
+    description_ = t ? t->text : "unknown result";
+  }
   const char* function = where_.function_name();
-  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_});
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(result), "): ", description_});
   if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
     what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
                          *function ? " in " : "", function});
@@ -1332,8 +1992,8 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
 }
 
 inline std::string_view Error::name() const noexcept {
-  const ffi::ResultText* t = detail::result_text(code().value());
-  return t ? t->name : "CUDA_ERROR_?";
+  const ffi::ResultText* t = detail::result_text(library_, code().value());
+  return t ? t->name : detail::result_table(library_).unknown_name;
 }
 
 inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
@@ -1354,8 +2014,21 @@ OXICUDA_NAMESPACE_END
 #define OXICUDA_DRIVER(member, ...) \
   (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
 
+// The same for NVRTC's and nvJitLink's calls:
+//   detail::check(OXICUDA_NVRTC(CompileProgram, prog, n, options), where);
+#define OXICUDA_NVRTC(member, ...)                                                                           \
+  (::oxicuda::detail::NvrtcOutcome{::oxicuda::detail::nvrtc().api.member(__VA_ARGS__),                      \
+                                   ::oxicuda::ffi::nvrtc::Entry::member})
+#define OXICUDA_NVJITLINK(member, ...)                                                                       \
+  (::oxicuda::detail::NvJitLinkOutcome{::oxicuda::detail::nvjitlink().api.member(__VA_ARGS__),              \
+                                       ::oxicuda::ffi::nvjitlink::Entry::member})
+
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvrtcResult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {};
 // ---- end oxicuda/error.hpp ----
 
 // ---- begin oxicuda/callback.hpp ----
@@ -2464,6 +3137,7 @@ OXICUDA_NAMESPACE_END
 // and Function (a kernel in it, which keeps its module alive).
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -2490,7 +3164,56 @@ template <class Signature>
 class Kernel;
 namespace detail {
 struct FunctionAccess;
-}
+struct ModuleAccess;
+
+// JitOptions as the driver takes them (cuModuleLoadDataEx, cuLinkCreate):
+// parallel arrays of keys and values, with room for the info and error logs.
+struct JitOptionList {
+  std::string info, error;  // each log_bytes and a NUL; the driver is told log_bytes
+  ffi::CUjit_option keys[10];
+  void* values[10];
+  unsigned count = 0;
+
+  JitOptionList(const JitOptions& options, const char* operation, SourceLocation where) {
+    if (options.log_bytes > JitOptions::max_log_bytes)
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
+                       "; the driver takes a log size as a 32-bit unsigned, so at most ",
+                       std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
+                  where));
+    info.assign(options.log_bytes + 1, '\0');
+    error.assign(options.log_bytes + 1, '\0');
+    add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
+    add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    if (options.max_registers > 0) add(ffi::CU_JIT_MAX_REGISTERS, value(static_cast<std::size_t>(options.max_registers)));
+    if (options.optimization_level >= 0)
+      add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
+    if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
+    if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+  }
+  JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
+  JitOptionList& operator=(const JitOptionList&) = delete;
+
+  void add(ffi::CUjit_option key, void* v) noexcept {
+    keys[count] = key;
+    values[count] = v;
+    ++count;
+  }
+  static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
+  [[nodiscard]] std::string error_log() const {
+    return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
+  }
+  // The info log without its trailing blank lines.
+  [[nodiscard]] std::string info_log() const {
+    std::string log(info.c_str());
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    return log;
+  }
+};
+}  // namespace detail
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
 struct BlockSizeSuggestion {
@@ -2518,7 +3241,9 @@ class Module {
                                         SourceLocation where = SourceLocation::current());
 
   // The kernel called `name` (its mangled name for a C++ kernel not declared
-  // extern "C"). An unknown name is an Error that names it.
+  // extern "C"; for a module compiled from source, also a name expression
+  // given to the compiler, such as "saxpy<float>"). An unknown name is an
+  // Error that names it.
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
   // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
@@ -2544,15 +3269,20 @@ class Module {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
-    State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
+    std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
+    State(Context c, CUmodule r, std::string log, std::string n) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
     ~State() override {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
   };
   friend class Function;
+  friend struct detail::ModuleAccess;
 
+  // `names` and `log` (put before the JIT's info log) come with a module
+  // compiled from source.
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
-                     SourceLocation where);
+                     SourceLocation where, std::string names = {}, std::string_view log = {});
 
   detail::Shared<const State> state_;
 };
@@ -2646,61 +3376,32 @@ class Function {
 };
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
-                           const JitOptions& options, SourceLocation where) {
+                           const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
-  if (options.log_bytes > JitOptions::max_log_bytes)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::load",
-                        detail::cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
-                                     "; the driver takes a log size as a 32-bit unsigned, so at most ",
-                                     std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
-                        where));
-  // Each buffer holds log_bytes and a NUL; the driver is told log_bytes.
-  std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
-  ffi::CUjit_option keys[10];
-  void* values[10];
-  unsigned n = 0;
-  auto add = [&](ffi::CUjit_option key, void* value) {
-    keys[n] = key;
-    values[n] = value;
-    ++n;
-  };
-  auto as_value = [](std::size_t v) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); };
-  add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
-  add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, as_value(options.log_bytes));
-  add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
-  add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, as_value(options.log_bytes));
-  if (options.max_registers > 0)
-    add(ffi::CU_JIT_MAX_REGISTERS, as_value(static_cast<std::size_t>(options.max_registers)));
-  if (options.optimization_level >= 0)
-    add(ffi::CU_JIT_OPTIMIZATION_LEVEL, as_value(static_cast<std::size_t>(options.optimization_level)));
-  if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, as_value(1));
-  if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, as_value(1));
-
+  detail::JitOptionList jit(options, "oxicuda::Module::load", where);
   CUmodule raw = nullptr;
   detail::Outcome r;
   {
     ScopedCurrent current(ctx, where);
-    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, n, keys, values);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
   }
-  if (OXICUDA_UNLIKELY(!r.ok())) {
-    const bool logged = error[0] != '\0';
+  if (OXICUDA_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
-                              logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
-  }
-  std::string log(info.data());
-  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+                              jit.error_log()}));
+  std::string log = jit.info_log();
+  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
 #if OXICUDA_EXCEPTIONS
   try {
-    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
+    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
   } catch (...) {
     detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw),
                           "unloading the module of a failed oxicuda::Module load");
     throw;
   }
 #else
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
 #endif
   return m;
 }
@@ -2759,6 +3460,17 @@ inline const Context& Module::context() const noexcept {
 
 inline Function Module::function(std::string_view name, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
+  // A name expression compiled with the module stands for its lowered name.
+  for (std::string_view rest = state_->names; !rest.empty();) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+    if (expr == name) {
+      name = lowered;
+      break;
+    }
+  }
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -2813,6 +3525,15 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
 }
 
 namespace detail {
+
+// Loading a module with the name expressions and log of its compilation
+// (runtime compilation, above this part).
+struct ModuleAccess {
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where, std::string names, std::string_view log) {
+    return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
+  }
+};
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
@@ -3828,3 +4549,1054 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/launch.hpp ----
+
+// ---- begin oxicuda/program.hpp ----
+// oxicuda/program.hpp — Program: CUDA C++ source compiled at run time by
+// NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
+// typed and raw compile options; name expressions (the lowered names of
+// template kernels); the supported architectures and NVRTC's version; the
+// architecture to compile for on a device.
+
+#include <cstddef>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// A list of strings kept in one std::string, each followed by a NUL (so an
+// entry cannot hold a NUL byte, as NVRTC's C strings cannot): NVRTC's
+// options, defines, name expressions, headers. Cheaper to compile than a
+// std::vector<std::string>, and already the shape NVRTC's arrays of C
+// strings are made from.
+class StringList {
+ public:
+  StringList() = default;
+  StringList(std::initializer_list<std::string_view> items) {
+    for (std::string_view s : items) add(s);
+  }
+  StringList& add(std::string_view s) {
+    joined_.append(s.data(), s.size()).push_back('\0');
+    ++size_;
+    return *this;
+  }
+  StringList& add(const StringList& more) {
+    joined_ += more.joined_;
+    size_ += more.size_;
+    return *this;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  // Every entry, each followed by its NUL.
+  [[nodiscard]] const std::string& joined() const noexcept { return joined_; }
+
+  class iterator {
+   public:
+    explicit iterator(const char* p) noexcept : p_(p) {}
+    // The entry, NUL-terminated where it ends.
+    std::string_view operator*() const noexcept { return std::string_view(p_); }
+    iterator& operator++() noexcept {
+      p_ += std::strlen(p_) + 1;
+      return *this;
+    }
+    friend bool operator==(iterator a, iterator b) noexcept { return a.p_ == b.p_; }
+
+   private:
+    const char* p_;
+  };
+  [[nodiscard]] iterator begin() const noexcept { return iterator(joined_.c_str()); }
+  [[nodiscard]] iterator end() const noexcept { return iterator(joined_.c_str() + joined_.size()); }
+
+  friend bool operator==(const StringList& a, const StringList& b) noexcept { return a.joined_ == b.joined_; }
+
+ private:
+  std::string joined_;
+  std::size_t size_ = 0;
+};
+
+// Options for NVRTC, taken by designated initializers:
+//   program.compile({.arch = "sm_90", .std = "c++17", .defines = {"N=4"}})
+struct CompileOptions {
+  std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
+  std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
+  StringList defines{};                    // "N=4" → -DN=4, "DEBUG" → -DDEBUG
+  StringList include_paths{};              // → -I<path> (headers given to the Program come first)
+  bool line_info = false;                  // -lineinfo
+  bool debug = false;                      // -G
+  bool fast_math = false;                  // --use_fast_math
+  bool relocatable = false;                // -rdc=true: relocatable device code, for the linker
+  bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
+  StringList extra{};                      // more options, passed as written ("-maxrregcount=64")
+
+  // The options as NVRTC takes them, in the order above.
+  [[nodiscard]] StringList arguments() const;
+};
+
+// What a compile produced: LTO-IR with lto, a cubin for a real architecture
+// (sm_XX), PTX otherwise.
+enum class CodeKind { ptx, cubin, ltoir };
+
+struct Compiled {
+  CodeKind kind = CodeKind::ptx;
+  std::string code;  // the PTX text (no terminating NUL), the cubin, or the LTO-IR
+  std::string arch;  // the -arch given ("" for NVRTC's default)
+  std::string log;   // NVRTC's log: warnings (and notes oxicuda adds, such as an architecture fallback)
+  // Each name expression followed by its lowered (mangled) name, in the order added.
+  StringList lowered_names;
+
+  // The lowered name of `expression` ("saxpy<float>" → "_Z5saxpyIfEvT_PS0_S1_j"), or empty.
+  [[nodiscard]] std::string_view lowered_name(std::string_view expression) const noexcept {
+    for (auto it = lowered_names.begin(); it != lowered_names.end(); ++it) {
+      const std::string_view e = *it;
+      if (++it == lowered_names.end()) break;
+      if (e == expression) return *it;
+    }
+    return {};
+  }
+};
+
+// CUDA C++ source, its headers and name expressions, ready to compile (each
+// compile() is one NVRTC program, created and destroyed there).
+class Program {
+ public:
+  explicit Program(std::string source, std::string name = "program.cu")
+      : source_(std::move(source)), name_(std::move(name)) {}
+
+  // A source file that #include "name" finds.
+  Program& header(std::string_view name, std::string_view source) {
+    headers_.add(name).add(source);
+    return *this;
+  }
+  // Headers as a list of name, source, name, source, ...
+  Program& headers(const StringList& names_and_sources) {
+    headers_.add(names_and_sources);
+    return *this;
+  }
+  // A kernel (or variable) named by a C++ expression, such as "saxpy<float>"
+  // or "&scale<2>": compiling instantiates it and finds its lowered name.
+  Program& name_expression(std::string_view expression) {
+    expressions_.add(expression);
+    return *this;
+  }
+
+  // Compiles. A failure is an Error whose detail holds NVRTC's log.
+  [[nodiscard]] Compiled compile(const CompileOptions& options = {},
+                                 SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  // Name, source, name, source, ...
+  [[nodiscard]] const StringList& headers() const noexcept { return headers_; }
+  [[nodiscard]] const StringList& name_expressions() const noexcept { return expressions_; }
+
+ private:
+  std::string source_;
+  std::string name_;
+  StringList headers_;
+  StringList expressions_;
+};
+
+// NVRTC's real architectures (75, 80, ..., 120), ascending.
+struct ArchList {
+  static constexpr int capacity = 64;
+  int archs[capacity] = {};
+  int count = 0;
+  [[nodiscard]] const int* begin() const noexcept { return archs; }
+  [[nodiscard]] const int* end() const noexcept { return archs + count; }
+  [[nodiscard]] bool contains(int arch) const noexcept {
+    for (int a : *this)
+      if (a == arch) return true;
+    return false;
+  }
+};
+
+// NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
+// reason, when there is none.
+[[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
+// The real architectures this NVRTC compiles for.
+[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
+
+// The architecture to compile for on a device: its own (sm_XX, a cubin) when
+// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
+// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
+// forward), and a note that says so.
+struct ArchChoice {
+  std::string arch;
+  std::string note;  // empty unless there was a fallback
+};
+[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
+// The same from a compute capability and NVRTC's supported architectures.
+[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
+                                  SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Destroys an NVRTC program however the compile ends.
+struct NvrtcProgramGuard {
+  nvrtcProgram raw = nullptr;
+  NvrtcProgramGuard() = default;
+  NvrtcProgramGuard(const NvrtcProgramGuard&) = delete;
+  NvrtcProgramGuard& operator=(const NvrtcProgramGuard&) = delete;
+  ~NvrtcProgramGuard() {
+    if (raw) check_nothrow(OXICUDA_NVRTC(DestroyProgram, &raw), "destroying an NVRTC program");
+  }
+};
+
+inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
+  std::size_t size = 0;
+  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
+  std::string log(size, '\0');
+  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+  return log;
+}
+
+}  // namespace detail
+
+inline StringList CompileOptions::arguments() const {
+  StringList a;
+  if (!arch.empty()) a.add(detail::cat({"-arch=", arch}));
+  if (!std.empty()) a.add(detail::cat({"-std=", std}));
+  for (std::string_view d : defines) a.add(detail::cat({"-D", d}));
+  for (std::string_view i : include_paths) a.add(detail::cat({"-I", i}));
+  if (line_info) a.add("-lineinfo");
+  if (debug) a.add("-G");
+  if (fast_math) a.add("--use_fast_math");
+  if (relocatable) a.add("-rdc=true");
+  if (lto) a.add("-dlto");
+  return a.add(extra);
+}
+
+namespace detail {
+// A list's entries as the array of C strings a C API takes (pointing into the list).
+inline std::unique_ptr<const char*[]> c_strings(const StringList& list, std::size_t skip = 0, std::size_t step = 1) {
+  std::unique_ptr<const char*[]> out(new const char*[list.size() + 1]);
+  std::size_t i = 0, n = 0;
+  for (std::string_view s : list)
+    if (i++ >= skip && (i - 1 - skip) % step == 0) out[n++] = s.data();
+  out[n] = nullptr;
+  return out;
+}
+}  // namespace detail
+
+inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
+  if (headers_.size() % 2 != 0)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
+                        "the headers are a list of name, source pairs; the last name has no source", where));
+  const auto header_names = detail::c_strings(headers_, 0, 2);
+  const auto header_sources = detail::c_strings(headers_, 1, 2);
+  detail::NvrtcProgramGuard program;
+  detail::check(OXICUDA_NVRTC(CreateProgram, &program.raw, source_.c_str(), name_.c_str(),
+                              static_cast<int>(headers_.size() / 2), header_sources.get(), header_names.get()),
+                where);
+  for (std::string_view e : expressions_)
+    detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
+
+  const StringList args = options.arguments();
+  const auto argv = detail::c_strings(args);
+  const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    std::string options_text;
+    for (std::string_view a : args) options_text = detail::cat({options_text, " ", a});
+    std::string log;
+    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
+    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
+      log.assign(size, '\0');
+      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
+      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    }
+    detail::fail(r, where,
+                 detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
+                              options_text.empty() ? "" : "; options:", options_text, ")",
+                              log.empty() ? "" : "; NVRTC log:\n", log}));
+  }
+
+  Compiled c;
+  c.arch = options.arch;
+  c.log = detail::nvrtc_log(program.raw, where);
+  for (std::string_view e : expressions_) {
+    const char* lowered = nullptr;
+    detail::check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
+    c.lowered_names.add(e).add(lowered ? lowered : "");
+  }
+  std::size_t size = 0;
+  if (options.lto) {
+    c.kind = CodeKind::ltoir;
+    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &size), where);
+    c.code.assign(size, '\0');
+    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
+  } else if (options.arch.rfind("sm_", 0) == 0) {
+    c.kind = CodeKind::cubin;
+    detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &size), where);
+    c.code.assign(size, '\0');
+    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
+  } else {
+    c.kind = CodeKind::ptx;
+    detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &size), where);
+    c.code.assign(size, '\0');
+    detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
+    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
+  }
+  return c;
+}
+
+inline int nvrtc_version(SourceLocation where) {
+  int major = 0, minor = 0;
+  detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
+  return major * 1000 + minor * 10;
+}
+
+inline ArchList supported_archs(SourceLocation where) {
+  int n = 0;
+  detail::check(OXICUDA_NVRTC(GetNumSupportedArchs, &n), where);
+  ArchList list;
+  if (n > ArchList::capacity)
+    detail::raise(Error(ffi::NVRTC_ERROR_INTERNAL_ERROR, "oxicuda::supported_archs",
+                        detail::cat({"NVRTC supports ", std::to_string(n), " architectures; oxicuda has room for ",
+                                     std::to_string(ArchList::capacity)}),
+                        where));
+  if (n > 0) detail::check(OXICUDA_NVRTC(GetSupportedArchs, list.archs), where);
+  list.count = n > 0 ? n : 0;
+  return list;
+}
+
+inline ArchChoice arch_for(ComputeCapability cc, const ArchList& supported, SourceLocation where) {
+  const int want = cc.major * 10 + cc.minor;
+  int newest_below = 0;
+  for (int a : supported) {
+    if (a == want) return {detail::cat({"sm_", std::to_string(want)}), {}};
+    if (a < want && a > newest_below) newest_below = a;
+  }
+  if (newest_below == 0)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::arch_for",
+                        detail::cat({"NVRTC supports no architecture up to the device's compute capability ",
+                                     std::to_string(cc.major), ".", std::to_string(cc.minor)}),
+                        where));
+  return {detail::cat({"compute_", std::to_string(newest_below)}),
+          detail::cat({"oxicuda: NVRTC does not support sm_", std::to_string(want), " (compute capability ",
+                       std::to_string(cc.major), ".", std::to_string(cc.minor),
+                       "); compiled PTX for compute_", std::to_string(newest_below),
+                       ", its newest architecture, which the driver compiles for the device"})};
+}
+
+inline ArchChoice arch_for(const Device& device, SourceLocation where) {
+  return arch_for(device.compute_capability(where), supported_archs(where), where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/program.hpp ----
+
+// ---- begin oxicuda/lto.hpp ----
+// oxicuda/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
+// at first use, toolkit.hpp). It links LTO-IR (NVRTC's output with
+// CompileOptions::lto), PTX and cubins into one cubin for a real architecture.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// One nvJitLink link. Move-only; the nvJitLink handle is destroyed with it.
+// A failed add or complete is an Error whose detail holds nvJitLink's error log.
+class LtoLinker {
+ public:
+  // `arch` is a real architecture ("sm_90"); `options` more nvJitLink options
+  // ("-O3", "-lineinfo"). -lto is passed unless lto is false.
+  explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
+                     SourceLocation where = SourceLocation::current());
+  LtoLinker(LtoLinker&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+  LtoLinker& operator=(LtoLinker&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      raw_ = std::exchange(o.raw_, nullptr);
+    }
+    return *this;
+  }
+  ~LtoLinker() { destroy(); }
+
+  // Adds an input from memory; `name` appears in nvJitLink's messages.
+  LtoLinker& add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size, std::string_view name = "input",
+                 SourceLocation where = SourceLocation::current());
+  // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
+  LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
+                 SourceLocation where = SourceLocation::current());
+  // Links: the cubin.
+  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
+  // nvJitLink's info log so far.
+  [[nodiscard]] std::string info_log(SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] nvJitLinkHandle raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+
+ private:
+  void destroy() noexcept {
+    if (raw_) detail::check_nothrow(OXICUDA_NVJITLINK(Destroy, &raw_), "destroying an oxicuda::LtoLinker");
+    raw_ = nullptr;
+  }
+  nvJitLinkHandle checked(const char* operation, SourceLocation where) const {
+    if (!raw_) detail::empty_handle("oxicuda::LtoLinker", operation, where);
+    return raw_;
+  }
+  // The error log, as far as nvJitLink gives it (the failed call is the error).
+  std::string error_log() const {
+    std::size_t size = 0;
+    std::string log;
+    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
+      log.assign(size, '\0');
+      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
+    }
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
+  }
+
+  nvJitLinkHandle raw_ = nullptr;
+};
+
+inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bool lto, SourceLocation where) {
+  StringList all{detail::cat({"-arch=", arch})};
+  if (lto) all.add("-lto");
+  all.add(options);
+  const auto argv = detail::c_strings(all);
+  detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get()), where);
+}
+
+inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,
+                                 std::string_view name, SourceLocation where) {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::add", where);
+  const std::string n(name);
+  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_log()}));
+  return *this;
+}
+
+inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name, SourceLocation where) {
+  const ffi::nvJitLinkInputType kind = compiled.kind == CodeKind::ltoir   ? ffi::NVJITLINK_INPUT_LTOIR
+                                       : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
+                                                                          : ffi::NVJITLINK_INPUT_PTX;
+  if (kind == ffi::NVJITLINK_INPUT_PTX) {
+    const std::string text = compiled.code;  // with its terminating NUL
+    return add(kind, text.c_str(), text.size() + 1, name, where);
+  }
+  return add(kind, compiled.code.data(), compiled.code.size(), name, where);
+}
+
+inline std::string LtoLinker::complete(SourceLocation where) {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
+  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_log()}));
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
+  std::string cubin(size, '\0');
+  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
+  return cubin;
+}
+
+inline std::string LtoLinker::info_log(SourceLocation where) const {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
+  std::string log(size, '\0');
+  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/lto.hpp ----
+
+// ---- begin oxicuda/link.hpp ----
+// oxicuda/link.hpp — Linker: the driver's JIT linker (cuLink*), always there
+// with the driver. It links PTX, cubins, fatbins, objects and libraries, from
+// memory or files, into one cubin, with the JIT options of module loading.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// What an input to the linker is.
+enum class LinkInput {
+  cubin = ffi::CU_JIT_INPUT_CUBIN,
+  ptx = ffi::CU_JIT_INPUT_PTX,
+  fatbin = ffi::CU_JIT_INPUT_FATBINARY,
+  object = ffi::CU_JIT_INPUT_OBJECT,    // a relocatable device object (nvcc -rdc -c)
+  library = ffi::CU_JIT_INPUT_LIBRARY,  // an archive of them (nvcc -lib)
+};
+
+// One link, in the context that is current at each call made here (the
+// context given, made current for the duration). Move-only; the driver's
+// link state is destroyed with it. On a failed add or complete, the Error's
+// detail holds the linker's error log.
+class Linker {
+ public:
+  explicit Linker(const Context& ctx, JitOptions options = {}, SourceLocation where = SourceLocation::current());
+  Linker(Linker&& o) noexcept
+      : ctx_(std::move(o.ctx_)), state_(std::exchange(o.state_, nullptr)), jit_(std::move(o.jit_)) {}
+  Linker& operator=(Linker&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      ctx_ = std::move(o.ctx_);
+      state_ = std::exchange(o.state_, nullptr);
+      jit_ = std::move(o.jit_);
+    }
+    return *this;
+  }
+  ~Linker() { destroy(); }
+
+  // Adds an input from memory; `name` appears in the linker's messages.
+  Linker& add(LinkInput kind, const void* data, std::size_t size, std::string_view name = "input",
+              SourceLocation where = SourceLocation::current());
+  // Adds PTX text.
+  Linker& add_ptx(std::string_view ptx, std::string_view name = "ptx", SourceLocation where = SourceLocation::current());
+  // Adds an input from a file.
+  Linker& add_file(LinkInput kind, const std::string& path, SourceLocation where = SourceLocation::current());
+
+  // Completes the link: the cubin (copied out of the driver's link state, so
+  // it outlives this Linker).
+  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
+  // Completes the link and loads the cubin into the context.
+  [[nodiscard]] Module load(SourceLocation where = SourceLocation::current());
+
+  // The linker's info log so far (warnings, with JitOptions::log_bytes room).
+  [[nodiscard]] std::string info_log() const { return jit_ ? jit_->info_log() : std::string(); }
+  [[nodiscard]] CUlinkState raw() const noexcept { return state_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ private:
+  CUlinkState checked(const char* operation, SourceLocation where) const {
+    if (!state_) detail::empty_handle("oxicuda::Linker", operation, where);
+    return state_;
+  }
+  void destroy() noexcept {
+    if (state_) {
+      detail::ScopedCurrentNothrow current(ctx_.raw(), "destroying an oxicuda::Linker");
+      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, std::exchange(state_, nullptr)), "destroying an oxicuda::Linker");
+    }
+  }
+  [[noreturn]] void fail_with_log(detail::Outcome r, std::string_view what, SourceLocation where) const {
+    detail::fail(r, where, detail::cat({what, jit_->error_log()}));
+  }
+
+  Context ctx_;
+  CUlinkState state_ = nullptr;
+  // The options' log buffers, written by the driver until the link state is
+  // destroyed: they stay where they are when the Linker moves.
+  std::unique_ptr<detail::JitOptionList> jit_;
+};
+
+inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation where) : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Linker::Linker", where);
+  jit_ = std::make_unique<detail::JitOptionList>(options, "oxicuda::Linker::Linker", where);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    state_ = nullptr;
+    fail_with_log(r, "creating a link", where);
+  }
+}
+
+inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, std::string_view name,
+                           SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::add", where);
+  if (data == nullptr || size == 0)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Linker::add",
+                        detail::cat({"the input '", name, "' is empty"}), where));
+  const std::string n(name);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
+                                           const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    fail_with_log(r, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)"}), where);
+  return *this;
+}
+
+inline Linker& Linker::add_ptx(std::string_view ptx, std::string_view name, SourceLocation where) {
+  const std::string text(ptx);  // the driver wants PTX NUL-terminated
+  return add(LinkInput::ptx, text.c_str(), text.size() + 1, name, where);
+}
+
+inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::add_file", where);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r =
+      OXICUDA_DRIVER(LinkAddFile, s, static_cast<ffi::CUjitInputType>(kind), path.c_str(), 0u, nullptr, nullptr);
+  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
+  return *this;
+}
+
+inline std::string Linker::complete(SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::complete", where);
+  void* cubin = nullptr;
+  std::size_t size = 0;
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkComplete, s, &cubin, &size);
+  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
+  return std::string(static_cast<const char*>(cubin), size);
+}
+
+inline Module Linker::load(SourceLocation where) {
+  const std::string cubin = complete(where);
+  return Module::from_image(ctx_, cubin.data(), cubin.size(), {}, where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/link.hpp ----
+
+// ---- begin oxicuda/cache.hpp ----
+// oxicuda/cache.hpp — the on-disk cache of compiled kernels: a directory
+// private to the user, one file per entry named by the hash of everything
+// that made it, written atomically (a temporary file, then rename), checked
+// by a checksum when read, and kept under a size limit by evicting the
+// oldest entries. It never throws for a cache problem: it says what happened
+// (the `note`) and the caller compiles instead.
+//
+// Environment: OXICUDA_CACHE=0 disables it; OXICUDA_CACHE_DIR names the
+// directory (default $XDG_CACHE_HOME/oxicuda, else ~/.cache/oxicuda);
+// OXICUDA_CACHE_MAX_BYTES its size limit (default 256 MiB). POSIX only: on
+// Windows the cache is off.
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// How this process has used the kernel cache so far.
+struct KernelCacheStats {
+  unsigned long hits = 0;    // modules loaded from the cache, without compiling
+  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
+};
+[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
+
+namespace detail {
+
+struct CacheCounters {
+  std::atomic<unsigned long> hits{0}, misses{0};
+};
+inline CacheCounters& cache_counters() noexcept {
+  static CacheCounters c;
+  return c;
+}
+
+// 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
+struct KeyHash {
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void bytes(const void* data, std::size_t n) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      a = (a ^ p[i]) * 0x100000001b3ull;
+      b = (b ^ p[i]) * 0x100000001b3ull;
+      b ^= b >> 29;
+    }
+  }
+  // A field: its length first, so that ("ab", "c") and ("a", "bc") differ.
+  KeyHash& add(std::string_view s) noexcept {
+    const std::uint64_t n = s.size();
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+    return *this;
+  }
+  [[nodiscard]] std::string hex() const {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s(32, '0');
+    for (int i = 0; i < 16; ++i) {
+      s[static_cast<std::size_t>(15 - i)] = digits[(a >> (4 * i)) & 15];
+      s[static_cast<std::size_t>(31 - i)] = digits[(b >> (4 * i)) & 15];
+    }
+    return s;
+  }
+};
+
+inline std::uint64_t checksum(std::string_view s) noexcept {
+  KeyHash h;
+  h.bytes(s.data(), s.size());
+  return h.a ^ (h.b * 0x9e3779b97f4a7c15ull);
+}
+
+// Fields joined into one payload, each as 8 bytes of length and its bytes.
+inline void put_field(std::string& out, std::string_view field) {
+  const std::uint64_t n = field.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n).append(field.data(), field.size());
+}
+// The next field of `in`; false when `in` is too short for it.
+inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
+  std::uint64_t n = 0;
+  if (in.size() < sizeof n) return false;
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (n > in.size()) return false;
+  field = in.substr(0, static_cast<std::size_t>(n));
+  in.remove_prefix(static_cast<std::size_t>(n));
+  return true;
+}
+
+inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
+
+// The cache directory, ready to use: created (0700) if missing, and
+// refused when it is not a directory of this user's that no one else can
+// write. Empty when the cache is off or refused; `note` then says why (empty
+// when simply off).
+inline std::string cache_directory(std::string& note) {
+#if OXICUDA_WINDOWS
+  note = "the kernel cache is not available on Windows";
+  return {};
+#else
+  if (env_string("OXICUDA_CACHE") == "0") return {};
+  std::string dir = env_string("OXICUDA_CACHE_DIR");
+  if (dir.empty()) {
+    const std::string xdg = env_string("XDG_CACHE_HOME");
+    const std::string home = env_string("HOME");
+    if (!xdg.empty())
+      dir = cat({xdg, "/oxicuda"});
+    else if (!home.empty())
+      dir = cat({home, "/.cache/oxicuda"});
+    else {
+      note = "oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache";
+      return {};
+    }
+  }
+  // Each missing directory on the way, private to the user.
+  for (std::size_t slash = dir.find('/', 1); ; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      note = cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"});
+      return {};
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    note = cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"});
+    return {};
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    note = cat({"oxicuda cache: refusing ", dir, ": it is ",
+                st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
+                                         : std::string("writable by others"),
+                ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
+                "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"});
+    return {};
+  }
+  return dir;
+#endif
+}
+
+#if !OXICUDA_WINDOWS
+// Writes all of `data` to fd.
+inline bool write_all(int fd, std::string_view data) noexcept {
+  while (!data.empty()) {
+    const ::ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+#endif
+
+// The payload of the entry `key`, or false: not there, refused or corrupt
+// (a corrupt entry is removed; `note` says which). A hit counts as a use for
+// eviction (its time is set to now).
+inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+  const std::string path = cat({dir, "/", key, ".bin"});
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) note = cat({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    ::close(fd);
+    note = cat({"oxicuda cache: refusing ", path,
+                ": it is not a regular file of yours that only you can write; compiled instead"});
+    return false;
+  }
+  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  bool ok = got == bytes.size() && bytes.size() >= sizeof cache_magic + 16 &&
+            std::memcmp(bytes.data(), cache_magic, sizeof cache_magic) == 0;
+  std::uint64_t size = 0, sum = 0;
+  if (ok) {
+    std::memcpy(&size, bytes.data() + sizeof cache_magic, 8);
+    std::memcpy(&sum, bytes.data() + sizeof cache_magic + 8, 8);
+    const std::string_view body = std::string_view(bytes).substr(sizeof cache_magic + 16);
+    ok = size == body.size() && sum == checksum(body);
+    if (ok) payload.assign(body.data(), body.size());
+  }
+  if (ok) {
+    ::futimens(fd, nullptr);
+  } else {
+    ::unlink(path.c_str());
+    note = cat({"oxicuda cache: discarded ", path, ": truncated or corrupt (its checksum does not match)"});
+  }
+  ::close(fd);
+  return ok;
+#endif
+}
+
+// Evicts the oldest entries (by time of last use) until the directory's
+// entries take at most `limit` bytes.
+inline void cache_evict(const std::string& dir, std::uint64_t limit) {
+#if !OXICUDA_WINDOWS
+  // One pass a removal (eviction is rare, a cache directory small): the
+  // total, and the entry used longest ago.
+  for (;;) {
+    std::uint64_t total = 0;
+    std::int64_t oldest_time = 0;
+    std::string oldest;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name = e->d_name;
+      if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
+      std::string path = cat({dir, "/", name});
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      total += static_cast<std::uint64_t>(st.st_size);
+      const std::int64_t time = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      if (oldest.empty() || time < oldest_time) oldest_time = time, oldest = std::move(path);
+    }
+    ::closedir(d);
+    if (total <= limit || oldest.empty() || ::unlink(oldest.c_str()) != 0) return;
+  }
+#else
+  (void)dir, (void)limit;
+#endif
+}
+
+inline std::uint64_t cache_limit() {
+  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
+  return v.empty() ? 256ull << 20 : std::strtoull(v.c_str(), nullptr, 10);
+}
+
+// Stores `payload` as the entry `key`: written to a temporary file of this
+// process, then renamed over the entry, so a reader sees the old entry, the
+// new one, or none, never part of one. Then evicts down to the limit.
+// Returns false (and says why in `note`) when it could not.
+inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+  static std::atomic<unsigned> counter{0};
+  const std::string path = cat({dir, "/", key, ".bin"});
+  const std::string tmp = cat({path, ".tmp.", std::to_string(process_id()), ".", std::to_string(counter++)});
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    note = cat({"oxicuda cache: cannot write ", tmp, " (", std::strerror(errno), ")"});
+    return false;
+  }
+  std::string header(cache_magic, sizeof cache_magic);
+  const std::uint64_t size = payload.size(), sum = checksum(payload);
+  header.append(reinterpret_cast<const char*>(&size), 8).append(reinterpret_cast<const char*>(&sum), 8);
+  const bool written = write_all(fd, header) && write_all(fd, payload);
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    note = cat({"oxicuda cache: cannot write ", path, " (", std::strerror(errno), ")"});
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  cache_evict(dir, cache_limit());
+  return true;
+#endif
+}
+
+}  // namespace detail
+
+inline KernelCacheStats kernel_cache_stats() noexcept {
+  const detail::CacheCounters& c = detail::cache_counters();
+  return {c.hits.load(std::memory_order_relaxed), c.misses.load(std::memory_order_relaxed)};
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/cache.hpp ----
+
+// ---- begin oxicuda/source.hpp ----
+// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
+// Module in one step. It compiles for the context's device (program.hpp),
+// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
+// on-disk cache (cache.hpp) and loads it with its name expressions, so that
+// module.kernel<void(float*)>("saxpy<float>") finds the template's instance.
+// A cache hit neither compiles nor loads NVRTC.
+
+#include <string>
+#include <string_view>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+struct SourceOptions {
+  // NVRTC's options. An empty arch is picked for the context's device
+  // (arch_for); with lto, the LTO-IR is linked by nvJitLink into a cubin.
+  CompileOptions compile{};
+  // Source files for #include: name, source, name, source, ...
+  StringList headers{};
+  // Kernels named by C++ expressions ("saxpy<float>"); Module::function and
+  // Module::kernel accept these names.
+  StringList name_expressions{};
+  std::string name = "program.cu";  // the source's file name in NVRTC's messages
+  JitOptions jit{};                  // for loading the module
+  bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
+};
+
+// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
+// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
+// fallback, where the cache was refused or an entry discarded) and the
+// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
+[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
+                                        SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// What NVRTC's version is, without loading it where possible: NVRTC's own
+// answer when it is loaded; else the version recorded in the cache directory
+// when the library it was read from (found by the same search, with the
+// same environment) is unchanged (same path, size and time); else NVRTC is
+// loaded, asked, and the record rewritten.
+inline int nvrtc_version_for_cache(const std::string& dir) {
+  const std::string search = cat({env_string("OXICUDA_LIBNVRTC_PATH"), "\n", env_string("CONDA_PREFIX"), "\n",
+                                  env_string("LD_LIBRARY_PATH"), "\n", env_string("CUDA_HOME"), "\n",
+                                  env_string("CUDA_PATH")});
+  const std::string record_key = KeyHash().add("nvrtc").add(search).hex();
+  auto identity = [](const std::string& path) {
+#if OXICUDA_WINDOWS
+    return path;
+#else
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0) return std::string();
+    return cat({path, "\n", std::to_string(st.st_size), "\n", std::to_string(st.st_mtim.tv_sec), ".",
+                std::to_string(st.st_mtim.tv_nsec)});
+#endif
+  };
+  std::string payload, note;
+  if (cache_read(dir, record_key, payload, note)) {
+    std::string_view in = payload, id, version;
+    if (take_field(in, id) && take_field(in, version) && !id.empty()) {
+      const std::string path(id.substr(0, id.find('\n')));
+      if (identity(path) == id) return std::atoi(std::string(version).c_str());
+    }
+  }
+  const LibraryInfo& info = nvrtc_info();
+  if (!info.found) return 0;  // the compile that follows reports why
+  std::string record;
+  put_field(record, identity(info.path));
+  put_field(record, std::to_string(info.version));
+  cache_write(dir, record_key, record, note);
+  return info.version;
+}
+
+// The entry's key: everything that makes the compiled image.
+inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
+                              int nvrtc_version) {
+  KeyHash h;
+  h.add("oxicuda-source-1").add(source).add(o.name).add(target).add(std::to_string(nvrtc_version));
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  return h.hex();
+}
+
+}  // namespace detail
+
+inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                 SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
+  const ComputeCapability cc = ctx.device(where).compute_capability(where);
+  const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
+
+  std::string notes, dir, key;
+  if (options.cache) {
+    dir = detail::cache_directory(notes);
+    if (!dir.empty()) {
+      const int version = detail::nvrtc_version_for_cache(dir);
+      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
+                               version);
+      std::string payload;
+      std::string_view in, is_text, names, log, image;
+      if (detail::cache_read(dir, key, payload, notes)) {
+        // The image is the last field, so a PTX image is followed by the
+        // payload string's own NUL, as the driver wants it.
+        in = payload;
+        if (detail::take_field(in, is_text) && detail::take_field(in, names) && detail::take_field(in, log) &&
+            detail::take_field(in, image) && !image.empty())
+        {
+          detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+          return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text == "1", options.jit, where,
+                                            std::string(names), log);
+        }
+      }
+    }
+  }
+
+  if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
+  Program program{std::string(source), options.name};
+  program.headers(options.headers);
+  for (std::string_view e : options.name_expressions) program.name_expression(e);
+  CompileOptions compile = options.compile;
+  std::string fallback;
+  if (compile.arch.empty()) {
+    ArchChoice choice = arch_for(cc, supported_archs(where), where);
+    compile.arch = std::move(choice.arch);
+    fallback = std::move(choice.note);
+    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
+      compile.lto = false;
+  }
+  Compiled c = program.compile(compile, where);
+  std::string image = c.code;
+  if (c.kind == CodeKind::ltoir) {
+    LtoLinker linker(compile.arch.rfind("compute_", 0) == 0 ? detail::cat({"sm_", compile.arch.substr(8)})
+                                                            : compile.arch,
+                     {}, true, where);
+    linker.add(c, options.name, where);
+    image = linker.complete(where);
+  }
+  std::string names = c.lowered_names.joined();  // expression, lowered name, ...: as Module keeps them
+  std::string log = c.log;
+  for (const std::string* n : {&fallback, &notes})
+    if (!n->empty()) log = log.empty() ? *n : detail::cat({log, "\n", *n});
+  const bool is_text = c.kind == CodeKind::ptx;
+  if (!key.empty()) {
+    std::string payload;
+    detail::put_field(payload, is_text ? "1" : "0");
+    detail::put_field(payload, names);
+    detail::put_field(payload, log);
+    detail::put_field(payload, image);
+    std::string write_note;
+    if (!detail::cache_write(dir, key, payload, write_note)) log = detail::cat({log, log.empty() ? "" : "\n", write_note});
+  }
+  return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text, options.jit,
+                                    where, std::move(names), log);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/source.hpp ----

@@ -163,3 +163,42 @@ inline constexpr const char* kFakePtx = R"(.version 7.0
 .visible .entry none()
 { ret; }
 )";
+
+// The fake NVRTC's or fake nvJitLink's controls (tests/fake/fake_toolkit.hpp),
+// through the library oxicuda loaded for it (OXICUDA_LIBNVRTC_PATH,
+// OXICUDA_LIBNVJITLINK_PATH).
+struct FakeToolkit {
+  fake_reset_fn reset;
+  fake_calls_fn calls;
+  fake_fail_fn fail;
+  fake_toolkit_live_fn live;
+  fake_toolkit_live_fn invalid_destroys;
+
+  static FakeToolkit load(const oxicuda::LibraryInfo& info, const char* prefix) {
+    void* lib = dlopen(info.library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    auto sym = [&](const char* what) {
+      void* p = lib ? dlsym(lib, (std::string("fake_") + prefix + "_" + what).c_str()) : nullptr;
+      if (!p) {
+        std::fprintf(stderr, "these tests need the fake %s (loaded: '%s'; %s)\n", prefix, info.library.c_str(),
+                     info.reason.c_str());
+        std::abort();
+      }
+      return p;
+    };
+    FakeToolkit f{};
+    f.reset = reinterpret_cast<fake_reset_fn>(sym("reset"));
+    f.calls = reinterpret_cast<fake_calls_fn>(sym("calls"));
+    f.fail = reinterpret_cast<fake_fail_fn>(sym("fail"));
+    f.live = reinterpret_cast<fake_toolkit_live_fn>(sym("live"));
+    f.invalid_destroys = reinterpret_cast<fake_toolkit_live_fn>(sym("invalid_destroys"));
+    return f;
+  }
+  static FakeToolkit& nvrtc() {
+    static FakeToolkit f = load(oxicuda::nvrtc_info(), "nvrtc");
+    return f;
+  }
+  static FakeToolkit& nvjitlink() {
+    static FakeToolkit f = load(oxicuda::nvjitlink_info(), "nvjitlink");
+    return f;
+  }
+};

@@ -5,7 +5,11 @@
 // clang-format off
 #include "config.hpp"
 #include "ffi.hpp"
+#include "nvrtc_ffi.hpp"
+#include "nvjitlink_ffi.hpp"
+#include "library.hpp"
 #include "loader.hpp"
+#include "toolkit.hpp"
 #include "error.hpp"
 #include "callback.hpp"
 #include "device.hpp"
@@ -23,4 +27,9 @@
 #include "pool.hpp"
 #include "kernel_args.hpp"
 #include "launch.hpp"
+#include "program.hpp"
+#include "lto.hpp"
+#include "link.hpp"
+#include "cache.hpp"
+#include "source.hpp"
 // clang-format on

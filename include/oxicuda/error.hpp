@@ -1,5 +1,6 @@
-// oxicuda/error.hpp — Error, its std::error_category over CUresult, the
-// handlers for builds without exceptions and for failures in destructors, and
+// oxicuda/error.hpp — Error over any library's result (the driver's
+// CUresult, nvrtcResult, nvJitLinkResult), one std::error_category per
+// library, the handlers for builds without exceptions and for failures in destructors, and
 // the checked call through the entry-point table that every wrapper uses.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "loader.hpp"
+#include "toolkit.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -50,30 +52,52 @@ class SourceLocation {
 // "CUDA_ERROR_NAME: description", and out-of-memory / invalid-value compare
 // equal to std::errc::not_enough_memory / invalid_argument.
 [[nodiscard]] const std::error_category& cuda_category() noexcept;
+// NVRTC's ("nvrtc") and nvJitLink's ("nvjitlink"), alike.
+[[nodiscard]] const std::error_category& nvrtc_category() noexcept;
+[[nodiscard]] const std::error_category& nvjitlink_category() noexcept;
 
 namespace ffi {
 [[nodiscard]] inline std::error_code make_error_code(CUresult r) noexcept {
   return {static_cast<int>(r), cuda_category()};
 }
+[[nodiscard]] inline std::error_code make_error_code(nvrtcResult r) noexcept {
+  return {static_cast<int>(r), nvrtc_category()};
+}
+[[nodiscard]] inline std::error_code make_error_code(nvJitLinkResult r) noexcept {
+  return {static_cast<int>(r), nvjitlink_category()};
+}
 }  // namespace ffi
 
-// A failed driver call (or a misuse oxicuda detected before calling). what()
-// reads:
+// A failed call of the driver, NVRTC or nvJitLink (or a misuse oxicuda
+// detected before calling). what() reads:
 //   cuStreamCreate failed: CUDA_ERROR_INVALID_CONTEXT (201): invalid device context
 //     at app.cpp:42 in int main()
-//     <detail, when there is one: a JIT log, the loader's reason, ...>
+//     <detail, when there is one: a JIT or compile log, the loader's reason, ...>
+// code() is in the library's own category, so it compares equal to that
+// library's results (e.code() == ffi::NVRTC_ERROR_COMPILATION).
 class Error : public std::system_error {
  public:
   Error(ffi::CUresult result, std::string call, std::string detail = {},
         SourceLocation where = SourceLocation::current());
+  Error(ffi::nvrtcResult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
+  Error(ffi::nvJitLinkResult result, std::string call, std::string detail = {},
+        SourceLocation where = SourceLocation::current());
 
-  [[nodiscard]] ffi::CUresult result() const noexcept { return static_cast<ffi::CUresult>(code().value()); }
-  // "CUDA_ERROR_INVALID_VALUE"
+  // The library whose result this is.
+  [[nodiscard]] Library library() const noexcept { return library_; }
+  // The driver's result; for an error of NVRTC or nvJitLink (see library()
+  // and code()), CUDA_ERROR_UNKNOWN.
+  [[nodiscard]] ffi::CUresult result() const noexcept {
+    return library_ == Library::driver ? static_cast<ffi::CUresult>(code().value()) : ffi::CUDA_ERROR_UNKNOWN;
+  }
+  // "CUDA_ERROR_INVALID_VALUE", "NVRTC_ERROR_COMPILATION", ...
   [[nodiscard]] std::string_view name() const noexcept;
-  // The driver's text for the result (or the header's own when no driver is loaded).
+  // The library's text for the result (the driver's own when it is loaded,
+  // else the header's).
   [[nodiscard]] const std::string& description() const noexcept { return description_; }
-  // The driver call that failed ("cuStreamCreate"), or the oxicuda operation
-  // that refused to make one ("oxicuda::Stream::record").
+  // The call that failed ("cuStreamCreate", "nvrtcCompileProgram"), or the
+  // oxicuda operation that refused to make one ("oxicuda::Stream::record").
   [[nodiscard]] const std::string& call() const noexcept { return call_; }
   // More that explains this failure; may be empty.
   [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
@@ -82,6 +106,10 @@ class Error : public std::system_error {
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
 
  private:
+  Error(Library library, int result, const std::error_category& category, std::string call, std::string detail,
+        SourceLocation where);
+
+  Library library_ = Library::driver;
   std::string call_;
   std::string description_;
   std::string detail_;
@@ -127,26 +155,73 @@ inline std::atomic<DiagnosticHook>& diagnostic_hook_slot() noexcept {
   return slot;
 }
 
-class CudaCategory final : public std::error_category {
+// A library's names and texts for its results (the library's own text
+// functions may be unavailable, as the stub driver's are).
+struct ResultTable {
+  const ffi::ResultText* texts;
+  std::size_t count;
+  const char* unknown_name;  // "CUDA_ERROR_?"
+  const char* type;          // "CUresult"
+};
+
+inline ResultTable result_table(Library library) noexcept {
+  switch (library) {
+    case Library::nvrtc:
+      return {ffi::nvrtc_result_texts, sizeof ffi::nvrtc_result_texts / sizeof ffi::nvrtc_result_texts[0],
+              "NVRTC_ERROR_?", "nvrtcResult"};
+    case Library::nvjitlink:
+      return {ffi::nvjitlink_result_texts,
+              sizeof ffi::nvjitlink_result_texts / sizeof ffi::nvjitlink_result_texts[0], "NVJITLINK_ERROR_?", "nvJitLinkResult"};
+    case Library::driver:
+      break;
+  }
+  return {ffi::result_texts, sizeof ffi::result_texts / sizeof ffi::result_texts[0], "CUDA_ERROR_?", "CUresult"};
+}
+
+inline const ffi::ResultText* result_text(Library library, int code) noexcept {
+  const ResultTable t = result_table(library);
+  for (std::size_t i = 0; i < t.count; ++i)
+    if (t.texts[i].code == code) return &t.texts[i];
+  return nullptr;
+}
+
+// One library's category: name() is "cuda", "nvrtc" or "nvjitlink";
+// message() is "NAME: description"; results that mean running out of memory
+// or a bad argument compare equal to std::errc's.
+class ResultCategory final : public std::error_category {
  public:
-  const char* name() const noexcept override { return "cuda"; }
+  constexpr ResultCategory(Library library, const char* name) noexcept : library_(library), name_(name) {}
+  const char* name() const noexcept override { return name_; }
   std::string message(int code) const override {
-    const ffi::ResultText* t = result_text(code);
-    if (!t) return cat({"CUresult ", std::to_string(code), ": unknown result"});
+    const ffi::ResultText* t = result_text(library_, code);
+    if (!t) return cat({result_table(library_).type, " ", std::to_string(code), ": unknown result"});
     return cat({t->name, ": ", t->text});
   }
   std::error_condition default_error_condition(int code) const noexcept override {
-    switch (code) {
-      case ffi::CUDA_ERROR_OUT_OF_MEMORY:
-        return std::errc::not_enough_memory;
-      case ffi::CUDA_ERROR_INVALID_VALUE:
-        return std::errc::invalid_argument;
-      case ffi::CUDA_ERROR_NOT_SUPPORTED:
-        return std::errc::not_supported;
-      default:
-        return {code, *this};
+    switch (library_) {
+      case Library::driver:
+        if (code == ffi::CUDA_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+        if (code == ffi::CUDA_ERROR_INVALID_VALUE) return std::errc::invalid_argument;
+        if (code == ffi::CUDA_ERROR_NOT_SUPPORTED) return std::errc::not_supported;
+        break;
+      case Library::nvrtc:
+        if (code == ffi::NVRTC_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+        if (code == ffi::NVRTC_ERROR_INVALID_INPUT || code == ffi::NVRTC_ERROR_INVALID_OPTION)
+          return std::errc::invalid_argument;
+        break;
+      case Library::nvjitlink:
+        if (code == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION || code == ffi::NVJITLINK_ERROR_INVALID_INPUT ||
+            code == ffi::NVJITLINK_ERROR_NULL_INPUT)
+          return std::errc::invalid_argument;
+        if (code == ffi::NVJITLINK_ERROR_UNSUPPORTED_ARCH) return std::errc::not_supported;
+        break;
     }
+    return {code, *this};
   }
+
+ private:
+  Library library_;
+  const char* name_;
 };
 
 // Throws e, or (without exceptions) hands it to the error handler and aborts.
@@ -166,8 +241,8 @@ class CudaCategory final : public std::error_category {
 // when oxicuda itself reports by handler (OXICUDA_NO_EXCEPTIONS). The Error
 // has no source line: the failure is oxicuda's cleanup, not a line of the
 // caller's; `during` says what was being done ("destroying an oxicuda::Stream").
-OXICUDA_COLD inline void report(ffi::CUresult r, const char* call, std::string_view during,
-                                std::string_view detail = {}) noexcept {
+template <class Result>
+OXICUDA_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
 #if OXICUDA_HAS_EXCEPTIONS
   try {
@@ -268,6 +343,52 @@ inline bool check_nothrow(Outcome o, const char* during) noexcept {
   return false;
 }
 
+// An NVRTC or nvJitLink call's result, with the entry point that gave it
+// (OXICUDA_NVRTC, OXICUDA_NVJITLINK).
+template <class Result, class EntryT>
+struct ToolkitOutcome {
+  Result result;
+  EntryT entry;
+  [[nodiscard]] bool ok() const noexcept { return result == 0; }
+};
+using NvrtcOutcome = ToolkitOutcome<ffi::nvrtcResult, ffi::nvrtc::Entry>;
+using NvJitLinkOutcome = ToolkitOutcome<ffi::nvJitLinkResult, ffi::nvjitlink::Entry>;
+
+inline const LibraryInfo& library_info(ffi::nvrtc::Entry) noexcept { return nvrtc_info(); }
+inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return nvjitlink_info(); }
+// (Each library's entry_info is found by argument-dependent lookup.)
+
+// The error for a failed NVRTC or nvJitLink call; a stand-in's answer (the
+// library or this entry point of it is missing) says why.
+template <class Result, class EntryT>
+[[noreturn]] OXICUDA_COLD void fail(ToolkitOutcome<Result, EntryT> o, SourceLocation where, std::string detail = {}) {
+  const ffi::EntryInfo& e = entry_info(o.entry);
+  if (o.result == -1 && missing(o.entry)) {
+    const LibraryInfo& info = library_info(o.entry);
+    if (!info.found) raise(Error(o.result, e.name, info.reason, where));
+    const int v = info.version;
+    raise(Error(o.result, e.name,
+                cat({"the loaded library (", info.library, v ? ", version " : "", v ? std::to_string(v / 1000) : "",
+                     v ? "." : "", v ? std::to_string(v % 1000 / 10) : "", ") does not provide ", e.symbol,
+                     "; this call needs a newer one"}),
+                where));
+  }
+  raise(Error(o.result, e.name, std::move(detail), where));
+}
+
+template <class Result, class EntryT>
+inline void check(ToolkitOutcome<Result, EntryT> o, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
+}
+
+// For a destructor: never throws; a failure goes to the diagnostic hook.
+template <class Result, class EntryT>
+inline bool check_nothrow(ToolkitOutcome<Result, EntryT> o, const char* during) noexcept {
+  if (OXICUDA_LIKELY(o.ok())) return true;
+  report(o.result, entry_info(o.entry).name, during);
+  return false;
+}
+
 // The error for using an empty handle (default-constructed or moved-from).
 [[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
@@ -287,18 +408,40 @@ inline std::string driver_description(ffi::CUresult r) {
 }  // namespace detail
 
 inline const std::error_category& cuda_category() noexcept {
-  static const detail::CudaCategory category;
+  static const detail::ResultCategory category(Library::driver, "cuda");
+  return category;
+}
+inline const std::error_category& nvrtc_category() noexcept {
+  static const detail::ResultCategory category(Library::nvrtc, "nvrtc");
+  return category;
+}
+inline const std::error_category& nvjitlink_category() noexcept {
+  static const detail::ResultCategory category(Library::nvjitlink, "nvjitlink");
   return category;
 }
 
 inline Error::Error(ffi::CUresult result, std::string call, std::string detail, SourceLocation where)
-    : std::system_error(static_cast<int>(result), cuda_category()),
+    : Error(Library::driver, result, cuda_category(), std::move(call), std::move(detail), where) {}
+inline Error::Error(ffi::nvrtcResult result, std::string call, std::string detail, SourceLocation where)
+    : Error(Library::nvrtc, result, nvrtc_category(), std::move(call), std::move(detail), where) {}
+inline Error::Error(ffi::nvJitLinkResult result, std::string call, std::string detail, SourceLocation where)
+    : Error(Library::nvjitlink, result, nvjitlink_category(), std::move(call), std::move(detail), where) {}
+
+inline Error::Error(Library library, int result, const std::error_category& category, std::string call,
+                    std::string detail, SourceLocation where)
+    : std::system_error(result, category),
+      library_(library),
       call_(std::move(call)),
-      description_(detail::driver_description(result)),
       detail_(std::move(detail)),
       where_(where) {
+  if (library == Library::driver) {
+    description_ = detail::driver_description(static_cast<ffi::CUresult>(result));
+  } else {
+    const ffi::ResultText* t = detail::result_text(library, result);
+    description_ = t ? t->text : "unknown result";
+  }
   const char* function = where_.function_name();
-  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(static_cast<int>(result)), "): ", description_});
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(result), "): ", description_});
   if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
     what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
                          *function ? " in " : "", function});
@@ -316,8 +459,8 @@ inline Error::Error(ffi::CUresult result, std::string call, std::string detail, 
 }
 
 inline std::string_view Error::name() const noexcept {
-  const ffi::ResultText* t = detail::result_text(code().value());
-  return t ? t->name : "CUDA_ERROR_?";
+  const ffi::ResultText* t = detail::result_text(library_, code().value());
+  return t ? t->name : detail::result_table(library_).unknown_name;
 }
 
 inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
@@ -338,5 +481,18 @@ OXICUDA_NAMESPACE_END
 #define OXICUDA_DRIVER(member, ...) \
   (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
 
+// The same for NVRTC's and nvJitLink's calls:
+//   detail::check(OXICUDA_NVRTC(CompileProgram, prog, n, options), where);
+#define OXICUDA_NVRTC(member, ...)                                                                           \
+  (::oxicuda::detail::NvrtcOutcome{::oxicuda::detail::nvrtc().api.member(__VA_ARGS__),                      \
+                                   ::oxicuda::ffi::nvrtc::Entry::member})
+#define OXICUDA_NVJITLINK(member, ...)                                                                       \
+  (::oxicuda::detail::NvJitLinkOutcome{::oxicuda::detail::nvjitlink().api.member(__VA_ARGS__),              \
+                                       ::oxicuda::ffi::nvjitlink::Entry::member})
+
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvrtcResult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {};

@@ -21,6 +21,7 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUlinkState_st* CUlinkState;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -446,6 +447,14 @@ enum CUjit_option : int {
   CU_JIT_GENERATE_LINE_INFO = 13,
 };
 
+enum CUjitInputType : int {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2,
+  CU_JIT_INPUT_OBJECT = 3,
+  CU_JIT_INPUT_LIBRARY = 4,
+};
+
 enum CUdriverProcAddressQueryResult : int {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
@@ -596,6 +605,16 @@ struct CUuuid {
   X(ModuleLoadDataEx, 2010, "cuModuleLoadDataEx",                                                                      \
     (CUmodule * module, const void* image, unsigned int numOptions, CUjit_option* options, void** optionValues))       \
   X(ModuleUnload, 2000, "cuModuleUnload", (CUmodule hmod))                                                             \
+  X(LinkCreate, 6050, "cuLinkCreate_v2",                                                                               \
+    (unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut))                      \
+  X(LinkAddData, 6050, "cuLinkAddData_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, void* data, std::size_t size, const char* name, unsigned int numOptions,  \
+     CUjit_option* options, void** optionValues))                                                                      \
+  X(LinkAddFile, 6050, "cuLinkAddFile_v2",                                                                             \
+    (CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions, CUjit_option* options,         \
+     void** optionValues))                                                                                             \
+  X(LinkComplete, 5050, "cuLinkComplete", (CUlinkState state, void** cubinOut, std::size_t* sizeOut))                  \
+  X(LinkDestroy, 5050, "cuLinkDestroy", (CUlinkState state))                                                             \
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
@@ -634,28 +653,27 @@ struct CUuuid {
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
 
-// One enumerator per entry point, in table order.
-enum class Entry : int {
-#define OXICUDA_X_ENUM(member, version, symbol, params) member,
-  OXICUDA_DRIVER_API(OXICUDA_X_ENUM)
-#undef OXICUDA_X_ENUM
-};
-
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for
-  int version;         // the pinned version
+  int version;         // the pinned version (0 for a library without versioned lookups)
   const char* symbol;  // "cuStreamDestroy_v2": the dlsym fallback
 };
 
-inline constexpr EntryInfo entries[] = {
-#define OXICUDA_X_INFO(member, version, symbol, params) {"cu" #member, version, symbol},
-    OXICUDA_DRIVER_API(OXICUDA_X_INFO)
-#undef OXICUDA_X_INFO
-};
+// A table's Entry enumeration (one enumerator per entry, in table order) and
+// its EntryInfo array, named OXICUDA_TABLE_PREFIX + member. Every library's
+// table (the driver's here, NVRTC's and nvJitLink's in their own parts) is
+// expanded by this one macro, in the library's namespace.
+#define OXICUDA_X_ENUM(member, version, symbol, params) member,
+#define OXICUDA_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
+#define OXICUDA_TABLE_ENTRIES(TABLE)                                                  \
+  enum class Entry : int { TABLE(OXICUDA_X_ENUM) };                                   \
+  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_X_INFO)};     \
+  inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);   \
+  constexpr const ::oxicuda::ffi::EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
 
-inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);
-
-constexpr const EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
+#define OXICUDA_TABLE_PREFIX "cu"
+OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
+#undef OXICUDA_TABLE_PREFIX
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END

@@ -4,37 +4,11 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <string>
-#include <string_view>
 #include <type_traits>
 
-#include "ffi.hpp"
-
-#if OXICUDA_WINDOWS
-#ifndef NOMINMAX
-#define NOMINMAX
-#define OXICUDA_UNDEF_NOMINMAX_
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#define OXICUDA_UNDEF_LEAN_AND_MEAN_
-#endif
-#include <windows.h>
-#ifdef OXICUDA_UNDEF_NOMINMAX_
-#undef NOMINMAX
-#undef OXICUDA_UNDEF_NOMINMAX_
-#endif
-#ifdef OXICUDA_UNDEF_LEAN_AND_MEAN_
-#undef WIN32_LEAN_AND_MEAN
-#undef OXICUDA_UNDEF_LEAN_AND_MEAN_
-#endif
-#else
-#include <dlfcn.h>
-#include <unistd.h>
-#endif
+#include "library.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -65,35 +39,14 @@ struct DriverInfo {
 
 namespace ffi {
 
-// Stand-ins for entry points the driver lacks (or every entry point, when no
-// usable driver was found): each answers CUDA_ERROR_NOT_FOUND, which
-// detail::fail turns into the error that explains why. So a wrapper never
-// tests a pointer before calling it.
-namespace missing {
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#elif defined(_MSC_VER)
-#pragma warning(push)
-#pragma warning(disable : 4100)
-#endif
-#define OXICUDA_X_MISSING(member, version, symbol, params) \
-  inline CUresult OXICUDA_CUDAAPI member params noexcept { return CUDA_ERROR_NOT_FOUND; }
-OXICUDA_DRIVER_API(OXICUDA_X_MISSING)
-#undef OXICUDA_X_MISSING
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic pop
-#elif defined(_MSC_VER)
-#pragma warning(pop)
-#endif
-}  // namespace missing
-
-// One function pointer per table entry: the driver's, or its stand-in.
-struct DriverApi {
-#define OXICUDA_X_MEMBER(member, version, symbol, params) CUresult(OXICUDA_CUDAAPI* member) params = &missing::member;
-  OXICUDA_DRIVER_API(OXICUDA_X_MEMBER)
-#undef OXICUDA_X_MEMBER
-};
+// The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
+// detail::fail turns into the error that explains why) and DriverApi, one
+// function pointer per table entry: the driver's, or its stand-in.
+#define OXICUDA_TABLE_RESULT CUresult
+#define OXICUDA_TABLE_NOT_FOUND CUDA_ERROR_NOT_FOUND
+OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
+#undef OXICUDA_TABLE_RESULT
+#undef OXICUDA_TABLE_NOT_FOUND
 
 }  // namespace ffi
 
@@ -120,40 +73,10 @@ static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_cop
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
-// Joins the pieces into one string. Every message oxicuda builds goes through
-// this one function: `std::string + "literal"` chains instead instantiate the
-// standard library's operator templates once per literal length, which made
-// them the largest share of this header's own compile time.
-inline std::string cat(std::initializer_list<std::string_view> parts) {
-  std::size_t n = 0;
-  for (std::string_view p : parts) n += p.size();
-  std::string s;
-  s.reserve(n);
-  for (std::string_view p : parts) s.append(p.data(), p.size());
-  return s;
-}
-
 #if OXICUDA_WINDOWS
-using LibHandle = HMODULE;
-inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
-inline void* lib_symbol(LibHandle h, const char* name) noexcept {
-  return reinterpret_cast<void*>(::GetProcAddress(h, name));
-}
-inline std::string lib_error() {
-  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
-}
 inline const char* const default_candidates[] = {"nvcuda.dll"};
-inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 #else
-using LibHandle = void*;
-inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
-inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
-inline std::string lib_error() {
-  const char* e = ::dlerror();
-  return cat({e ? e : "unknown error"});
-}
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
-inline long process_id() noexcept { return static_cast<long>(::getpid()); }
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -170,27 +93,23 @@ inline std::string describe_result(ffi::CUresult r) {
 
 // Fills the table from the opened library: each entry from cuGetProcAddress_v2
 // at its pinned version (with legacy default-stream semantics), else by its
-// exported symbol; an entry found neither way keeps its stand-in.
+// exported symbol (library.hpp); an entry found neither way keeps its stand-in.
 inline void resolve(Driver& d, LibHandle h) {
+  const TableSlots table{ffi::entries, ffi::entry_count, &d.api, d.provided};
   auto* gpa = reinterpret_cast<decltype(d.api.GetProcAddress)>(lib_symbol(h, "cuGetProcAddress_v2"));
   bool any_from_gpa = false;
-  for (std::size_t i = 0; i < ffi::entry_count; ++i) {
-    const ffi::EntryInfo& e = ffi::entries[i];
+  for (std::size_t i = 0; gpa && i < ffi::entry_count; ++i) {
+    if (i == static_cast<std::size_t>(ffi::Entry::GetProcAddress)) continue;
     void* p = nullptr;
-    if (gpa && i != static_cast<std::size_t>(ffi::Entry::GetProcAddress)) {
-      ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-      if (gpa(e.name, &p, e.version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != ffi::CUDA_SUCCESS ||
-          status != ffi::CU_GET_PROC_ADDRESS_SUCCESS)
-        p = nullptr;
-      any_from_gpa = any_from_gpa || p != nullptr;
-    }
-    if (!p) p = lib_symbol(h, e.symbol);
-    if (!p) continue;
-    // The address as dlsym/GetProcAddress gave it, into the entry's slot (one
-    // loop rather than a typed assignment per entry: much cheaper to compile).
-    std::memcpy(reinterpret_cast<unsigned char*>(&d.api) + i * sizeof p, &p, sizeof p);
-    d.provided[i] = true;
+    ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (gpa(ffi::entries[i].name, &p, ffi::entries[i].version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) !=
+            ffi::CUDA_SUCCESS ||
+        status != ffi::CU_GET_PROC_ADDRESS_SUCCESS || !p)
+      continue;
+    set_slot(table, i, p);
+    any_from_gpa = true;
   }
+  resolve_symbols(h, table);
   d.info.via_get_proc_address = any_from_gpa;
 }
 
@@ -198,33 +117,19 @@ inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
   DriverInfo& info = d->info;
-  const char* env = std::getenv("OXICUDA_LIBCUDA_PATH");
-  const bool from_env = env && *env;
-  std::string tried;
-  LibHandle h{};
-  auto try_open = [&](const char* path) {
-    h = lib_open(path);
-    if (h) {
-      info.library = path;
-      return true;
-    }
-    tried = cat({tried, tried.empty() ? "" : "; ", path, " (", lib_error(), ")"});
-    return false;
-  };
-  if (from_env) {
-    try_open(env);
-  } else {
-    for (const char* c : default_candidates)
-      if (try_open(c)) break;
-  }
+  const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
+                         sizeof default_candidates / sizeof default_candidates[0], false, ""};
+  Opened o = open_library(spec);
+  const LibHandle h = o.handle;
   if (!h) {
     info.status = DriverStatus::no_library;
-    info.reason = from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", tried,
-                                  ". Point it at the driver's libcuda.so.1 or unset it."})
-                           : cat({"no CUDA driver library could be opened (tried ", tried,
-                                  "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
+    info.reason = o.from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", o.tried,
+                                    ". Point it at the driver's libcuda.so.1 or unset it."})
+                             : cat({"no CUDA driver library could be opened (tried ", o.tried,
+                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
     return d;
   }
+  info.library = std::move(o.path);
   resolve(*d, h);
   if (!d->provided[static_cast<std::size_t>(ffi::Entry::Init)]) {
     info.status = DriverStatus::not_a_driver;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -31,7 +32,56 @@ template <class Signature>
 class Kernel;
 namespace detail {
 struct FunctionAccess;
-}
+struct ModuleAccess;
+
+// JitOptions as the driver takes them (cuModuleLoadDataEx, cuLinkCreate):
+// parallel arrays of keys and values, with room for the info and error logs.
+struct JitOptionList {
+  std::string info, error;  // each log_bytes and a NUL; the driver is told log_bytes
+  ffi::CUjit_option keys[10];
+  void* values[10];
+  unsigned count = 0;
+
+  JitOptionList(const JitOptions& options, const char* operation, SourceLocation where) {
+    if (options.log_bytes > JitOptions::max_log_bytes)
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
+                       "; the driver takes a log size as a 32-bit unsigned, so at most ",
+                       std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
+                  where));
+    info.assign(options.log_bytes + 1, '\0');
+    error.assign(options.log_bytes + 1, '\0');
+    add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
+    add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    if (options.max_registers > 0) add(ffi::CU_JIT_MAX_REGISTERS, value(static_cast<std::size_t>(options.max_registers)));
+    if (options.optimization_level >= 0)
+      add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
+    if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
+    if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+  }
+  JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
+  JitOptionList& operator=(const JitOptionList&) = delete;
+
+  void add(ffi::CUjit_option key, void* v) noexcept {
+    keys[count] = key;
+    values[count] = v;
+    ++count;
+  }
+  static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
+  [[nodiscard]] std::string error_log() const {
+    return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
+  }
+  // The info log without its trailing blank lines.
+  [[nodiscard]] std::string info_log() const {
+    std::string log(info.c_str());
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    return log;
+  }
+};
+}  // namespace detail
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
 struct BlockSizeSuggestion {
@@ -59,7 +109,9 @@ class Module {
                                         SourceLocation where = SourceLocation::current());
 
   // The kernel called `name` (its mangled name for a C++ kernel not declared
-  // extern "C"). An unknown name is an Error that names it.
+  // extern "C"; for a module compiled from source, also a name expression
+  // given to the compiler, such as "saxpy<float>"). An unknown name is an
+  // Error that names it.
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
   // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
@@ -85,15 +137,20 @@ class Module {
     Context ctx;
     CUmodule raw = nullptr;
     std::string info_log;
-    State(Context c, CUmodule r, std::string log) noexcept : ctx(std::move(c)), raw(r), info_log(std::move(log)) {}
+    std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
+    State(Context c, CUmodule r, std::string log, std::string n) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
     ~State() override {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
   };
   friend class Function;
+  friend struct detail::ModuleAccess;
 
+  // `names` and `log` (put before the JIT's info log) come with a module
+  // compiled from source.
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
-                     SourceLocation where);
+                     SourceLocation where, std::string names = {}, std::string_view log = {});
 
   detail::Shared<const State> state_;
 };
@@ -187,61 +244,32 @@ class Function {
 };
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
-                           const JitOptions& options, SourceLocation where) {
+                           const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
-  if (options.log_bytes > JitOptions::max_log_bytes)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::load",
-                        detail::cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
-                                     "; the driver takes a log size as a 32-bit unsigned, so at most ",
-                                     std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
-                        where));
-  // Each buffer holds log_bytes and a NUL; the driver is told log_bytes.
-  std::string info(options.log_bytes + 1, '\0'), error(options.log_bytes + 1, '\0');
-  ffi::CUjit_option keys[10];
-  void* values[10];
-  unsigned n = 0;
-  auto add = [&](ffi::CUjit_option key, void* value) {
-    keys[n] = key;
-    values[n] = value;
-    ++n;
-  };
-  auto as_value = [](std::size_t v) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); };
-  add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
-  add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, as_value(options.log_bytes));
-  add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
-  add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, as_value(options.log_bytes));
-  if (options.max_registers > 0)
-    add(ffi::CU_JIT_MAX_REGISTERS, as_value(static_cast<std::size_t>(options.max_registers)));
-  if (options.optimization_level >= 0)
-    add(ffi::CU_JIT_OPTIMIZATION_LEVEL, as_value(static_cast<std::size_t>(options.optimization_level)));
-  if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, as_value(1));
-  if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, as_value(1));
-
+  detail::JitOptionList jit(options, "oxicuda::Module::load", where);
   CUmodule raw = nullptr;
   detail::Outcome r;
   {
     ScopedCurrent current(ctx, where);
-    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, n, keys, values);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
   }
-  if (OXICUDA_UNLIKELY(!r.ok())) {
-    const bool logged = error[0] != '\0';
+  if (OXICUDA_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
-                              logged ? "; JIT error log:\n" : "", logged ? error.data() : ""}));
-  }
-  std::string log(info.data());
-  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+                              jit.error_log()}));
+  std::string log = jit.info_log();
+  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
 #if OXICUDA_EXCEPTIONS
   try {
-    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
+    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
   } catch (...) {
     detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw),
                           "unloading the module of a failed oxicuda::Module load");
     throw;
   }
 #else
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
 #endif
   return m;
 }
@@ -300,6 +328,17 @@ inline const Context& Module::context() const noexcept {
 
 inline Function Module::function(std::string_view name, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
+  // A name expression compiled with the module stands for its lowered name.
+  for (std::string_view rest = state_->names; !rest.empty();) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+    if (expr == name) {
+      name = lowered;
+      break;
+    }
+  }
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -354,6 +393,15 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
 }
 
 namespace detail {
+
+// Loading a module with the name expressions and log of its compilation
+// (runtime compilation, above this part).
+struct ModuleAccess {
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where, std::string names, std::string_view log) {
+    return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
+  }
+};
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {

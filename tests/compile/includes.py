@@ -4,7 +4,8 @@
   includes.py HEADER
 
 Every #include line must be <name> with name a C++20 standard library header
-or one of the platform headers the loader needs (<windows.h>; <dlfcn.h> and <unistd.h>, for dlopen and getpid);
+or one of the platform headers oxicuda needs (<windows.h>; <dlfcn.h> and <unistd.h>, for dlopen and getpid;
+<fcntl.h>, <sys/stat.h> and <dirent.h>, for the kernel cache's files on POSIX);
 never "..." (the single header includes nothing of ours, so it works when
 fetched alone, e.g. by Compiler Explorer), and never the heavy headers the
 design rules out (<iostream>, <regex>, <format>).
@@ -23,7 +24,7 @@ unordered_map unordered_set utility valarray variant vector version
 cassert cctype cerrno cfenv cfloat cinttypes climits clocale cmath csetjmp csignal cstdarg cstddef
 cstdint cstdio cstdlib cstring ctime cuchar cwchar cwctype
 """.split())
-PLATFORM = {"windows.h", "dlfcn.h", "unistd.h"}
+PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h"}
 RULED_OUT = {"iostream", "regex", "format"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*(.*?)\s*(//.*)?$')
 
@@ -42,7 +43,7 @@ def main(header):
             elif name in RULED_OUT:
                 problems.append(f"line {n}: <{name}> is ruled out (include cost)")
             elif name not in STANDARD | PLATFORM:
-                problems.append(f"line {n}: <{name}> is neither a standard header nor <windows.h>/<dlfcn.h>/<unistd.h>")
+                problems.append(f"line {n}: <{name}> is neither a standard header nor one of " + "/".join(sorted(PLATFORM)) + "")
             seen.append(target)
     print(f"{header}: {len(seen)} includes: {' '.join(seen)}")
     for p in problems:

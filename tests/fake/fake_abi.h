@@ -15,6 +15,7 @@
   X(stream, "cuStreamDestroy")                                                \
   X(event, "cuEventDestroy")                                                  \
   X(module, "cuModuleUnload")                                                 \
+  X(link, "cuLinkDestroy")                 /* JIT link states */              \
   X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
   X(pinned, "cuMemFreeHost")               /* page-locked host allocations */
 
@@ -59,6 +60,12 @@ typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
 typedef const void* (*fake_last_context_fn)(void);
 // How many times host functions enqueued with cuLaunchHostFunc have run.
 typedef long (*fake_host_funcs_run_fn)(void);
+
+// The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
+// fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as
+// "nvrtcCompileProgram"), fail (as fake_fail), live (programs or links not
+// destroyed) and invalid_destroys.
+typedef long (*fake_toolkit_live_fn)(void);
 
 #ifdef __cplusplus
 }

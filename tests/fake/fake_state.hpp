@@ -14,7 +14,7 @@
 
 namespace fake {
 
-enum class Kind { context, stream, event, module, function };
+enum class Kind { context, stream, event, module, function, link };
 
 struct Param {
   std::size_t offset, size;

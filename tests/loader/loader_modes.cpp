@@ -7,9 +7,13 @@
 #include "fake_driver.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <dlfcn.h>
+#include <unistd.h>
 
 using namespace oxicuda;
 
@@ -208,4 +212,123 @@ TEST_CASE("loader: no library at all") {
   CHECK(info.reason.find("no CUDA driver library could be opened (tried libcuda.so.1 (") == 0);
   CHECK(info.reason.find("); libcuda.so (") != std::string::npos);
   CHECK(info.reason.find("Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH") != std::string::npos);
+}
+
+// --- NVRTC's search order (nvJitLink's is the same mechanism) ----------------------
+
+namespace {
+// The Error the first NVRTC call raises.
+Error first_nvrtc_error() {
+  return error_of([] { (void)nvrtc_version(); });
+}
+
+// A directory `dir`/`sub` holding a link named libnvrtc.so.13 to the fake
+// NVRTC built with that soname (FAKE_SONAMED_NVRTC).
+std::string plant_sonamed(const std::string& sub) {
+  const std::string dir = std::string("/tmp/oxicuda-loader-") + std::to_string(::getpid());
+  const std::string lib = dir + "/" + sub;
+  REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + lib + "' && ln -s '" + env("FAKE_SONAMED_NVRTC") +
+                       "' '" + lib + "/libnvrtc.so.13'")
+                          .c_str()) == 0);
+  return dir;
+}
+
+// The fake (version 12.4 by FAKE_NVRTC_VERSION) was found by `step`.
+void check_found_fake(const char* step) {
+  const LibraryInfo& info = nvrtc_info();
+  CHECK(info.found);
+  CHECK(info.found_by == step);
+  CHECK(info.version == 12040);
+  CHECK(nvrtc_version() == 12040);
+  CHECK(info.reason.empty());
+}
+}  // namespace
+
+TEST_CASE("loader: nvrtc not found") {
+  const LibraryInfo& info = nvrtc_info();
+  CHECK_FALSE(info.found);
+  const std::string path = env("OXICUDA_LIBNVRTC_PATH");
+  CHECK(info.reason == "OXICUDA_LIBNVRTC_PATH names a NVRTC library that cannot be opened: " + path + " (" + path +
+                           ": cannot open shared object file: No such file or directory). Point it at NVRTC's "
+                           "library or unset it.");
+  const Error e = first_nvrtc_error();
+  CHECK(e.library() == Library::nvrtc);
+  CHECK(e.code() == ffi::OXICUDA_NVRTC_NOT_FOUND);
+  CHECK(e.name() == "OXICUDA_NVRTC_NOT_FOUND");
+  CHECK(e.call() == "nvrtcVersion");
+  CHECK(e.detail() == info.reason);
+  // Every later call says the same; the driver is not affected.
+  CHECK_THROWS_WITH_AS((void)Program("x").compile(), doctest::Contains(info.reason.c_str()), Error);
+  CHECK(Device::count() == 1);
+}
+
+TEST_CASE("loader: nvrtc not NVRTC") {
+  const LibraryInfo& info = nvrtc_info();
+  CHECK_FALSE(info.found);
+  CHECK(info.reason.rfind(env("OXICUDA_LIBNVRTC_PATH") + " was opened but exports no nvrtcVersion: it is not NVRTC. "
+                                                         "Install the CUDA toolkit's NVRTC",
+                          0) == 0);
+  CHECK(first_nvrtc_error().detail() == info.reason);
+}
+
+TEST_CASE("loader: nvrtc found through OXICUDA_LIBNVRTC_PATH") {
+  check_found_fake("OXICUDA_LIBNVRTC_PATH");
+  CHECK(nvrtc_info().library == env("OXICUDA_LIBNVRTC_PATH"));
+}
+
+TEST_CASE("loader: nvrtc found already loaded") {
+  // The program loaded a libnvrtc.so.13 itself before oxicuda looked.
+  REQUIRE(dlopen(env("FAKE_SONAMED_NVRTC").c_str(), RTLD_NOW | RTLD_GLOBAL));
+  check_found_fake("already loaded");
+}
+
+TEST_CASE("loader: nvrtc found through $CONDA_PREFIX") {
+  const std::string prefix = plant_sonamed("lib");
+  ::setenv("CONDA_PREFIX", prefix.c_str(), 1);
+  check_found_fake("$CONDA_PREFIX");
+  CHECK(nvrtc_info().library == prefix + "/lib/libnvrtc.so.13");
+  std::system(("rm -rf '" + prefix + "'").c_str());
+}
+
+TEST_CASE("loader: nvrtc found through the loader's search path") {
+  // LD_LIBRARY_PATH (tests/meson.build) holds the fake's directory.
+  check_found_fake("the loader's search path");
+  CHECK(nvrtc_info().library == "libnvrtc.so.13");
+}
+
+TEST_CASE("loader: nvrtc found through $CUDA_HOME") {
+  // Only where no libnvrtc is on the loader's search path: that step comes first.
+  // (Not closed again: a fake's objects stay reachable for LeakSanitizer.)
+  if (dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL)) {
+    MESSAGE("a libnvrtc.so.13 is on the loader's search path, which is searched before $CUDA_HOME: skipped");
+    std::exit(77);
+  }
+  const std::string home = plant_sonamed("lib64");
+  ::setenv("CUDA_HOME", home.c_str(), 1);
+  check_found_fake("$CUDA_HOME");
+  std::system(("rm -rf '" + home + "'").c_str());
+}
+
+TEST_CASE("loader: nvrtc an old NVRTC lacking an entry point") {
+  const LibraryInfo& info = nvrtc_info();
+  REQUIRE(info.found);
+  Program p(".version 7.0\n");
+  CHECK(p.compile({.arch = "sm_90"}).kind == CodeKind::cubin);  // what it has works
+  const Error e = error_of([&] { (void)p.compile({.arch = "sm_90", .lto = true}); });
+  CHECK(e.code() == ffi::OXICUDA_NVRTC_NOT_FOUND);
+  CHECK(e.call() == "nvrtcGetLTOIRSize");
+  CHECK(e.detail() == "the loaded library (" + info.library +
+                          ", version 13.0) does not provide nvrtcGetLTOIRSize; this call needs a newer one");
+}
+
+TEST_CASE("loader: nvjitlink not found") {
+  const LibraryInfo& info = nvjitlink_info();
+  CHECK_FALSE(info.found);
+  CHECK(info.reason.find("OXICUDA_LIBNVJITLINK_PATH names a nvJitLink library that cannot be opened") == 0);
+  const Error e = error_of([] { LtoLinker l("sm_90"); });
+  CHECK(e.library() == Library::nvjitlink);
+  CHECK(e.code() == ffi::OXICUDA_NVJITLINK_NOT_FOUND);
+  CHECK(e.call() == "nvJitLinkCreate");
+  CHECK(e.detail() == info.reason);
+  CHECK(nvrtc_info().found);  // NVRTC is another library
 }

@@ -1,0 +1,389 @@
+// The real NVRTC and nvJitLink (found by their search order, or named by
+// OXICUDA_LIBNVRTC_PATH / OXICUDA_LIBNVJITLINK_PATH), on the fake driver:
+// compiling, a failed compile and its log, headers, options and name
+// expressions, PTX, cubin and LTO-IR, an LTO link, and the on-disk cache
+// (hits, misses after a change of each part of the key, a corrupt entry,
+// refused directories and entries, eviction, several processes writing at
+// once, and a hit in a fresh process that does not load NVRTC). Exits 77
+// (meson's SKIP) when NVRTC is not found; .ci/run fails then.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "fake_driver.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace oxicuda;
+
+namespace {
+
+const char* const kSource = R"(
+#include "scale.cuh"
+template <class T>
+__global__ void saxpy(T* y, const T* x, T a, unsigned n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] * SCALE + y[i];
+}
+extern "C" __global__ void fill(float* y, float v, unsigned n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = v * FACTOR;
+}
+)";
+
+SourceOptions options() {
+  return {.compile = {.arch = "compute_90", .std = "c++17", .defines = {"FACTOR=3"}},
+          .headers = {"scale.cuh", "#pragma once\n#define SCALE 1"},
+          .name_expressions = {"saxpy<float>", "saxpy<double>"}};
+}
+
+// A new empty directory under TMPDIR, set as OXICUDA_CACHE_DIR.
+std::string fresh_cache_dir() {
+  static int n = 0;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/oxicuda-cache-test-" + std::to_string(::getpid()) +
+                          "-" + std::to_string(n++);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  ::setenv("OXICUDA_CACHE_DIR", dir.c_str(), 1);
+  return dir;
+}
+
+// The directory's files whose names end with `suffix`.
+std::vector<std::string> files(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        out.push_back(dir + "/" + name);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+// The cache entry that is not the NVRTC version record: the largest one.
+std::string entry_of(const std::string& dir) {
+  std::string best;
+  long size = -1;
+  for (const std::string& f : files(dir, ".bin")) {
+    struct stat st {};
+    ::stat(f.c_str(), &st);
+    if (st.st_size > size) size = st.st_size, best = f;
+  }
+  return best;
+}
+
+// Whether any library with "libnvrtc" in its name is loaded in this process.
+bool nvrtc_loaded() {
+  int found = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        if (info->dlpi_name && std::string(info->dlpi_name).find("libnvrtc") != std::string::npos)
+          *static_cast<int*>(data) = 1;
+        return 0;
+      },
+      &found);
+  return found != 0;
+}
+
+// Whether this process was started by a test below as one of its children.
+bool child() { return std::getenv("OXICUDA_NVRTC_CHILD") != nullptr; }
+
+// Runs `n` copies of this program's test case `name` at once, in processes
+// of their own; whether all passed.
+bool run_children(const std::string& name, int n) {
+  const char* self = std::getenv("OXICUDA_NVRTC_TESTS");
+  REQUIRE(self);
+  std::string cmd = "pids=''; ";
+  for (int i = 0; i < n; ++i)
+    cmd += std::string("OXICUDA_NVRTC_CHILD=1 '") + self + "' '--test-case=" + name +
+           "' > /dev/null 2>&1 & pids=\"$pids $!\"; ";
+  cmd += "fail=0; for p in $pids; do wait $p || fail=1; done; exit $fail";
+  return std::system(cmd.c_str()) == 0;
+}
+
+Module load(const SourceOptions& o = options(), std::string_view source = kSource) {
+  return module_from_source(Context::primary(Device::get(0)), source, o);
+}
+
+}  // namespace
+
+TEST_CASE("NVRTC: what the loader found, its version and architectures") {
+  const LibraryInfo& info = nvrtc_info();
+  REQUIRE(info.found);
+  CHECK(info.version >= 11020);
+  CHECK(nvrtc_version() == info.version);
+  CHECK_FALSE(info.path.empty());
+  const ArchList archs = supported_archs();
+  REQUIRE(archs.count > 0);
+  CHECK(archs.contains(90));
+  CHECK(arch_for(ComputeCapability{9, 0}, archs).arch == "sm_90");
+  CHECK(arch_for(ComputeCapability{99, 0}, archs).arch == "compute_" + std::to_string(archs.archs[archs.count - 1]));
+}
+
+TEST_CASE("NVRTC: a compile with headers, options and name expressions; PTX, cubin and LTO-IR") {
+  Program p(kSource, "saxpy.cu");
+  p.header("scale.cuh", "#pragma once\n#define SCALE 2").name_expression("saxpy<float>").name_expression("saxpy<double>");
+  const Compiled ptx = p.compile({.arch = "compute_90", .std = "c++17", .defines = {"FACTOR=3"}, .line_info = true});
+  CHECK(ptx.kind == CodeKind::ptx);
+  CHECK(ptx.code.find(".target sm_90") != std::string::npos);
+  CHECK(ptx.code.find(".entry fill") != std::string::npos);
+  const std::string f = std::string(ptx.lowered_name("saxpy<float>"));
+  const std::string d = std::string(ptx.lowered_name("saxpy<double>"));
+  CHECK(f.rfind("_Z", 0) == 0);
+  CHECK(f != d);
+  CHECK(ptx.code.find(".entry " + f) != std::string::npos);
+  CHECK(ptx.code.find(".entry " + d) != std::string::npos);
+  // FACTOR=3 reached the source: the constant 3 (0f40400000) is in fill.
+  CHECK(ptx.code.find("0f40400000") != std::string::npos);
+
+  const Compiled cubin = p.compile({.arch = "sm_90", .defines = {"FACTOR=3"}});
+  CHECK(cubin.kind == CodeKind::cubin);
+  CHECK(cubin.code.rfind("\x7f" "ELF", 0) == 0);
+  const Compiled lto = p.compile({.arch = "sm_90", .defines = {"FACTOR=3"}, .relocatable = true, .lto = true});
+  CHECK(lto.kind == CodeKind::ltoir);
+  CHECK(lto.code.size() > 16);
+  CHECK(lto.code.rfind("\x7f" "ELF", 0) != 0);
+  // Without the define, FACTOR is undefined: a compile error with its log.
+  const Error e = error_of([&] { (void)p.compile({.arch = "compute_90"}); });
+  CHECK(e.code() == ffi::NVRTC_ERROR_COMPILATION);
+  CHECK(e.call() == "nvrtcCompileProgram");
+  CHECK(e.detail().find("compiling 'saxpy.cu'") == 0);
+  CHECK(e.detail().find("NVRTC log:\nsaxpy.cu(") != std::string::npos);
+  CHECK(e.detail().find("error: identifier \"FACTOR\" is undefined") != std::string::npos);
+  // A name expression that names nothing.
+  CHECK(error_of([&] { (void)Program(kSource).name_expression("nothing<int>").compile({.defines = {"FACTOR=1"}}); })
+            .code() == ffi::NVRTC_ERROR_COMPILATION);
+  // An option NVRTC does not know.
+  CHECK(error_of([&] { (void)p.compile({.extra = {"--no-such-option"}}); }).code() == ffi::NVRTC_ERROR_INVALID_OPTION);
+}
+
+TEST_CASE("nvJitLink: NVRTC's LTO-IR linked into a cubin; an unresolved function is an error with the log") {
+  REQUIRE(nvjitlink_info().found);
+  const Compiled a = Program(R"(extern __device__ float twice(float);
+extern "C" __global__ void k(float* x) { x[0] = twice(x[0]); })", "a.cu").compile({.arch = "sm_90", .relocatable = true, .lto = true});
+  const Compiled b = Program("__device__ float twice(float v) { return 2 * v; }", "b.cu")
+                         .compile({.arch = "sm_90", .relocatable = true, .lto = true});
+  LtoLinker l("sm_90");
+  l.add(a, "a").add(b, "b");
+  const std::string cubin = l.complete();
+  CHECK(cubin.rfind("\x7f" "ELF", 0) == 0);
+  LtoLinker alone("sm_90");
+  alone.add(a, "a");
+  const Error e = error_of([&] { (void)alone.complete(); });
+  CHECK(e.library() == Library::nvjitlink);
+  CHECK(e.detail().find("nvJitLink error log:") != std::string::npos);
+  CHECK(e.detail().find("_Z5twicef") != std::string::npos);
+}
+
+TEST_CASE("module_from_source: the module, with the name expressions as kernel names (fake driver)") {
+  ::setenv("OXICUDA_CACHE", "0", 1);
+  const Module m = load();
+  ::unsetenv("OXICUDA_CACHE");
+  // The fake driver reads the PTX's entries and their parameters.
+  const auto k = m.kernel<void(float*, const float*, float, unsigned)>("saxpy<float>");
+  CHECK(k.function().name().rfind("_Z", 0) == 0);
+  CHECK(m.function("fill"));
+  CHECK(error_of([&] { (void)m.kernel<void(float*, const float*, float, unsigned)>("saxpy<double>"); }).code() ==
+        ffi::CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("cache: a miss then a hit; the directory is private; OXICUDA_CACHE=0 writes nothing") {
+  const std::string dir = fresh_cache_dir();
+  const KernelCacheStats s0 = kernel_cache_stats();
+  const Module a = load();
+  CHECK(kernel_cache_stats().misses == s0.misses + 1);
+  struct stat st {};
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  const Module b = load();
+  CHECK(kernel_cache_stats().hits == s0.hits + 1);
+  CHECK(b.function("saxpy<float>").name() == a.function("saxpy<float>").name());
+  CHECK(files(dir, ".tmp").empty());
+
+  const std::string off = dir + "-off";
+  ::setenv("OXICUDA_CACHE_DIR", off.c_str(), 1);
+  ::setenv("OXICUDA_CACHE", "0", 1);
+  (void)load();
+  ::unsetenv("OXICUDA_CACHE");
+  CHECK(::stat(off.c_str(), &st) != 0);
+}
+
+TEST_CASE("cache: a change of any part of the key is a miss") {
+  (void)fresh_cache_dir();
+  (void)load();
+  auto misses = [] { return kernel_cache_stats().misses; };
+  SourceOptions o = options();
+  unsigned long before = misses();
+  (void)load(o, std::string(kSource) + "\n// changed");
+  CHECK(misses() == before + 1);
+  o.headers = {"scale.cuh", "#pragma once\n#define SCALE 1\n#define OTHER 1"};
+  before = misses();
+  (void)load(o);
+  CHECK(misses() == before + 1);
+  o = options();
+  o.compile.defines = {"FACTOR=4"};
+  before = misses();
+  (void)load(o);
+  CHECK(misses() == before + 1);
+  o = options();
+  o.compile.arch = "compute_80";
+  before = misses();
+  (void)load(o);
+  CHECK(misses() == before + 1);
+  o = options();
+  o.name_expressions = {"saxpy<float>"};
+  before = misses();
+  (void)load(o);
+  CHECK(misses() == before + 1);
+  // The same again: hits, no more misses.
+  before = misses();
+  (void)load(o);
+  CHECK(misses() == before);
+  // NVRTC's version is part of the key.
+  CHECK(detail::source_key(kSource, options(), "sm_90", 13000) != detail::source_key(kSource, options(), "sm_90", 12080));
+  CHECK(detail::source_key(kSource, options(), "sm_90", 13000) == detail::source_key(kSource, options(), "sm_90", 13000));
+}
+
+TEST_CASE("cache: a corrupt or truncated entry is discarded and compiled again") {
+  const std::string dir = fresh_cache_dir();
+  (void)load();
+  const std::string entry = entry_of(dir);
+  REQUIRE_FALSE(entry.empty());
+  struct stat st {};
+  ::stat(entry.c_str(), &st);
+  // One byte changed in the middle.
+  if (std::FILE* f = std::fopen(entry.c_str(), "r+b")) {
+    std::fseek(f, st.st_size / 2, SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, st.st_size / 2, SEEK_SET);
+    std::fputc(c ^ 0x55, f);
+    std::fclose(f);
+  }
+  unsigned long misses = kernel_cache_stats().misses;
+  Module m = load();
+  CHECK(kernel_cache_stats().misses == misses + 1);
+  CHECK(std::string(m.info_log()).find("oxicuda cache: discarded " + entry) != std::string::npos);
+  CHECK(m.function("saxpy<float>"));
+  // Truncated.
+  REQUIRE(::truncate(entry.c_str(), st.st_size - 10) == 0);
+  misses = kernel_cache_stats().misses;
+  m = load();
+  CHECK(kernel_cache_stats().misses == misses + 1);
+  // Rewritten whole: a hit now.
+  const unsigned long hits = kernel_cache_stats().hits;
+  (void)load();
+  CHECK(kernel_cache_stats().hits == hits + 1);
+}
+
+TEST_CASE("cache: a directory or entry others can write, or another user owns, is refused with a message") {
+  const std::string dir = fresh_cache_dir();
+  (void)load();
+  const std::string entry = entry_of(dir);
+  REQUIRE(::chmod(entry.c_str(), 0666) == 0);
+  unsigned long misses = kernel_cache_stats().misses;
+  Module m = load();
+  CHECK(kernel_cache_stats().misses == misses + 1);
+  CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + entry) != std::string::npos);
+  REQUIRE(::chmod(entry.c_str(), 0600) == 0);
+
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  const unsigned long hits = kernel_cache_stats().hits;
+  m = load();
+  CHECK(kernel_cache_stats().hits == hits);  // compiled, the cache not looked at
+  CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + dir + ": it is writable by others") !=
+        std::string::npos);
+  REQUIRE(::chmod(dir.c_str(), 0700) == 0);
+
+  if (::geteuid() == 0) {  // only root can give a file away
+    REQUIRE(::chown(entry.c_str(), 4242, 4242) == 0);
+    misses = kernel_cache_stats().misses;
+    m = load();
+    CHECK(kernel_cache_stats().misses == misses + 1);
+    CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + entry) != std::string::npos);
+    REQUIRE(::chown(dir.c_str(), 4242, 4242) == 0);
+    m = load();
+    CHECK(std::string(m.info_log()).find("owned by uid 4242, not by you") != std::string::npos);
+  } else {
+    MESSAGE("not root: entries owned by another user not tried");
+  }
+}
+
+TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
+  const std::string dir = fresh_cache_dir();
+  SourceOptions o = options();
+  (void)load(o);
+  const std::string first = entry_of(dir);
+  struct stat st {};
+  ::stat(first.c_str(), &st);
+  // Room for about two entries; the first made old.
+  ::setenv("OXICUDA_CACHE_MAX_BYTES", std::to_string(st.st_size * 5 / 2 + 200).c_str(), 1);
+  const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  ::utimensat(AT_FDCWD, first.c_str(), old, 0);
+  o.compile.defines = {"FACTOR=5"};
+  (void)load(o);
+  o.compile.defines = {"FACTOR=6"};
+  (void)load(o);
+  ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
+  CHECK(::stat(first.c_str(), &st) != 0);  // the oldest is gone
+  CHECK(files(dir, ".bin").size() >= 2);   // the newest remain
+}
+
+TEST_CASE("cache: one of several writers") {
+  if (!child()) return;  // run by the next test, in processes of its own, at once
+  const Module m = load();
+  CHECK(m.function("saxpy<float>"));
+}
+
+TEST_CASE("cache: several processes writing the same entry at once, then a hit") {
+  if (child()) return;
+  const std::string dir = fresh_cache_dir();
+  CHECK(run_children("cache: one of several writers", 6));
+  std::size_t tmp = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) tmp += std::string(e->d_name).find(".tmp.") != std::string::npos;
+    ::closedir(d);
+  }
+  CHECK(tmp == 0);
+  CHECK(files(dir, ".bin").size() == 2);  // the entry and NVRTC's version record
+  const unsigned long hits = kernel_cache_stats().hits;
+  (void)load();
+  CHECK(kernel_cache_stats().hits == hits + 1);
+}
+
+TEST_CASE("cache: a hit in a fresh process") {
+  if (!child()) return;  // run by the next test, in a process of its own
+  const Module m = load();
+  CHECK(kernel_cache_stats().hits == 1);
+  CHECK(kernel_cache_stats().misses == 0);
+  CHECK(m.function("saxpy<float>"));
+  CHECK_FALSE(nvrtc_loaded());
+}
+
+TEST_CASE("cache: a hit in a fresh process neither compiles nor loads NVRTC") {
+  if (child()) return;
+  (void)fresh_cache_dir();
+  (void)load();
+  CHECK(run_children("cache: a hit in a fresh process", 1));
+  // A change of NVRTC (another file where it was found) makes the process
+  // load it to read its version: the recorded one no longer stands.
+}
+
+int main(int argc, char** argv) {
+  doctest::Context context(argc, argv);
+  if (!child()) {
+    const LibraryInfo& info = nvrtc_info();
+    if (!info.found) {
+      std::fprintf(stderr, "SKIP: no NVRTC: %s\n", info.reason.c_str());
+      return 77;
+    }
+  }
+  return context.run();
+}
