@@ -5190,6 +5190,18 @@ struct KernelCacheStats {
 };
 [[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
 
+// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
+// Looks only: creates nothing, loads nothing.
+struct KernelCacheInfo {
+  bool enabled = false;     // OXICUDA_CACHE is not 0 and a directory could be named
+  std::string directory;    // where entries are kept (created at the first compile)
+  std::string note;         // when not enabled: why
+  unsigned long entries = 0;
+  std::uint64_t bytes = 0;  // the entries' total size
+  std::uint64_t limit = 0;  // beyond it, the oldest entries are evicted (OXICUDA_CACHE_MAX_BYTES)
+};
+[[nodiscard]] KernelCacheInfo kernel_cache_info();
+
 namespace detail {
 
 struct CacheCounters {
@@ -5258,12 +5270,13 @@ inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-',
 // refused when it is not a directory of this user's that no one else can
 // write. Empty when the cache is off or refused; `note` then says why (empty
 // when simply off).
-inline std::string cache_directory(std::string& note) {
+// The cache's directory as the environment names it; empty (and why in
+// `note`) when it names none.
+inline std::string cache_location(std::string& note) {
 #if OXICUDA_WINDOWS
   note = "the kernel cache is not available on Windows";
   return {};
 #else
-  if (env_string("OXICUDA_CACHE") == "0") return {};
   std::string dir = env_string("OXICUDA_CACHE_DIR");
   if (dir.empty()) {
     const std::string xdg = env_string("XDG_CACHE_HOME");
@@ -5277,6 +5290,17 @@ inline std::string cache_directory(std::string& note) {
       return {};
     }
   }
+  return dir;
+#endif
+}
+
+inline std::string cache_directory(std::string& note) {
+#if OXICUDA_WINDOWS
+  return cache_location(note);
+#else
+  if (env_string("OXICUDA_CACHE") == "0") return {};
+  std::string dir = cache_location(note);
+  if (dir.empty()) return {};
   // Each missing directory on the way, private to the user.
   for (std::size_t slash = dir.find('/', 1); ; slash = dir.find('/', slash + 1)) {
     const std::string part = dir.substr(0, slash);
@@ -5366,30 +5390,46 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
 #endif
 }
 
+// What the directory's entries take, and the entry used longest ago.
+struct CacheScan {
+  unsigned long entries = 0;
+  std::uint64_t bytes = 0;
+  std::string oldest;
+  std::int64_t oldest_time = 0;
+};
+
+inline bool cache_scan(const std::string& dir, CacheScan& scan) {
+#if !OXICUDA_WINDOWS
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
+    std::string path = cat({dir, "/", name});
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    ++scan.entries;
+    scan.bytes += static_cast<std::uint64_t>(st.st_size);
+    const std::int64_t time = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (scan.oldest.empty() || time < scan.oldest_time) scan.oldest_time = time, scan.oldest = std::move(path);
+  }
+  ::closedir(d);
+  return true;
+#else
+  (void)dir, (void)scan;
+  return false;
+#endif
+}
+
 // Evicts the oldest entries (by time of last use) until the directory's
-// entries take at most `limit` bytes.
+// entries take at most `limit` bytes. One scan a removal: eviction is rare,
+// a cache directory small.
 inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 #if !OXICUDA_WINDOWS
-  // One pass a removal (eviction is rare, a cache directory small): the
-  // total, and the entry used longest ago.
   for (;;) {
-    std::uint64_t total = 0;
-    std::int64_t oldest_time = 0;
-    std::string oldest;
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return;
-    while (const dirent* e = ::readdir(d)) {
-      const std::string_view name = e->d_name;
-      if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
-      std::string path = cat({dir, "/", name});
-      struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      total += static_cast<std::uint64_t>(st.st_size);
-      const std::int64_t time = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-      if (oldest.empty() || time < oldest_time) oldest_time = time, oldest = std::move(path);
-    }
-    ::closedir(d);
-    if (total <= limit || oldest.empty() || ::unlink(oldest.c_str()) != 0) return;
+    CacheScan scan;
+    if (!cache_scan(dir, scan) || scan.bytes <= limit || scan.oldest.empty() || ::unlink(scan.oldest.c_str()) != 0)
+      return;
   }
 #else
   (void)dir, (void)limit;
@@ -5434,6 +5474,23 @@ inline bool cache_write(const std::string& dir, const std::string& key, std::str
 }
 
 }  // namespace detail
+
+inline KernelCacheInfo kernel_cache_info() {
+  KernelCacheInfo info;
+  info.limit = detail::cache_limit();
+  if (detail::env_string("OXICUDA_CACHE") == "0") {
+    info.note = "disabled by OXICUDA_CACHE=0";
+    return info;
+  }
+  info.directory = detail::cache_location(info.note);
+  info.enabled = !info.directory.empty();
+  detail::CacheScan scan;
+  if (info.enabled && detail::cache_scan(info.directory, scan)) {
+    info.entries = scan.entries;
+    info.bytes = scan.bytes;
+  }
+  return info;
+}
 
 inline KernelCacheStats kernel_cache_stats() noexcept {
   const detail::CacheCounters& c = detail::cache_counters();

@@ -20,7 +20,9 @@ constexpr const char* kUsage = R"(usage: oxicuda-doctor [--json] [--help]
 
 Which CUDA driver oxicuda loads and why (or why none), every device the
 driver sees (compute capability, memory, multiprocessors, UUID, PCI bus id)
-and the two-stream self-check on each.
+and the two-stream self-check on each; then whether NVRTC and nvJitLink were
+found (which file, or what was tried) and where the kernel cache is and how
+full (neither affects the exit status).
 
   --json  print the report as one JSON object on standard output (null:
           unknown, or not reported by the CUDA driver API)
@@ -32,7 +34,9 @@ Exit status:
   2   no usable CUDA driver, or no device (the reason is printed)
   64  a bad command line
 
-OXICUDA_LIBCUDA_PATH names the driver library to load instead of libcuda.so.1.
+OXICUDA_LIBCUDA_PATH names the driver library to load instead of libcuda.so.1;
+OXICUDA_LIBNVRTC_PATH and OXICUDA_LIBNVJITLINK_PATH name NVRTC and nvJitLink;
+OXICUDA_CACHE_DIR the kernel cache (OXICUDA_CACHE=0 turns it off).
 )";
 
 const char* status_name(oxicuda::DriverStatus s) {
@@ -60,6 +64,41 @@ Section driver_section(const oxicuda::DriverInfo& info) {
   s.add("cuda_version", {}, info.version ? oxicuda_examples::Scalar{version} : nullptr);
   s.add("entry_points_from", {}, info.available() ? oxicuda_examples::Scalar{via} : nullptr);
   s.add("reason", {}, info.available() ? oxicuda_examples::Scalar{} : info.reason);
+  return s;
+}
+
+// NVRTC or nvJitLink: which file was found and how, or what was tried.
+Section toolkit_section(const char* name, const oxicuda::LibraryInfo& info) {
+  Section s;
+  const std::string version = std::to_string(info.version / 1000) + "." + std::to_string(info.version % 1000 / 10);
+  if (info.available())
+    s.title = std::string(name) + ": " + (info.path.empty() ? info.library : info.path) +
+              (info.version ? " (" + version + ")" : std::string()) + ", found by " + info.found_by;
+  else
+    s.title = std::string(name) + ": not found: " + info.reason;
+  s.add("available", {}, info.available());
+  s.add("library", {}, info.library.empty() ? oxicuda_examples::Scalar{} : info.library);
+  s.add("path", {}, info.path.empty() ? oxicuda_examples::Scalar{} : info.path);
+  s.add("found_by", {}, info.found_by.empty() ? oxicuda_examples::Scalar{} : info.found_by);
+  s.add("version", {}, info.version ? oxicuda_examples::Scalar{version} : nullptr);
+  s.add("reason", {}, info.available() ? oxicuda_examples::Scalar{} : info.reason);
+  return s;
+}
+
+// The kernel cache: where, how full, or why off.
+Section cache_section(const oxicuda::KernelCacheInfo& info) {
+  Section s;
+  if (info.enabled)
+    s.title = "kernel cache: " + info.directory + " (" + std::to_string(info.entries) + " entries, " +
+              std::to_string(info.bytes) + " bytes; limit " + std::to_string(info.limit) + " bytes)";
+  else
+    s.title = "kernel cache: off (" + info.note + ")";
+  s.add("enabled", {}, info.enabled);
+  s.add("directory", {}, info.enabled ? oxicuda_examples::Scalar{info.directory} : nullptr);
+  s.add("entries", {}, static_cast<long long>(info.entries));
+  s.add("bytes", {}, static_cast<long long>(info.bytes));
+  s.add("limit_bytes", {}, static_cast<long long>(info.limit));
+  s.add("note", {}, info.enabled ? oxicuda_examples::Scalar{} : info.note);
   return s;
 }
 
@@ -120,8 +159,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  // The report: one section after another. A new section (NVRTC and
-  // nvJitLink found or not, the compile cache) is one more add() here.
+  // The report: one section after another; a new one is one more add().
   Section report;
   int status = kPassed;
   Section about;
@@ -150,6 +188,10 @@ int main(int argc, char** argv) {
       status = kFailed;
     }
   }
+  // Runtime compilation: found or not, never a failure of the run.
+  report.add("nvrtc", toolkit_section("NVRTC", nvrtc_info()));
+  report.add("nvjitlink", toolkit_section("nvJitLink", nvjitlink_info()));
+  report.add("kernel_cache", cache_section(kernel_cache_info()));
   report.add("exit_status", {}, static_cast<long long>(status));
 
   const std::string out = json ? oxicuda_examples::to_json(report) : oxicuda_examples::to_text(report);

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 # A missing driver whose path holds a quote, a backslash and a tab: the
 # reason names it, so the JSON must escape all three.
@@ -66,19 +67,66 @@ def check_device(d, ordinal):
            d.get("two_stream_check", {}).get("passed") is True and "A x4 and B x2" in d["two_stream_check"]["message"])
 
 
+TOOLKIT_KEYS = ("nvrtc", "nvjitlink", "kernel_cache")
+
+
+def driver_part(text):
+    """The text form up to the runtime-compilation lines, which depend on the machine's toolkit and cache."""
+    return text.split("\nNVRTC: ")[0]
+
+
 def check_readme(doctor, readme):
-    """README's output for a machine without a driver, where this is one."""
+    """README's output for a machine without a driver, where this is one: the driver's part exactly (what NVRTC,
+    nvJitLink and the kernel cache lines say depends on the machine's toolkit and home directory)."""
     with open(readme, encoding="utf-8") as f:
         section = re.search(r"^## oxicuda-doctor\n(.*?)(?=^## )", f.read(), re.M | re.S)
-    shown = re.search(r"^```\n(\$ oxicuda-doctor\n.*?)^```\n", section.group(1) if section else "", re.M | re.S)
+    shown = re.search(r"^```\n\$ oxicuda-doctor\n(.*?)^\$ oxicuda-doctor --json\n(.*?)^```\n",
+                      section.group(1) if section else "", re.M | re.S)
     if not shown:
         return expect("README's oxicuda-doctor section shows its output in a ``` block of $ oxicuda-doctor runs", False)
     text, data = run(doctor, {}), run(doctor, {}, "--json")
     if "no CUDA driver library could be opened" not in text.stdout:
         print("README's output not compared: this machine has a driver library")
         return
-    printed = f"$ oxicuda-doctor\n{text.stdout}$ oxicuda-doctor --json\n{data.stdout}"
-    expect("README shows what the doctor prints without a driver", shown.group(1) == printed)
+    expect("README shows what the doctor prints without a driver (text)",
+           driver_part(shown.group(1)) == driver_part(text.stdout))
+    try:
+        readme_json, printed_json = json.loads(shown.group(2)), json.loads(data.stdout)
+    except json.JSONDecodeError as e:
+        return expect(f"README's --json output parses ({e})", False)
+    expect("README's --json output has the runtime-compilation sections",
+           all(k in readme_json for k in TOOLKIT_KEYS))
+    for d in (readme_json, printed_json):
+        for k in TOOLKIT_KEYS:
+            d.pop(k, None)
+    expect("README shows what the doctor prints without a driver (--json)", readme_json == printed_json)
+
+
+def check_toolkit(doctor, env, tmp):
+    """NVRTC, nvJitLink and the kernel cache: found or not, and what the cache holds; none changes the exit status."""
+    missing = os.path.join(tmp, "no-such-libnvrtc.so")
+    cache = os.path.join(tmp, "cache")
+    os.makedirs(cache)
+    for name, size in (("a.bin", 100), ("b.bin", 28), ("c.bin.tmp.1.0", 5), ("notes.txt", 7)):
+        with open(os.path.join(cache, name), "wb") as f:
+            f.write(b"x" * size)
+    data, text = report(doctor, dict(env, OXICUDA_LIBNVRTC_PATH=missing, OXICUDA_CACHE_DIR=cache,
+                                     OXICUDA_CACHE_MAX_BYTES="1000"), 0)
+    nv = data.get("nvrtc", {})
+    expect("NVRTC not found: available false, the reason names the file tried",
+           nv.get("available") is False and nv.get("library") is None and missing in (nv.get("reason") or ""))
+    expect("the text form says NVRTC was not found", "NVRTC: not found: " in text)
+    kc = data.get("kernel_cache", {})
+    expect("the kernel cache: its directory, the two entries (not temporary files or others), their bytes, the limit",
+           kc.get("enabled") is True and kc.get("directory") == cache and kc.get("entries") == 2
+           and kc.get("bytes") == 128 and kc.get("limit_bytes") == 1000 and kc.get("note") is None)
+    expect("the text form gives the cache", f"kernel cache: {cache} (2 entries, 128 bytes; limit 1000 bytes)" in text)
+    expect("nvJitLink has its section", "available" in data.get("nvjitlink", {}))
+    data, text = report(doctor, dict(env, OXICUDA_CACHE="0"), 0)
+    kc = data.get("kernel_cache", {})
+    expect("OXICUDA_CACHE=0: the cache is off and says why",
+           kc.get("enabled") is False and kc.get("directory") is None and "OXICUDA_CACHE=0" in (kc.get("note") or "")
+           and "kernel cache: off (disabled by OXICUDA_CACHE=0)" in text)
 
 
 def main():
@@ -127,6 +175,8 @@ def main():
            p.returncode == USAGE and "unknown argument '--frobnicate'" in p.stderr and "usage: " in p.stderr
            and p.stdout == "")
 
+    with tempfile.TemporaryDirectory() as tmp:
+        check_toolkit(doctor, dict(on_fake, FAKE_CUDA_DEVICES="1"), tmp)
     check_readme(doctor, sys.argv[3])
 
     print("FAILED: " + "; ".join(problems) if problems else "OK")
