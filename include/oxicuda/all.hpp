@@ -23,4 +23,7 @@
 #include "pool.hpp"
 #include "kernel_args.hpp"
 #include "launch.hpp"
+#include "graph.hpp"
+#include "graph_exec.hpp"
+#include "capture.hpp"
 // clang-format on

@@ -16,7 +16,10 @@
   X(event, "cuEventDestroy")                                                  \
   X(module, "cuModuleUnload")                                                 \
   X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
-  X(pinned, "cuMemFreeHost")               /* page-locked host allocations */
+  X(pinned, "cuMemFreeHost")               /* page-locked host allocations */ \
+  X(graph, "cuGraphDestroy")               /* also made by cuStreamEndCapture */ \
+  X(graph_exec, "cuGraphExecDestroy")                                         \
+  X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */
 
 #ifdef __cplusplus
 extern "C" {
