@@ -4857,15 +4857,18 @@ inline ConditionalNode Graph::conditional_node(Dependencies& after, ConditionalH
   CUgraph g = checked(operation, after.where());
   detail::need_conditionals(operation, after.where());
   ffi::CUgraphNodeParams p{};
-  CUgraph body = nullptr;
   p.type = ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL;
   p.conditional.handle = handle.value;
   p.conditional.type = type;
   p.conditional.size = 1;
-  p.conditional.phGraph_out = &body;
   p.conditional.ctx = state_->ctx.raw();
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
+  // The driver points phGraph_out at its own array of the node's bodies.
+  CUgraph body = p.conditional.phGraph_out ? p.conditional.phGraph_out[0] : nullptr;
+  if (!body)
+    detail::raise(Error(ffi::CUDA_ERROR_UNKNOWN, operation, "the driver gave the conditional node no body graph",
+                        after.where()));
   // The body belongs to the node: a handle that shares this graph's state
   // (what its nodes keep alive is kept by this graph) and never destroys it.
   return {GraphNode(node), Graph(body, state_)};

@@ -103,7 +103,7 @@ CUgraphExec raw_instantiate(CUgraph g) {
 
 }  // namespace
 
-TEST_CASE("graph replay of 100 kernels") {
+TEST_CASE("graph replay of 100 kernels", "[graph]") {
   GraphFixture& f = gx();
   Graph g = capture(f.stream, [&](const Stream& s) {
     for (int i = 0; i < kKernels; ++i) launch(s, f.take, {}, i);
@@ -137,7 +137,7 @@ TEST_CASE("graph replay of 100 kernels") {
   };
 }
 
-TEST_CASE("capture + instantiate of 100 kernels") {
+TEST_CASE("capture + instantiate of 100 kernels", "[graph]") {
   GraphFixture& f = gx();
   CUfunction fn = f.take.raw();
   CUstream s = f.stream.raw();
@@ -158,7 +158,7 @@ TEST_CASE("capture + instantiate of 100 kernels") {
   });
 }
 
-TEST_CASE("updating one kernel node") {
+TEST_CASE("updating one kernel node", "[graph]") {
   GraphFixture& f = gx();
   Graph g{f.ctx};
   std::vector<GraphNode> nodes;
@@ -188,7 +188,7 @@ TEST_CASE("updating one kernel node") {
   };
 }
 
-TEST_CASE("a 100-kernel step") {
+TEST_CASE("a 100-kernel step", "[graph]") {
   GraphFixture& f = gx();
   CUfunction fn = f.take.raw();
   CUstream s = f.stream.raw();

@@ -52,6 +52,7 @@ struct Node {
   Graph* child = nullptr;  // a child graph's (owned) copy, or a conditional node's body
   CUgraphConditionalHandle handle = 0;
   CUgraphConditionalNodeType cond_type = CU_GRAPH_COND_TYPE_IF;
+  CUgraph bodies[1] = {};  // what a conditional node's phGraph_out points at (the driver's array)
 };
 
 struct Graph {
@@ -824,7 +825,7 @@ CUresult fake_GraphAddNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   if (const CUresult r = check_add(out, graph, deps, n)) return r;
   if (!params || params->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) return CUDA_ERROR_NOT_SUPPORTED;
   CUDA_CONDITIONAL_NODE_PARAMS& c = params->conditional;
-  if (!conditionals.count(c.handle) || c.size != 1 || !c.phGraph_out || !c.ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!conditionals.count(c.handle) || c.size != 1 || !c.ctx) return CUDA_ERROR_INVALID_VALUE;
   if (c.type != CU_GRAPH_COND_TYPE_IF && c.type != CU_GRAPH_COND_TYPE_WHILE) return CUDA_ERROR_INVALID_VALUE;
   Work w;
   w.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
@@ -834,7 +835,8 @@ CUresult fake_GraphAddNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   node->child = new Graph;  // the body: owned by the node, filled through the handle given back
   node->child->parent = reinterpret_cast<Graph*>(graph);
   live[node->child] = Kind::graph;  // a handle to add the body's nodes with (not counted: it has a parent)
-  c.phGraph_out[0] = reinterpret_cast<CUgraph>(node->child);
+  node->bodies[0] = reinterpret_cast<CUgraph>(node->child);
+  c.phGraph_out = node->bodies;  // as the driver: an array it owns, valid for the node's lifetime
   *out = reinterpret_cast<CUgraphNode>(node);
   return CUDA_SUCCESS;
 }

@@ -136,6 +136,7 @@ TEST_CASE("gpu graph: a host node's callable stays alive across 100 replays and 
   {
     Graph g{ctx()};
     DeviceBuffer<float> buf(ctx(), 1024);
+    fill(buf, 1.0f);
     GraphNode k = g.add_kernel({}, dbl_kernel(), {.grid = 4, .block = 256}, buf, 1024u);
     (void)g.add_host(k, [t = Tracked(&alive, &destroyed, &off_thread), &runs] { ++runs; });
     GraphExec exec{g};
