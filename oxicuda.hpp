@@ -1798,7 +1798,9 @@ inline void OXICUDA_CUDAAPI retire_host_call(void* data) noexcept { retire(stati
 // retires the box, retained by the graph (and so by its clones and execs).
 // On failure the box is destroyed (now, or through the user object) and the
 // failure returned.
-inline Outcome give_to_graph(CUgraph graph, HostCall* boxed) noexcept {
+// `object_out`, when given, receives the user object (valid while the graph
+// holds it).
+inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* object_out = nullptr) noexcept {
   CUuserObject object = nullptr;
   Outcome r = OXICUDA_DRIVER(UserObjectCreate, &object, boxed, &retire_host_call, 1u,
                              static_cast<unsigned>(ffi::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
@@ -1810,6 +1812,7 @@ inline Outcome give_to_graph(CUgraph graph, HostCall* boxed) noexcept {
   // Our own reference goes either way: the graph's keeps the box alive, or,
   // when the graph took none, this release destroys it (through retire).
   check_nothrow(OXICUDA_DRIVER(UserObjectRelease, object, 1u), "releasing a host function's user object");
+  if (r.ok() && object_out) *object_out = object;
   return r;
 }
 
@@ -4303,6 +4306,16 @@ struct Keep {
   [[nodiscard]] virtual std::string_view kernel_name() const noexcept { return {}; }
   // Another entry holding the same handle.
   [[nodiscard]] virtual Keep* copy() const = 0;
+  // The user object of a host node's callable, else null.
+  [[nodiscard]] virtual CUuserObject user_object() const noexcept { return nullptr; }
+};
+
+// A host node's user object, which the graph holds a reference to.
+struct KeepUserObject final : Keep {
+  CUuserObject object;
+  explicit KeepUserObject(CUuserObject o) noexcept : object(o) {}
+  [[nodiscard]] Keep* copy() const override { return new KeepUserObject(object); }
+  [[nodiscard]] CUuserObject user_object() const noexcept override { return object; }
 };
 
 template <class H>
@@ -4340,6 +4353,25 @@ struct KeepList {
       c->next = head;
       head = c;
     }
+  }
+  // Makes `graph` hold its own reference to each host callable's user object
+  // listed here (a copy of the graph that listed them: a clone, or a child
+  // node's copy). The driver's copies may hold references already; one more
+  // is released with the graph all the same, so the callable is destroyed
+  // once either way, and never before the copy is gone.
+  [[nodiscard]] Outcome retain_user_objects(CUgraph graph) const noexcept {
+    for (const Keep* k = head; k; k = k->next)
+      if (CUuserObject o = k->user_object()) {
+        const Outcome r = OXICUDA_DRIVER(GraphRetainUserObject, graph, o, 1u, 0u);
+        if (!r.ok()) return r;
+      }
+    return {ffi::CUDA_SUCCESS, ffi::Entry::GraphRetainUserObject};
+  }
+  void add_user_object(CUgraphNode node, CUuserObject object) {
+    auto* k = new KeepUserObject(object);
+    k->node = node;
+    k->next = head;
+    head = k;
   }
   [[nodiscard]] std::string_view kernel_name(CUgraphNode node) const noexcept {
     for (const Keep* k = head; k; k = k->next)
@@ -4645,6 +4677,7 @@ inline Graph Graph::clone(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(GraphClone, &copy, g), where);
   Graph c = adopt(copy, state_->ctx, where);
   c.state_->keep.copy_from(state_->keep);  // the clone's nodes use what this graph's nodes use
+  detail::check(state_->keep.retain_user_objects(copy), where);
   return c;
 }
 
@@ -4749,8 +4782,10 @@ GraphNode Graph::add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byt
 
 inline GraphNode Graph::host_node(Dependencies& after, detail::HostCall* boxed) const {
   // The graph owns the callable from here (destroyed through the user object, or now).
-  const detail::Outcome owned = detail::give_to_graph(raw_, boxed);
+  CUuserObject object = nullptr;
+  const detail::Outcome owned = detail::give_to_graph(raw_, boxed, &object);
   if (!owned.ok()) detail::fail(owned, after.where());
+  state_->keep.add_user_object(nullptr, object);
   const ffi::CUDA_HOST_NODE_PARAMS p{&detail::run_host_call_many, boxed};
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddHostNode, &node, raw_, after.data(), after.size(), &p), after.where());
@@ -4789,6 +4824,7 @@ inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const 
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddChildGraphNode, &node, g, after.data(), after.size(), c), after.where());
   state_->keep.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
+  detail::check(child.state_->keep.retain_user_objects(g), after.where());
   return GraphNode(node);
 }
 

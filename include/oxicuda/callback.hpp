@@ -120,7 +120,9 @@ inline void OXICUDA_CUDAAPI retire_host_call(void* data) noexcept { retire(stati
 // retires the box, retained by the graph (and so by its clones and execs).
 // On failure the box is destroyed (now, or through the user object) and the
 // failure returned.
-inline Outcome give_to_graph(CUgraph graph, HostCall* boxed) noexcept {
+// `object_out`, when given, receives the user object (valid while the graph
+// holds it).
+inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* object_out = nullptr) noexcept {
   CUuserObject object = nullptr;
   Outcome r = OXICUDA_DRIVER(UserObjectCreate, &object, boxed, &retire_host_call, 1u,
                              static_cast<unsigned>(ffi::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
@@ -132,6 +134,7 @@ inline Outcome give_to_graph(CUgraph graph, HostCall* boxed) noexcept {
   // Our own reference goes either way: the graph's keeps the box alive, or,
   // when the graph took none, this release destroys it (through retire).
   check_nothrow(OXICUDA_DRIVER(UserObjectRelease, object, 1u), "releasing a host function's user object");
+  if (r.ok() && object_out) *object_out = object;
   return r;
 }
 

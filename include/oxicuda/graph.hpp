@@ -119,6 +119,16 @@ struct Keep {
   [[nodiscard]] virtual std::string_view kernel_name() const noexcept { return {}; }
   // Another entry holding the same handle.
   [[nodiscard]] virtual Keep* copy() const = 0;
+  // The user object of a host node's callable, else null.
+  [[nodiscard]] virtual CUuserObject user_object() const noexcept { return nullptr; }
+};
+
+// A host node's user object, which the graph holds a reference to.
+struct KeepUserObject final : Keep {
+  CUuserObject object;
+  explicit KeepUserObject(CUuserObject o) noexcept : object(o) {}
+  [[nodiscard]] Keep* copy() const override { return new KeepUserObject(object); }
+  [[nodiscard]] CUuserObject user_object() const noexcept override { return object; }
 };
 
 template <class H>
@@ -156,6 +166,25 @@ struct KeepList {
       c->next = head;
       head = c;
     }
+  }
+  // Makes `graph` hold its own reference to each host callable's user object
+  // listed here (a copy of the graph that listed them: a clone, or a child
+  // node's copy). The driver's copies may hold references already; one more
+  // is released with the graph all the same, so the callable is destroyed
+  // once either way, and never before the copy is gone.
+  [[nodiscard]] Outcome retain_user_objects(CUgraph graph) const noexcept {
+    for (const Keep* k = head; k; k = k->next)
+      if (CUuserObject o = k->user_object()) {
+        const Outcome r = OXICUDA_DRIVER(GraphRetainUserObject, graph, o, 1u, 0u);
+        if (!r.ok()) return r;
+      }
+    return {ffi::CUDA_SUCCESS, ffi::Entry::GraphRetainUserObject};
+  }
+  void add_user_object(CUgraphNode node, CUuserObject object) {
+    auto* k = new KeepUserObject(object);
+    k->node = node;
+    k->next = head;
+    head = k;
   }
   [[nodiscard]] std::string_view kernel_name(CUgraphNode node) const noexcept {
     for (const Keep* k = head; k; k = k->next)
@@ -461,6 +490,7 @@ inline Graph Graph::clone(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(GraphClone, &copy, g), where);
   Graph c = adopt(copy, state_->ctx, where);
   c.state_->keep.copy_from(state_->keep);  // the clone's nodes use what this graph's nodes use
+  detail::check(state_->keep.retain_user_objects(copy), where);
   return c;
 }
 
@@ -565,8 +595,10 @@ GraphNode Graph::add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byt
 
 inline GraphNode Graph::host_node(Dependencies& after, detail::HostCall* boxed) const {
   // The graph owns the callable from here (destroyed through the user object, or now).
-  const detail::Outcome owned = detail::give_to_graph(raw_, boxed);
+  CUuserObject object = nullptr;
+  const detail::Outcome owned = detail::give_to_graph(raw_, boxed, &object);
   if (!owned.ok()) detail::fail(owned, after.where());
+  state_->keep.add_user_object(nullptr, object);
   const ffi::CUDA_HOST_NODE_PARAMS p{&detail::run_host_call_many, boxed};
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddHostNode, &node, raw_, after.data(), after.size(), &p), after.where());
@@ -605,6 +637,7 @@ inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const 
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddChildGraphNode, &node, g, after.data(), after.size(), c), after.where());
   state_->keep.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
+  detail::check(child.state_->keep.retain_user_objects(g), after.where());
   return GraphNode(node);
 }
 

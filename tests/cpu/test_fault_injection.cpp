@@ -160,6 +160,9 @@ std::vector<Op> operations() {
          {
            Graph g(ctx);
            (void)g.add_host({}, [] {});
+           Graph copy = g.clone();
+           Graph parent(ctx);
+           (void)parent.add_child({}, g);
          }
          (void)capture_status(s);
          Graph captured = capture(s, [&](const Stream& q) {

@@ -205,20 +205,27 @@ TEST_CASE_FIXTURE(GraphTest, "graph: a host node's callable lives across replays
     (void)g.add_host(k, [t = Tracked(&alive, &off_thread), &runs] { ++runs; });
     CHECK(alive == 1);
     Graph copy = g.clone();
+    Graph parent{ctx};
+    (void)parent.add_child({}, g);  // a copy of g's nodes, host node included
     GraphExec e1{g};
     GraphExec e2{copy};
+    GraphExec e3{parent};
+    parent = Graph();
+    e3.launch(s);
+    CHECK(runs == 1);
+    e3 = GraphExec();
     g = Graph();  // the graph's handle goes; its clone and the execs remain
     for (int i = 0; i < 5; ++i) e1.launch(s);
     for (int i = 0; i < 3; ++i) e2.launch(s);
     s.synchronize();
-    CHECK(runs == 8);
+    CHECK(runs == 9);
     CHECK(alive == 1);  // never copied, never destroyed while something can run it
     e1 = GraphExec();
     copy = Graph();
     s.synchronize();
     CHECK(alive == 1);  // e2 can still run it
     e2.launch(s);
-    CHECK(runs == 9);
+    CHECK(runs == 10);
   }
   // The last exec is gone: destroyed once, on this thread (the fake runs the
   // user object's destructor on a driver thread, which only retires it).
@@ -271,6 +278,13 @@ TEST_CASE_FIXTURE(GraphTest, "capture: invalidated captures are errors that say 
     DeviceBuffer<float> b(ctx, 4);
     Graph g = relaxed.end();
     CHECK(g.node_count() == 0);
+  }
+  SUBCASE("per-thread mode forbids unsafe calls on the capturing thread only") {
+    ScopedCapture scope{s, CaptureMode::per_thread};
+    std::thread([&] { DeviceBuffer<float> elsewhere(ctx, 4); }).join();  // another thread: allowed
+    CHECK(capture_status(s) == CaptureStatus::active);
+    CHECK(error_of([&] { DeviceBuffer<float> here(ctx, 4); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(capture_status(s) == CaptureStatus::invalidated);
   }
   SUBCASE("the legacy default stream while a blocking stream captures") {
     Stream blocking{ctx, {.non_blocking = false}};

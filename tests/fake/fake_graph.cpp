@@ -73,6 +73,9 @@ struct Exec {
   std::vector<const Node*> sources;                   // the source graph's nodes, in order
   unsigned long long flags;
   bool launched = false;
+  // Worked out once, so that a launch allocates nothing (as the driver's, for the hot-path test):
+  std::vector<Node*> order;                           // the copy's nodes, dependencies first
+  std::vector<CUgraphConditionalHandle> handles;      // the conditional handles its nodes use
 };
 
 struct Capture {
@@ -251,8 +254,8 @@ CUresult run_node(const Node* n, CUstream s, std::unique_lock<std::mutex>& lock,
     case CU_GRAPH_NODE_TYPE_KERNEL: {
       if (!alive(w.func, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;  // its module was unloaded
       void* params[64] = {};
-      std::vector<unsigned char> args = w.args;
-      for (std::size_t i = 0; i < w.func->params.size() && i < 64; ++i) params[i] = args.data() + w.func->params[i].offset;
+      auto* args = const_cast<unsigned char*>(w.args.data());  // read only, by the kernels the fake runs
+      for (std::size_t i = 0; i < w.func->params.size() && i < 64; ++i) params[i] = args + w.func->params[i].offset;
       run_launch(reinterpret_cast<CUfunction>(w.func), s, w.grid, w.block, w.shared, w.cluster, w.cooperative, 0,
                  params);
       return CUDA_SUCCESS;
@@ -316,6 +319,11 @@ CUresult run_node(const Node* n, CUstream s, std::unique_lock<std::mutex>& lock,
 }
 
 CUresult run_graph(const Graph* g, CUstream s, std::unique_lock<std::mutex>& lock, const Exec& exec) {
+  if (g == exec.graph) {
+    for (const Node* n : exec.order)
+      if (const CUresult r = run_node(n, s, lock, exec)) return r;
+    return CUDA_SUCCESS;
+  }
   std::vector<Node*> order;
   Node* culprit = nullptr;
   if (!topological(g, order, culprit)) return CUDA_ERROR_INVALID_VALUE;
@@ -464,8 +472,10 @@ long live_graph_exec() { return count_live(Kind::graph_exec); }
 // (a graph's, or an exec's, go with it, also when its destroy is refused).
 long live_user_object() {
   std::map<const UserObject*, long> held;
-  auto count = [&](const Graph* g) {
+  std::function<void(const Graph*)> count = [&](const Graph* g) {
     for (auto& [u, refs] : g->user_refs) held[u] += refs;
+    for (const Node* n : g->nodes)
+      if (n->child && n->work.type == CU_GRAPH_NODE_TYPE_GRAPH) count(n->child);  // a child's copy (bodies are live graphs)
   };
   for (auto& [h, k] : live) {
     if (k == Kind::graph) count(static_cast<const Graph*>(h));
@@ -913,6 +923,10 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
   auto* e = new Exec{nullptr, {}, {}, params->flags};
   e->graph = copy_graph(g, e->from_graph, false);
   e->sources.assign(g->nodes.begin(), g->nodes.end());
+  topological(e->graph, e->order, culprit);
+  std::set<CUgraphConditionalHandle> handles;
+  handles_of(e->graph, handles);
+  e->handles.assign(handles.begin(), handles.end());
   live[e] = Kind::graph_exec;
   params->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
   *out = reinterpret_cast<CUgraphExec>(e);
@@ -942,9 +956,7 @@ CUresult fake_GraphLaunch(CUgraphExec exec, CUstream s) {
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;  // the fake does not capture graph launches
   auto* e = reinterpret_cast<Exec*>(exec);
-  std::set<CUgraphConditionalHandle> handles;
-  handles_of(e->graph, handles);
-  for (CUgraphConditionalHandle h : handles)
+  for (CUgraphConditionalHandle h : e->handles)
     if (conditionals[h].assign_default) conditionals[h].value = conditionals[h].default_value;
   e->launched = true;
   return run_graph(e->graph, s, lock, *e);
