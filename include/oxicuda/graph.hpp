@@ -121,6 +121,8 @@ struct Keep {
   [[nodiscard]] virtual Keep* copy() const = 0;
   // The user object of a host node's callable, else null.
   [[nodiscard]] virtual CUuserObject user_object() const noexcept { return nullptr; }
+  // Which kind of entry this is (KeepOf<H>::kind for each H).
+  [[nodiscard]] virtual const void* kind() const noexcept { return nullptr; }
 };
 
 // A host node's user object, which the graph holds a reference to.
@@ -134,8 +136,10 @@ struct KeepUserObject final : Keep {
 template <class H>
 struct KeepOf final : Keep {
   H handle;
+  static constexpr char tag = 0;
   explicit KeepOf(H h) noexcept : handle(std::move(h)) {}
   [[nodiscard]] Keep* copy() const override { return new KeepOf(handle); }
+  [[nodiscard]] const void* kind() const noexcept override { return &tag; }
   [[nodiscard]] std::string_view kernel_name() const noexcept override {
     if constexpr (requires(const H& x) { x.name(); })
       return handle.name();
@@ -158,6 +162,17 @@ struct KeepList {
     k->node = node;
     k->next = head;
     head = k;
+  }
+  // Holds `handle` for `node` instead of what it held for it (a per-node
+  // setter called in a loop holds one entry per node, not one per call).
+  template <class H>
+  void replace(CUgraphNode node, H handle) {
+    for (Keep* k = head; k; k = k->next)
+      if (k->node == node && k->kind() == &KeepOf<H>::tag) {
+        static_cast<KeepOf<H>*>(k)->handle = std::move(handle);
+        return;
+      }
+    add(node, std::move(handle));
   }
   // Holds what `other` holds too (for a graph copied from it, whose nodes differ).
   void copy_from(const KeepList& other) {

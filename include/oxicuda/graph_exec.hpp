@@ -236,7 +236,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, where);
-  state_->keep.add(node.raw(), fn);
+  state_->keep.replace(node.raw(), fn);
 }
 
 // clang-format off

@@ -99,6 +99,18 @@ TEST_CASE_FIXTURE(LaunchTest, "hot path: a graph launch, and a GraphedStep repla
     CHECK(c.driver_calls() == 1);
     CHECK(c.heap() == 0);
   }
+  {
+    // A per-node setter called again for the same node: oxicuda allocates
+    // nothing (the function it keeps alive for the node is replaced, not added).
+    std::size_t count = 1;
+    CUgraphNode raw = nullptr;
+    REQUIRE(detail::api().GraphGetNodes(g.raw(), &raw, &count) == ffi::CUDA_SUCCESS);
+    exec.set_kernel(GraphNode(raw), dbl, {.grid = 1, .block = 64}, buf, 32);
+    Counted c(fake);
+    exec.set_kernel(GraphNode(raw), dbl, {.grid = 1, .block = 64}, buf, 16);
+    CHECK(c.driver_calls() == 1);
+    CHECK(c.heap() == 1);  // the fake's own copy of the argument bytes (fake_graph.cpp's pack_args)
+  }
   GraphedStep step{[&](const Stream& q, unsigned n) { launch(q, dbl, {.grid = 1, .block = 64}, buf, n); }};
   step(s, 64u);  // captured and instantiated
   {

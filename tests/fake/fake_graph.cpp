@@ -68,10 +68,10 @@ struct Cond {
 };
 
 struct Exec {
-  Graph* graph;                                       // the exec's own copy
+  Graph* graph = nullptr;                             // the exec's own copy
   std::unordered_map<const Node*, Node*> from_graph;  // the source graph's nodes -> the copy's
   std::vector<const Node*> sources;                   // the source graph's nodes, in order
-  unsigned long long flags;
+  unsigned long long flags = 0;
   bool launched = false;
   // Worked out once, so that a launch allocates nothing (as the driver's, for the hot-path test):
   std::vector<Node*> order;                           // the copy's nodes, dependencies first
@@ -920,7 +920,8 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
     }
     ctx = c;
   }
-  auto* e = new Exec{nullptr, {}, {}, params->flags};
+  auto* e = new Exec{};
+  e->flags = params->flags;
   e->graph = copy_graph(g, e->from_graph, false);
   e->sources.assign(g->nodes.begin(), g->nodes.end());
   topological(e->graph, e->order, culprit);
