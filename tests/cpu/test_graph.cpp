@@ -392,6 +392,26 @@ TEST_CASE_FIXTURE(GraphTest, "graph: every node kind, dependencies, clone and no
   CHECK(error_of([&] { cyclic.depend(b, a); }).call() == "cuGraphAddDependencies");  // already there
 }
 
+TEST_CASE_FIXTURE(GraphTest, "capture: a stream-ordered buffer allocated and freed in the capture becomes the graph's alloc and free nodes") {
+  DeviceBuffer<float> x(ctx, N);
+  std::vector<float> host(N);
+  Graph g = capture(s, [&](const Stream& q) {
+    auto tmp = DeviceBuffer<float>::allocate_async(q, N);
+    fill_async(q, tmp, 2.0f);
+    copy_async(q, x, tmp);
+  });  // tmp's destructor freed it on q, inside the capture
+  CHECK(g.node_count() == 4);
+  CHECK(fake.live("memory") == at_start.memory + 1);  // x only: nothing was allocated yet
+  GraphExec exec{g};
+  for (int i = 0; i < 2; ++i) {
+    fill(x, 0.0f);
+    exec.launch(s);
+    copy(host, x);
+    CHECK(host[N - 1] == 2.0f);
+  }
+  CHECK(fake.live("memory") == at_start.memory + 1);  // freed by the graph's free node
+}
+
 TEST_CASE_FIXTURE(GraphTest, "graph: an exec keeps its kernels' modules, events and host callables alive") {
   DeviceBuffer<float> x(ctx, N);
   fill(x, 1.0f);
@@ -439,6 +459,21 @@ TEST_CASE_FIXTURE(GraphTest, "graph: a conditional while node runs its body unti
   exec.launch(s);           // the handle starts at 1 again
   copy(host, x);
   CHECK(host[0] == 1024.0f);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: conditional nodes on a driver older than CUDA 12.4 are an error naming both versions") {
+  Graph g{ctx};
+  fake.set_driver_version(12030);
+  const Error handle = error_of([&] { (void)g.conditional_handle(); });
+  const Error node = error_of([&] { (void)g.add_while({}, ConditionalHandle{1}); });
+  fake.set_driver_version(13000);
+  for (const Error& e : {handle, node}) {
+    CHECK(e.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(e.detail() == "conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA 12.3");
+  }
+  CHECK(handle.call() == "oxicuda::Graph::conditional_handle");
+  CHECK(node.call() == "oxicuda::Graph::add_while");
+  CHECK(g.node_count() == 0);
 }
 
 TEST_CASE_FIXTURE(GraphTest, "graph: DOT names the kernels, to a string and to a file") {

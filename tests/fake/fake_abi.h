@@ -56,6 +56,8 @@ typedef long (*fake_live_fn)(const char* kind);
 // Destroy/release/free calls on a handle that was not live (a double destroy).
 typedef long (*fake_invalid_destroys_fn)(void);
 typedef void (*fake_set_device_count_fn)(int count);
+// What cuDriverGetVersion answers from now on (13000 until set).
+typedef void (*fake_set_driver_version_fn)(int version);
 typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
 // The context that the last work enqueued on a stream went to (for a
 // default stream: the enqueuing thread's current context).

@@ -399,6 +399,18 @@ CUresult capture_work(CUstream s, Work&& w, bool& captured) {
   return CUDA_SUCCESS;
 }
 
+CUresult capture_alloc(CUstream s, std::size_t bytes, CUdeviceptr& out) {
+  Work w;
+  w.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  w.memory = std::make_shared<Block>(bytes);
+  w.dptr = reinterpret_cast<std::uintptr_t>(w.memory->mem);
+  const CUdeviceptr at = w.dptr;
+  bool captured = false;
+  const CUresult r = capture_work(s, std::move(w), captured);
+  if (!r) out = at;
+  return r;
+}
+
 CUresult capture_forbids_sync(CUstream s) {
   auto it = stream_captures.find(s);
   if (it == stream_captures.end()) return CUDA_SUCCESS;

@@ -203,6 +203,7 @@ CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
   if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) return capture_alloc(s, bytes, *p);  // a mem alloc node
   void* mem = std::malloc(bytes);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
@@ -215,6 +216,13 @@ CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
   FAKE_ENTRY(MemFreeAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s) && graph_blocks.count(p)) {  // a mem free node (other frees are not modeled in capture)
+    Work w;
+    w.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    w.dptr = p;
+    bool captured = false;
+    return capture_work(s, std::move(w), captured);
+  }
   auto it = allocations.find(p);
   if (it == allocations.end()) {
     ++invalid_destroys;

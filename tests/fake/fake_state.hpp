@@ -114,6 +114,9 @@ std::vector<unsigned char> pack_args(const Func& f, void** params);
 // (or refuses: an invalidated capture), sets `captured` and returns the
 // result; otherwise returns CUDA_SUCCESS and leaves `captured` false.
 CUresult capture_work(CUstream s, Work&& w, bool& captured);
+// With `mu` held: cuMemAllocAsync on a capturing stream, a mem alloc node
+// whose block's address goes to `out`.
+CUresult capture_alloc(CUstream s, std::size_t bytes, CUdeviceptr& out);
 // With `mu` held: whether `s` is capturing.
 bool capturing(CUstream s);
 // With `mu` held: a synchronizing call on `s` (cuStreamSynchronize,
