@@ -42,6 +42,28 @@ class GraphNode {
 //   g.add_kernel(a, ...)                             after a
 // (It carries the source line because a variadic function cannot take a
 // defaulted one after its arguments.)
+namespace detail {
+// An array of node handles on the heap (a plain class: no template to
+// instantiate in every translation unit that includes oxicuda).
+class NodeArray {
+ public:
+  NodeArray() noexcept = default;
+  explicit NodeArray(std::size_t n) : p_(new CUgraphNode[n]) {}
+  void allocate(std::size_t n) {
+    delete[] p_;
+    p_ = nullptr;
+    p_ = new CUgraphNode[n];
+  }
+  NodeArray(const NodeArray&) = delete;
+  NodeArray& operator=(const NodeArray&) = delete;
+  ~NodeArray() { delete[] p_; }
+  [[nodiscard]] CUgraphNode* get() const noexcept { return p_; }
+
+ private:
+  CUgraphNode* p_ = nullptr;
+};
+}  // namespace detail
+
 class Dependencies {
  public:
   // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
@@ -56,7 +78,7 @@ class Dependencies {
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::span<const GraphNode> nodes, SourceLocation where = SourceLocation::current())
       : n_(nodes.size()), where_(where) {
-    if (n_ > kInline) heap_.reset(new CUgraphNode[n_]);
+    if (n_ > kInline) heap_.allocate(n_);
     CUgraphNode* out = data();
     for (const GraphNode& d : nodes) *out++ = d.raw();
   }
@@ -64,7 +86,7 @@ class Dependencies {
   Dependencies& operator=(const Dependencies&) = delete;
 
   // The driver's array of the nodes' handles.
-  [[nodiscard]] CUgraphNode* data() noexcept { return heap_ ? heap_.get() : inline_; }
+  [[nodiscard]] CUgraphNode* data() noexcept { return heap_.get() ? heap_.get() : inline_; }
   [[nodiscard]] std::size_t size() const noexcept { return n_; }
   [[nodiscard]] SourceLocation where() const noexcept { return where_; }
 
@@ -72,7 +94,7 @@ class Dependencies {
   static constexpr std::size_t kInline = 8;
   std::size_t n_ = 0;
   CUgraphNode inline_[kInline] = {};
-  std::unique_ptr<CUgraphNode[]> heap_;
+  detail::NodeArray heap_;
   SourceLocation where_;
 };
 
@@ -825,10 +847,10 @@ inline std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList
   std::size_t n = 0;
   std::string at;
   if (graph && OXICUDA_DRIVER(GraphGetNodes, graph, nullptr, &n).ok() && n > 0) {
-    std::unique_ptr<CUgraphNode[]> all(new CUgraphNode[n]);
+    const NodeArray all(n);
     if (OXICUDA_DRIVER(GraphGetNodes, graph, all.get(), &n).ok())
       for (std::size_t i = 0; i < n; ++i)
-        if (all[i] == node) at = cat({"node ", std::to_string(i), " of ", std::to_string(n), " "});
+        if (all.get()[i] == node) at = cat({"node ", std::to_string(i), " of ", std::to_string(n), " "});
   }
   return cat({at.empty() ? "a node " : at, "(", what, ")"});
 }

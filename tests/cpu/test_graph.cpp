@@ -380,6 +380,15 @@ TEST_CASE_FIXTURE(GraphTest, "graph: every node kind, dependencies, clone and no
   CHECK(host[7] == 6.0f);
   CHECK(done.ready());
 
+  // More dependencies than Dependencies holds inline, from a span.
+  Graph wide{ctx};
+  std::vector<GraphNode> roots;
+  for (int i = 0; i < 12; ++i) roots.push_back(wide.add_empty({}));
+  GraphNode all = wide.add_empty(std::span<const GraphNode>(roots));
+  CHECK(wide.node_count() == 13);
+  CHECK(error_of([&] { wide.depend(roots[11], all); }).call() == "cuGraphAddDependencies");  // already a dependency
+  GraphExec{wide}.launch(s);
+
   // Dependencies added later: a cycle, which instantiation reports with the node.
   Graph cyclic{ctx};
   GraphNode a = cyclic.add_empty({});
