@@ -4422,16 +4422,29 @@ inline void destroy_graph(CUgraph g) noexcept {
   reclaim();
 }
 
-// The state of a graph: the driver's graph (destroyed with the state when
-// owned), its context, and what its nodes keep alive.
+inline void destroy_graph_exec(CUgraphExec e) noexcept {
+  check_nothrow(OXICUDA_DRIVER(GraphExecDestroy, e), "destroying an oxicuda::GraphExec");
+  reclaim();
+}
+
+// The state of a graph or of an exec (one type for both, so that the header
+// instantiates one std::make_shared family for them, not two): the driver's
+// handle (destroyed with the state when owned), its context, and what its
+// nodes keep alive (for an exec: the graph it was made or last updated
+// from, and what per-node setters gave it).
 struct GraphState : Owned {
   Context ctx;
-  CUgraph raw;
+  void* raw;  // a CUgraph, or a CUgraphExec when `exec`
   bool owns;
+  bool exec;
   KeepList keep;
-  GraphState(Context c, CUgraph r, bool o) noexcept : ctx(std::move(c)), raw(r), owns(o) {}
+  GraphState(Context c, void* r, bool o, bool e) noexcept : ctx(std::move(c)), raw(r), owns(o), exec(e) {}
   ~GraphState() override {
-    if (owns) destroy_graph(raw);
+    if (!owns) return;
+    if (exec)
+      destroy_graph_exec(static_cast<CUgraphExec>(raw));
+    else
+      destroy_graph(static_cast<CUgraph>(raw));
   }
 };
 
@@ -4686,20 +4699,20 @@ inline Graph::Graph(const Context& ctx, SourceLocation where) {
 }
 
 inline Graph Graph::borrow(CUgraph raw, Context ctx) {
-  return Graph(raw, State::make(std::move(ctx), raw, false));
+  return Graph(raw, State::make(std::move(ctx), raw, false, false));
 }
 
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
 #if OXICUDA_EXCEPTIONS
   try {
-    return Graph(raw, State::make(std::move(ctx), raw, true));
+    return Graph(raw, State::make(std::move(ctx), raw, true, false));
   } catch (...) {
     detail::destroy_graph(raw);
     throw;
   }
 #else
-  return Graph(raw, State::make(std::move(ctx), raw, true));
+  return Graph(raw, State::make(std::move(ctx), raw, true, false));
 #endif
 }
 
@@ -5085,27 +5098,6 @@ struct UpdateRefusal {
 
 namespace detail {
 
-inline void destroy_graph_exec(CUgraphExec e) noexcept {
-  check_nothrow(OXICUDA_DRIVER(GraphExecDestroy, e), "destroying an oxicuda::GraphExec");
-  reclaim();
-}
-
-// The state of an exec: the driver's exec, its context, the graph it was
-// made from (or last updated from: what its nodes use is kept alive
-// through it), and what per-node setters gave it.
-struct GraphExecState : Owned {
-  Context ctx;
-  CUgraphExec raw;
-  bool owns;
-  Graph graph;
-  KeepList keep;
-  GraphExecState(Context c, CUgraphExec r, bool o, Graph g) noexcept
-      : ctx(std::move(c)), raw(r), owns(o), graph(std::move(g)) {}
-  ~GraphExecState() override {
-    if (owns) destroy_graph_exec(raw);
-  }
-};
-
 const char* instantiate_result_text(ffi::CUgraphInstantiateResult r) noexcept;
 const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept;
 
@@ -5180,7 +5172,7 @@ class GraphExec {
                 SourceLocation where = SourceLocation::current()) const;
 
  private:
-  using State = detail::Shared<detail::GraphExecState>;
+  using State = detail::Shared<detail::GraphState>;
   [[nodiscard]] CUgraphExec checked(const char* operation, SourceLocation where) const {
     return detail::checked(*this, "oxicuda::GraphExec", operation, where);
   }
@@ -5212,20 +5204,21 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
                                     "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
 #if OXICUDA_EXCEPTIONS
   try {
-    state_ = State::make(graph.context(), raw, true, graph);
+    state_ = State::make(graph.context(), raw, true, true);
   } catch (...) {
     detail::destroy_graph_exec(raw);
     throw;
   }
 #else
-  state_ = State::make(graph.context(), raw, true, graph);
+  state_ = State::make(graph.context(), raw, true, true);
 #endif
+  state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
   raw_ = raw;
 }
 
 inline GraphExec GraphExec::borrow(CUgraphExec raw, Context ctx) {
   GraphExec e;
-  e.state_ = State::make(std::move(ctx), raw, false, Graph());
+  e.state_ = State::make(std::move(ctx), raw, false, true);
   e.raw_ = raw;
   return e;
 }
@@ -5237,7 +5230,10 @@ inline const Context& GraphExec::context() const noexcept {
 
 inline const Graph& GraphExec::graph() const noexcept {
   static const Graph none;
-  return state_ ? state_->graph : none;
+  if (state_)  // held in the keep list, as the entry for no node
+    for (const detail::Keep* k = state_->keep.head; k; k = k->next)
+      if (!k->node && k->kind() == &detail::KeepOf<Graph>::tag) return static_cast<const detail::KeepOf<Graph>*>(k)->handle;
+  return none;
 }
 
 inline void GraphExec::launch(const Stream& stream, SourceLocation where) const {
@@ -5262,7 +5258,7 @@ inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation wh
     return {info.result == ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS ? ffi::CU_GRAPH_EXEC_UPDATE_ERROR : info.result,
             GraphNode(info.errorNode), GraphNode(info.errorFromNode)};
   detail::check(r, where);
-  state_->graph = graph;  // what the exec's nodes use now
+  state_->keep.replace(nullptr, graph);  // what the exec's nodes use now
   return {};
 }
 

@@ -235,16 +235,29 @@ inline void destroy_graph(CUgraph g) noexcept {
   reclaim();
 }
 
-// The state of a graph: the driver's graph (destroyed with the state when
-// owned), its context, and what its nodes keep alive.
+inline void destroy_graph_exec(CUgraphExec e) noexcept {
+  check_nothrow(OXICUDA_DRIVER(GraphExecDestroy, e), "destroying an oxicuda::GraphExec");
+  reclaim();
+}
+
+// The state of a graph or of an exec (one type for both, so that the header
+// instantiates one std::make_shared family for them, not two): the driver's
+// handle (destroyed with the state when owned), its context, and what its
+// nodes keep alive (for an exec: the graph it was made or last updated
+// from, and what per-node setters gave it).
 struct GraphState : Owned {
   Context ctx;
-  CUgraph raw;
+  void* raw;  // a CUgraph, or a CUgraphExec when `exec`
   bool owns;
+  bool exec;
   KeepList keep;
-  GraphState(Context c, CUgraph r, bool o) noexcept : ctx(std::move(c)), raw(r), owns(o) {}
+  GraphState(Context c, void* r, bool o, bool e) noexcept : ctx(std::move(c)), raw(r), owns(o), exec(e) {}
   ~GraphState() override {
-    if (owns) destroy_graph(raw);
+    if (!owns) return;
+    if (exec)
+      destroy_graph_exec(static_cast<CUgraphExec>(raw));
+    else
+      destroy_graph(static_cast<CUgraph>(raw));
   }
 };
 
@@ -499,20 +512,20 @@ inline Graph::Graph(const Context& ctx, SourceLocation where) {
 }
 
 inline Graph Graph::borrow(CUgraph raw, Context ctx) {
-  return Graph(raw, State::make(std::move(ctx), raw, false));
+  return Graph(raw, State::make(std::move(ctx), raw, false, false));
 }
 
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
 #if OXICUDA_EXCEPTIONS
   try {
-    return Graph(raw, State::make(std::move(ctx), raw, true));
+    return Graph(raw, State::make(std::move(ctx), raw, true, false));
   } catch (...) {
     detail::destroy_graph(raw);
     throw;
   }
 #else
-  return Graph(raw, State::make(std::move(ctx), raw, true));
+  return Graph(raw, State::make(std::move(ctx), raw, true, false));
 #endif
 }
 

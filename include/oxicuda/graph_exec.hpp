@@ -37,27 +37,6 @@ struct UpdateRefusal {
 
 namespace detail {
 
-inline void destroy_graph_exec(CUgraphExec e) noexcept {
-  check_nothrow(OXICUDA_DRIVER(GraphExecDestroy, e), "destroying an oxicuda::GraphExec");
-  reclaim();
-}
-
-// The state of an exec: the driver's exec, its context, the graph it was
-// made from (or last updated from: what its nodes use is kept alive
-// through it), and what per-node setters gave it.
-struct GraphExecState : Owned {
-  Context ctx;
-  CUgraphExec raw;
-  bool owns;
-  Graph graph;
-  KeepList keep;
-  GraphExecState(Context c, CUgraphExec r, bool o, Graph g) noexcept
-      : ctx(std::move(c)), raw(r), owns(o), graph(std::move(g)) {}
-  ~GraphExecState() override {
-    if (owns) destroy_graph_exec(raw);
-  }
-};
-
 const char* instantiate_result_text(ffi::CUgraphInstantiateResult r) noexcept;
 const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept;
 
@@ -132,7 +111,7 @@ class GraphExec {
                 SourceLocation where = SourceLocation::current()) const;
 
  private:
-  using State = detail::Shared<detail::GraphExecState>;
+  using State = detail::Shared<detail::GraphState>;
   [[nodiscard]] CUgraphExec checked(const char* operation, SourceLocation where) const {
     return detail::checked(*this, "oxicuda::GraphExec", operation, where);
   }
@@ -164,20 +143,21 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
                                     "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
 #if OXICUDA_EXCEPTIONS
   try {
-    state_ = State::make(graph.context(), raw, true, graph);
+    state_ = State::make(graph.context(), raw, true, true);
   } catch (...) {
     detail::destroy_graph_exec(raw);
     throw;
   }
 #else
-  state_ = State::make(graph.context(), raw, true, graph);
+  state_ = State::make(graph.context(), raw, true, true);
 #endif
+  state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
   raw_ = raw;
 }
 
 inline GraphExec GraphExec::borrow(CUgraphExec raw, Context ctx) {
   GraphExec e;
-  e.state_ = State::make(std::move(ctx), raw, false, Graph());
+  e.state_ = State::make(std::move(ctx), raw, false, true);
   e.raw_ = raw;
   return e;
 }
@@ -189,7 +169,10 @@ inline const Context& GraphExec::context() const noexcept {
 
 inline const Graph& GraphExec::graph() const noexcept {
   static const Graph none;
-  return state_ ? state_->graph : none;
+  if (state_)  // held in the keep list, as the entry for no node
+    for (const detail::Keep* k = state_->keep.head; k; k = k->next)
+      if (!k->node && k->kind() == &detail::KeepOf<Graph>::tag) return static_cast<const detail::KeepOf<Graph>*>(k)->handle;
+  return none;
 }
 
 inline void GraphExec::launch(const Stream& stream, SourceLocation where) const {
@@ -214,7 +197,7 @@ inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation wh
     return {info.result == ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS ? ffi::CU_GRAPH_EXEC_UPDATE_ERROR : info.result,
             GraphNode(info.errorNode), GraphNode(info.errorFromNode)};
   detail::check(r, where);
-  state_->graph = graph;  // what the exec's nodes use now
+  state_->keep.replace(nullptr, graph);  // what the exec's nodes use now
   return {};
 }
 
