@@ -98,6 +98,12 @@ typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef struct CUlinkState_st* CUlinkState;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphNode_st* CUgraphNode;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct CUuserObject_st* CUuserObject;
+typedef struct CUarray_st* CUarray;
+typedef struct CUkern_st* CUkernel;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -107,6 +113,7 @@ using CUdeviceptr = unsigned long long;
 using cuuint64_t = std::uint64_t;
 using CUhostFn = void(OXICUDA_CUDAAPI*)(void* user_data);
 using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
+using CUgraphConditionalHandle = cuuint64_t;
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
 enum CUresult : int {
@@ -630,6 +637,244 @@ struct CUuuid {
   char bytes[16];
 };
 
+// --- graphs and stream capture ----------------------------------------------
+
+enum CUstreamCaptureStatus : int {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+
+enum CUstreamCaptureMode : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
+
+enum CUgraphNodeType : int {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+  CU_GRAPH_NODE_TYPE_MEMSET = 2,
+  CU_GRAPH_NODE_TYPE_HOST = 3,
+  CU_GRAPH_NODE_TYPE_GRAPH = 4,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5,
+  CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+  CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL = 8,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT = 9,
+  CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+  CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+};
+
+enum CUgraphInstantiateResult : int {
+  CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+  CUDA_GRAPH_INSTANTIATE_ERROR = 1,
+  CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE = 2,
+  CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED = 3,
+  CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED = 4,
+  CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED = 5,
+};
+
+enum CUgraphInstantiate_flags : int {
+  CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+  CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8,
+};
+
+enum CUgraphExecUpdateResult : int {
+  CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
+  CU_GRAPH_EXEC_UPDATE_ERROR = 1,
+  CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
+  CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,
+  CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4,
+  CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 5,
+  CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 6,
+  CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 7,
+  CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 8,
+};
+
+enum CUgraphConditionalNodeType : int {
+  CU_GRAPH_COND_TYPE_IF = 0,
+  CU_GRAPH_COND_TYPE_WHILE = 1,
+  CU_GRAPH_COND_TYPE_SWITCH = 2,
+};
+
+enum CUgraphDebugDot_flags : int {
+  CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE = 1 << 0,
+  CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS = 1 << 2,
+  CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS = 1 << 3,
+  CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS = 1 << 4,
+  CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS = 1 << 5,
+  CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS = 1 << 6,
+  CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES = 1 << 10,
+  CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 1 << 15,
+};
+
+enum CUmemorytype : int {
+  CU_MEMORYTYPE_HOST = 0x01,
+  CU_MEMORYTYPE_DEVICE = 0x02,
+  CU_MEMORYTYPE_ARRAY = 0x03,
+  CU_MEMORYTYPE_UNIFIED = 0x04,
+};
+
+enum CUmemAllocationType : int {
+  CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+};
+
+enum CUmemAllocationHandleType : int {
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+};
+
+enum CUmemLocationType : int {
+  CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+};
+
+enum CUmemAccess_flags : int {
+  CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+};
+
+enum CUuserObject_flags : int {
+  CU_USER_OBJECT_NO_DESTRUCTOR_SYNC = 1,
+};
+
+enum CUuserObjectRetain_flags : int {
+  CU_GRAPH_USER_OBJECT_MOVE = 1,
+};
+
+// cuGraphConditionalHandleCreate's flag (a macro in cuda.h).
+inline constexpr unsigned int graph_cond_assign_default = 0x1;
+
+struct CUDA_KERNEL_NODE_PARAMS_v2 {
+  CUfunction func;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
+
+struct CUDA_MEMCPY3D {
+  std::size_t srcXInBytes;
+  std::size_t srcY;
+  std::size_t srcZ;
+  std::size_t srcLOD;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  void* reserved0;
+  std::size_t srcPitch;
+  std::size_t srcHeight;
+  std::size_t dstXInBytes;
+  std::size_t dstY;
+  std::size_t dstZ;
+  std::size_t dstLOD;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  void* reserved1;
+  std::size_t dstPitch;
+  std::size_t dstHeight;
+  std::size_t WidthInBytes;
+  std::size_t Height;
+  std::size_t Depth;
+};
+
+struct CUDA_MEMSET_NODE_PARAMS {
+  CUdeviceptr dst;
+  std::size_t pitch;
+  unsigned int value;
+  unsigned int elementSize;
+  std::size_t width;
+  std::size_t height;
+};
+
+struct CUDA_HOST_NODE_PARAMS {
+  CUhostFn fn;
+  void* userData;
+};
+
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
+
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  CUmemAccess_flags flags;
+};
+
+struct CUmemPoolProps {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void* win32SecurityAttributes;
+  std::size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+
+struct CUDA_MEM_ALLOC_NODE_PARAMS {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc* accessDescs;
+  std::size_t accessDescCount;
+  std::size_t bytesize;
+  CUdeviceptr dptr;
+};
+
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  CUgraphConditionalHandle handle;
+  CUgraphConditionalNodeType type;
+  unsigned int size;
+  CUgraph* phGraph_out;
+  CUcontext ctx;
+};
+
+// cuda.h's node parameters for cuGraphAddNode: the union's member that
+// oxicuda sets (a conditional node's), and its size.
+struct CUgraphNodeParams {
+  CUgraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+  };
+  long long reserved2;
+};
+
+struct CUgraphEdgeData {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+};
+
+struct CUDA_GRAPH_INSTANTIATE_PARAMS {
+  cuuint64_t flags;
+  CUstream hUploadStream;
+  CUgraphNode hErrNode_out;
+  CUgraphInstantiateResult result_out;
+};
+
+struct CUgraphExecUpdateResultInfo {
+  CUgraphExecUpdateResult result;
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+};
+
 // The one table of driver entry points oxicuda calls:
 //   X(member, pinned version, exported symbol, parameters)
 // Every entry returns CUresult. `member` is the name without its `cu` prefix
@@ -727,7 +972,74 @@ struct CUuuid {
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
   X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
-  X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
+  X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))                      \
+  X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
+  X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
+  X(StreamIsCapturing, 10000, "cuStreamIsCapturing", (CUstream hStream, CUstreamCaptureStatus * captureStatus))        \
+  X(StreamGetCaptureInfo, 12030, "cuStreamGetCaptureInfo_v3",                                                          \
+    (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out, CUgraph * graph_out,            \
+     const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, std::size_t* numDependencies_out))   \
+  X(GraphCreate, 10000, "cuGraphCreate", (CUgraph * phGraph, unsigned int flags))                                      \
+  X(GraphDestroy, 10000, "cuGraphDestroy", (CUgraph hGraph))                                                           \
+  X(GraphClone, 10000, "cuGraphClone", (CUgraph * phGraphClone, CUgraph originalGraph))                                \
+  X(GraphGetNodes, 10000, "cuGraphGetNodes", (CUgraph hGraph, CUgraphNode * nodes, std::size_t * numNodes))            \
+  X(GraphNodeGetType, 10000, "cuGraphNodeGetType", (CUgraphNode hNode, CUgraphNodeType * type))                        \
+  X(GraphAddDependencies, 10000, "cuGraphAddDependencies",                                                             \
+    (CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, std::size_t numDependencies))                     \
+  X(GraphAddKernelNode, 12000, "cuGraphAddKernelNode_v2",                                                              \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams))                                                                    \
+  X(GraphAddMemcpyNode, 10000, "cuGraphAddMemcpyNode",                                                                 \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_MEMCPY3D* copyParams, CUcontext ctx))                                                                  \
+  X(GraphAddMemsetNode, 10000, "cuGraphAddMemsetNode",                                                                 \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx))                                                      \
+  X(GraphAddHostNode, 10000, "cuGraphAddHostNode",                                                                     \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_HOST_NODE_PARAMS* nodeParams))                                                                         \
+  X(GraphAddEmptyNode, 10000, "cuGraphAddEmptyNode",                                                                   \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies))         \
+  X(GraphAddChildGraphNode, 10000, "cuGraphAddChildGraphNode",                                                         \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUgraph childGraph))                                                                                              \
+  X(GraphAddEventRecordNode, 11010, "cuGraphAddEventRecordNode",                                                       \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUevent event))                                                                                                   \
+  X(GraphAddEventWaitNode, 11010, "cuGraphAddEventWaitNode",                                                           \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUevent event))                                                                                                   \
+  X(GraphAddMemAllocNode, 11040, "cuGraphAddMemAllocNode",                                                             \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams))                                                                          \
+  X(GraphAddMemFreeNode, 11040, "cuGraphAddMemFreeNode",                                                               \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUdeviceptr dptr))                                                                                                \
+  X(GraphAddNode, 12020, "cuGraphAddNode",                                                                             \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUgraphNodeParams* nodeParams))                                                                                   \
+  X(GraphConditionalHandleCreate, 12030, "cuGraphConditionalHandleCreate",                                             \
+    (CUgraphConditionalHandle * pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue,           \
+     unsigned int flags))                                                                                              \
+  X(GraphDebugDotPrint, 11030, "cuGraphDebugDotPrint", (CUgraph hGraph, const char* path, unsigned int flags))         \
+  X(GraphInstantiateWithParams, 12000, "cuGraphInstantiateWithParams",                                                 \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams))                     \
+  X(GraphExecDestroy, 10000, "cuGraphExecDestroy", (CUgraphExec hGraphExec))                                           \
+  X(GraphLaunch, 10000, "cuGraphLaunch", (CUgraphExec hGraphExec, CUstream hStream))                                   \
+  X(GraphUpload, 11010, "cuGraphUpload", (CUgraphExec hGraphExec, CUstream hStream))                                   \
+  X(GraphExecUpdate, 12000, "cuGraphExecUpdate_v2",                                                                    \
+    (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo * resultInfo))                                \
+  X(GraphExecKernelNodeSetParams, 12000, "cuGraphExecKernelNodeSetParams_v2",                                          \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams))                         \
+  X(GraphExecMemcpyNodeSetParams, 10020, "cuGraphExecMemcpyNodeSetParams",                                             \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D* copyParams, CUcontext ctx))                       \
+  X(GraphExecMemsetNodeSetParams, 10020, "cuGraphExecMemsetNodeSetParams",                                             \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx))           \
+  X(UserObjectCreate, 11030, "cuUserObjectCreate",                                                                     \
+    (CUuserObject * object_out, void* ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags))        \
+  X(UserObjectRelease, 11030, "cuUserObjectRelease", (CUuserObject object, unsigned int count))                        \
+  X(GraphRetainUserObject, 11030, "cuGraphRetainUserObject",                                                           \
+    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))
 
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for
@@ -1830,6 +2142,13 @@ inline std::string refusal_reason(ffi::CUresult r) {
   if (r == ffi::CUDA_ERROR_NOT_INITIALIZED && forked_after_load())
     return "this process is a child forked after the CUDA driver was initialized in its parent: CUDA cannot be "
            "used in such a child. Initialize CUDA only after fork(), or exec() a new program in the child";
+  if (r == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+    return "a stream is capturing, and this call would wait for, or implicitly order itself after, the captured "
+           "work (a synchronize or query of the capturing stream, a synchronous copy, fill or allocation during a "
+           "global-mode capture, or work on the legacy default stream while a blocking stream captures). The "
+           "driver has invalidated the capture: end it, and capture again without this call (or use "
+           "CaptureMode::relaxed for calls that are only unsafe, or CaptureMode::per_thread to ignore other "
+           "threads)";
   return {};
 }
 
@@ -1845,7 +2164,8 @@ struct Outcome {
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
-  if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED) {
+  if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
+      o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
     std::string why = refusal_reason(o.result);
     if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
   }
@@ -2139,6 +2459,35 @@ inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
   auto* c = static_cast<HostCall*>(data);
   run_host_call(c);
   retire(c);
+}
+
+// For work that may run many times (a graph's host node, a host function
+// captured into a graph): run, and keep the box. A driver user object owns
+// it; its destructor, which the driver runs on its own thread once the last
+// graph and exec holding the object are gone, retires the box.
+inline void OXICUDA_CUDAAPI run_host_call_many(void* data) noexcept { run_host_call(static_cast<HostCall*>(data)); }
+inline void OXICUDA_CUDAAPI retire_host_call(void* data) noexcept { retire(static_cast<HostCall*>(data)); }
+
+// Gives `graph` the ownership of `boxed`: a user object whose destructor
+// retires the box, retained by the graph (and so by its clones and execs).
+// On failure the box is destroyed (now, or through the user object) and the
+// failure returned.
+// `object_out`, when given, receives the user object (valid while the graph
+// holds it).
+inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* object_out = nullptr) noexcept {
+  CUuserObject object = nullptr;
+  Outcome r = OXICUDA_DRIVER(UserObjectCreate, &object, boxed, &retire_host_call, 1u,
+                             static_cast<unsigned>(ffi::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  if (!r.ok()) {
+    boxed->destroy(boxed);
+    return r;
+  }
+  r = OXICUDA_DRIVER(GraphRetainUserObject, graph, object, 1u, 0u);
+  // Our own reference goes either way: the graph's keeps the box alive, or,
+  // when the graph took none, this release destroys it (through retire).
+  check_nothrow(OXICUDA_DRIVER(UserObjectRelease, object, 1u), "releasing a host function's user object");
+  if (r.ok() && object_out) *object_out = object;
+  return r;
 }
 
 }  // namespace detail
@@ -2941,6 +3290,9 @@ class Stream {
   // synchronize() of a stream, event or context, the next launch_host_func,
   // or when a stream is destroyed: so it may own buffers and handles
   // (`[buf = std::move(buf)] {}` keeps a buffer until the work is done).
+  // While the stream is capturing (capture.hpp), the host function becomes a
+  // node of the captured graph: the callable then lives until the last
+  // graph and exec that can run it are gone, and runs on every replay.
   template <class F>
   void launch_host_func(F&& fn, SourceLocation where = SourceLocation::current()) const;
 
@@ -3054,11 +3406,44 @@ inline bool Stream::non_blocking(SourceLocation where) const {
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
 
+namespace detail {
+// The graph that `q` is capturing into, or null when it is not capturing
+// (one cuStreamGetCaptureInfo; a driver older than CUDA 12.3, without it,
+// answers through cuStreamIsCapturing, and a capture there is an Error).
+inline CUgraph capture_graph(CUstream q, const char* operation, SourceLocation where) {
+  ffi::CUstreamCaptureStatus status = ffi::CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  if (OXICUDA_UNLIKELY(missing(ffi::Entry::StreamGetCaptureInfo))) {
+    check(OXICUDA_DRIVER(StreamIsCapturing, q, &status), where);
+    if (status != ffi::CU_STREAM_CAPTURE_STATUS_NONE)
+      raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                  "the stream is capturing, and keeping a host function's callable alive for every replay of the "
+                  "graph needs cuStreamGetCaptureInfo (a CUDA 12.3 driver or newer)",
+                  where));
+    return nullptr;
+  }
+  check(OXICUDA_DRIVER(StreamGetCaptureInfo, q, &status, nullptr, &graph, nullptr, nullptr, nullptr), where);
+  return status == ffi::CU_STREAM_CAPTURE_STATUS_NONE ? nullptr : graph;
+}
+}  // namespace detail
+
 template <class F>
 void Stream::launch_host_func(F&& fn, SourceLocation where) const {
+  constexpr const char* op = "oxicuda::Stream::launch_host_func";
   detail::reclaim();
-  detail::on_stream(*this, "oxicuda::Stream::launch_host_func", where, [&](CUstream q) {
-    detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), "oxicuda::Stream::launch_host_func");
+  detail::on_stream(*this, op, where, [&](CUstream q) {
+    // While the stream captures, the host function becomes a node of the
+    // graph, run by every replay of every exec made from it: the graph owns
+    // the callable then (a user object), not the one run.
+    CUgraph graph = detail::capture_graph(q, op, where);
+    detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), op);
+    if (graph) {
+      const detail::Outcome owned = detail::give_to_graph(graph, boxed);
+      if (!owned.ok()) detail::fail(owned, where);
+      // From here the graph owns the box, whatever the launch's answer.
+      detail::check(OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_many, boxed), where);
+      return;
+    }
     const detail::Outcome r = OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_once, boxed);
     if (OXICUDA_UNLIKELY(!r.ok())) {
       boxed->destroy(boxed);
@@ -3841,9 +4226,20 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 
 namespace detail {
 
-// The one implementation of every copy direction, enqueued on queue `q`.
+// The two sides of a copy, after its checks (same element type, a mutable
+// destination, the same count): a device address or a host pointer each.
+struct CopySides {
+  ffi::CUdeviceptr dst_device = 0;
+  ffi::CUdeviceptr src_device = 0;
+  void* dst_host = nullptr;
+  const void* src_host = nullptr;
+  std::size_t bytes = 0;
+  CUcontext ctx = nullptr;  // the device side's context, when its span knows it
+};
+
 template <class Dst, class Src>
-void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
+  CopySides c;
   if constexpr (device_range<Dst> && device_range<Src>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
@@ -3851,22 +4247,44 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    check(OXICUDA_DRIVER(MemcpyDtoDAsync, d.device_ptr(), s.device_ptr(), d.size_bytes(), q), where);
+    c.dst_device = d.device_ptr();
+    c.src_device = s.device_ptr();
+    c.bytes = d.size_bytes();
+    c.ctx = d.context() ? d.context() : s.context();
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    check(OXICUDA_DRIVER(MemcpyHtoDAsync, d.device_ptr(), std::data(src), d.size_bytes(), q), where);
+    c.dst_device = d.device_ptr();
+    c.src_host = std::data(src);
+    c.bytes = d.size_bytes();
+    c.ctx = d.context();
   } else {
     using T = device_element_t<Src>;
     static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    check(OXICUDA_DRIVER(MemcpyDtoHAsync, std::data(dst), s.device_ptr(), s.size_bytes(), q), where);
+    c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
+    c.src_device = s.device_ptr();
+    c.bytes = s.size_bytes();
+    c.ctx = s.context();
   }
+  return c;
+}
+
+// The one implementation of every copy direction, enqueued on queue `q`.
+template <class Dst, class Src>
+void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  if constexpr (device_range<Dst> && device_range<Src>)
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q), where);
+  else if constexpr (device_range<Dst>)
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q), where);
+  else
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
 }
 
 template <class Dst>
@@ -5657,3 +6075,1467 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/source.hpp ----
+
+// ---- begin oxicuda/graph.hpp ----
+// oxicuda/graph.hpp — Graph: a CUDA graph built node by node (kernels,
+// copies, fills, host functions, events, child graphs, allocations,
+// conditional nodes), its dependencies, clones and a Graphviz picture.
+// Instantiating and replaying it is graph_exec.hpp; capturing a stream's work
+// into one is capture.hpp.
+
+#include <bit>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// A node of a graph: valid while its graph lives. Copies are the same node.
+class GraphNode {
+ public:
+  GraphNode() noexcept = default;
+  explicit GraphNode(CUgraphNode raw) noexcept : raw_(raw) {}
+  [[nodiscard]] CUgraphNode raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  // The node's kind (cuGraphNodeGetType).
+  [[nodiscard]] ffi::CUgraphNodeType type(SourceLocation where = SourceLocation::current()) const;
+  friend bool operator==(const GraphNode& a, const GraphNode& b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  CUgraphNode raw_ = nullptr;
+};
+
+// The nodes a new node depends on, and the caller's source line:
+//   g.add_kernel({a, b}, kernel, config, args...)   after a and b
+//   g.add_kernel({}, ...)                            a root node
+//   g.add_kernel(a, ...)                             after a
+// (It carries the source line because a variadic function cannot take a
+// defaulted one after its arguments.)
+namespace detail {
+// An array of node handles on the heap (a plain class: no template to
+// instantiate in every translation unit that includes oxicuda).
+class NodeArray {
+ public:
+  NodeArray() noexcept = default;
+  explicit NodeArray(std::size_t n) : p_(new CUgraphNode[n]) {}
+  void allocate(std::size_t n) {
+    delete[] p_;
+    p_ = nullptr;
+    p_ = new CUgraphNode[n];
+  }
+  NodeArray(const NodeArray&) = delete;
+  NodeArray& operator=(const NodeArray&) = delete;
+  ~NodeArray() { delete[] p_; }
+  [[nodiscard]] CUgraphNode* get() const noexcept { return p_; }
+
+ private:
+  CUgraphNode* p_ = nullptr;
+};
+}  // namespace detail
+
+class Dependencies {
+ public:
+  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
+  Dependencies(SourceLocation where = SourceLocation::current()) noexcept : where_(where) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  Dependencies(GraphNode one, SourceLocation where = SourceLocation::current()) noexcept : n_(1), where_(where) {
+    inline_[0] = one.raw();
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  Dependencies(std::initializer_list<GraphNode> nodes, SourceLocation where = SourceLocation::current())
+      : Dependencies(std::span<const GraphNode>(nodes.begin(), nodes.size()), where) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  Dependencies(std::span<const GraphNode> nodes, SourceLocation where = SourceLocation::current())
+      : n_(nodes.size()), where_(where) {
+    if (n_ > kInline) heap_.allocate(n_);
+    CUgraphNode* out = data();
+    for (const GraphNode& d : nodes) *out++ = d.raw();
+  }
+  Dependencies(const Dependencies&) = delete;
+  Dependencies& operator=(const Dependencies&) = delete;
+
+  // The driver's array of the nodes' handles.
+  [[nodiscard]] CUgraphNode* data() noexcept { return heap_.get() ? heap_.get() : inline_; }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] SourceLocation where() const noexcept { return where_; }
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  std::size_t n_ = 0;
+  CUgraphNode inline_[kInline] = {};
+  detail::NodeArray heap_;
+  SourceLocation where_;
+};
+
+// A handle that a conditional node reads and a kernel sets on the device
+// (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
+// as its unsigned long long (CUgraphConditionalHandle) parameter.
+struct ConditionalHandle {
+  ffi::CUgraphConditionalHandle value = 0;
+  // NOLINTNEXTLINE(google-explicit-constructor): a kernel's CUgraphConditionalHandle parameter
+  constexpr operator ffi::CUgraphConditionalHandle() const noexcept { return value; }
+};
+
+class Graph;
+namespace detail {
+struct GraphAccess;
+}
+
+// A conditional node and the graph it runs (its body): add the body's nodes
+// through `body`, which shares the ownership of the graph it belongs to.
+struct ConditionalNode;
+
+// Memory allocated by a graph's mem alloc node: its address is fixed when the
+// node is added; the memory exists from the node's run until a mem free
+// node (or a free after the launch) releases it.
+template <class T>
+struct GraphAllocation {
+  GraphNode node;
+  DeviceSpan<T> span;
+};
+
+namespace detail {
+
+// What a graph keeps alive for its nodes: each entry holds one handle (a
+// kernel's Function, an Event, a child Graph), in a list that the graph's
+// state owns. One small allocation per node that needs one; no container.
+struct Keep {
+  Keep* next = nullptr;
+  CUgraphNode node = nullptr;
+  Keep() noexcept = default;
+  Keep(const Keep&) = delete;
+  Keep& operator=(const Keep&) = delete;
+  virtual ~Keep() = default;
+  // The kernel's name for a kernel node (for error messages), else empty.
+  [[nodiscard]] virtual std::string_view kernel_name() const noexcept { return {}; }
+  // Another entry holding the same handle.
+  [[nodiscard]] virtual Keep* copy() const = 0;
+  // The user object of a host node's callable, else null.
+  [[nodiscard]] virtual CUuserObject user_object() const noexcept { return nullptr; }
+  // Which kind of entry this is (KeepOf<H>::kind for each H).
+  [[nodiscard]] virtual const void* kind() const noexcept { return nullptr; }
+};
+
+// A host node's user object, which the graph holds a reference to.
+struct KeepUserObject final : Keep {
+  CUuserObject object;
+  explicit KeepUserObject(CUuserObject o) noexcept : object(o) {}
+  [[nodiscard]] Keep* copy() const override { return new KeepUserObject(object); }
+  [[nodiscard]] CUuserObject user_object() const noexcept override { return object; }
+};
+
+template <class H>
+struct KeepOf final : Keep {
+  H handle;
+  static constexpr char tag = 0;
+  explicit KeepOf(H h) noexcept : handle(std::move(h)) {}
+  [[nodiscard]] Keep* copy() const override { return new KeepOf(handle); }
+  [[nodiscard]] const void* kind() const noexcept override { return &tag; }
+  [[nodiscard]] std::string_view kernel_name() const noexcept override {
+    if constexpr (requires(const H& x) { x.name(); })
+      return handle.name();
+    else
+      return {};
+  }
+};
+
+struct KeepList {
+  Keep* head = nullptr;
+  KeepList() noexcept = default;
+  KeepList(const KeepList&) = delete;
+  KeepList& operator=(const KeepList&) = delete;
+  ~KeepList() {
+    while (head) delete std::exchange(head, head->next);
+  }
+  template <class H>
+  void add(CUgraphNode node, H handle) {
+    auto* k = new KeepOf<H>(std::move(handle));
+    k->node = node;
+    k->next = head;
+    head = k;
+  }
+  // Holds `handle` for `node` instead of what it held for it (a per-node
+  // setter called in a loop holds one entry per node, not one per call).
+  template <class H>
+  void replace(CUgraphNode node, H handle) {
+    for (Keep* k = head; k; k = k->next)
+      if (k->node == node && k->kind() == &KeepOf<H>::tag) {
+        static_cast<KeepOf<H>*>(k)->handle = std::move(handle);
+        return;
+      }
+    add(node, std::move(handle));
+  }
+  // Holds what `other` holds too (for a graph copied from it, whose nodes differ).
+  void copy_from(const KeepList& other) {
+    for (const Keep* k = other.head; k; k = k->next) {
+      Keep* c = k->copy();
+      c->next = head;
+      head = c;
+    }
+  }
+  // Makes `graph` hold its own reference to each host callable's user object
+  // listed here (a copy of the graph that listed them: a clone, or a child
+  // node's copy). The driver's copies may hold references already; one more
+  // is released with the graph all the same, so the callable is destroyed
+  // once either way, and never before the copy is gone.
+  [[nodiscard]] Outcome retain_user_objects(CUgraph graph) const noexcept {
+    for (const Keep* k = head; k; k = k->next)
+      if (CUuserObject o = k->user_object()) {
+        const Outcome r = OXICUDA_DRIVER(GraphRetainUserObject, graph, o, 1u, 0u);
+        if (!r.ok()) return r;
+      }
+    return {ffi::CUDA_SUCCESS, ffi::Entry::GraphRetainUserObject};
+  }
+  void add_user_object(CUgraphNode node, CUuserObject object) {
+    auto* k = new KeepUserObject(object);
+    k->node = node;
+    k->next = head;
+    head = k;
+  }
+  [[nodiscard]] std::string_view kernel_name(CUgraphNode node) const noexcept {
+    for (const Keep* k = head; k; k = k->next)
+      if (k->node == node && !k->kernel_name().empty()) return k->kernel_name();
+    return {};
+  }
+};
+
+inline void destroy_graph(CUgraph g) noexcept {
+  check_nothrow(OXICUDA_DRIVER(GraphDestroy, g), "destroying an oxicuda::Graph");
+  reclaim();
+}
+
+inline void destroy_graph_exec(CUgraphExec e) noexcept {
+  check_nothrow(OXICUDA_DRIVER(GraphExecDestroy, e), "destroying an oxicuda::GraphExec");
+  reclaim();
+}
+
+// The state of a graph or of an exec (one type for both, so that the header
+// instantiates one std::make_shared family for them, not two): the driver's
+// handle (destroyed with the state when owned), its context, and what its
+// nodes keep alive (for an exec: the graph it was made or last updated
+// from, and what per-node setters gave it).
+struct GraphState : Owned {
+  Context ctx;
+  void* raw;  // a CUgraph, or a CUgraphExec when `exec`
+  bool owns;
+  bool exec;
+  KeepList keep;
+  GraphState(Context c, void* r, bool o, bool e) noexcept : ctx(std::move(c)), raw(r), owns(o), exec(e) {}
+  ~GraphState() override {
+    if (!owns) return;
+    if (exec)
+      destroy_graph_exec(static_cast<CUgraphExec>(raw));
+    else
+      destroy_graph(static_cast<CUgraph>(raw));
+  }
+};
+
+std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList* keep);
+
+}  // namespace detail
+
+// A CUDA graph (cuGraphCreate): work and its dependencies, built once and
+// instantiated (GraphExec, graph_exec.hpp) to be launched many times.
+//
+// A shared handle, like Stream: copies are the same graph, destroyed
+// (cuGraphDestroy) when the last handle drops; every handle keeps the
+// graph's context alive, and the graph keeps alive what its nodes use: the
+// module of each kernel node, the events of event nodes, the child graphs,
+// and (through driver user objects) each host node's callable. Adding nodes
+// is not thread-safe, as in the driver: one thread builds a graph at a time.
+class Graph {
+ public:
+  Graph() noexcept = default;
+  Graph(const Graph&) noexcept = default;
+  Graph& operator=(const Graph&) noexcept = default;
+  // A moved-from Graph is empty, like a default-constructed one.
+  Graph(Graph&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  Graph& operator=(Graph&& o) noexcept {
+    state_ = std::move(o.state_);
+    raw_ = std::exchange(o.raw_, nullptr);
+    return *this;
+  }
+  // An empty graph; `ctx` is the context its copies, fills and conditional
+  // handles belong to.
+  explicit Graph(const Context& ctx, SourceLocation where = SourceLocation::current());
+  // A graph that other code owns; oxicuda never destroys it.
+  [[nodiscard]] static Graph borrow(CUgraph raw, Context ctx);
+  // Takes ownership of `raw` (destroyed with the last handle), e.g. a graph
+  // from cuStreamEndCapture called directly.
+  [[nodiscard]] static Graph adopt(CUgraph raw, Context ctx, SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUgraph raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept;
+  // Whether the graph is destroyed when its last handle drops (false:
+  // borrowed, or the body of a conditional node, which its node owns).
+  [[nodiscard]] bool owns() const noexcept { return state_ && state_->owns && state_->raw == raw_; }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  friend bool operator==(const Graph& a, const Graph& b) noexcept { return a.raw_ == b.raw_; }
+
+  // A copy of the graph (cuGraphClone): its own nodes, the same parameters;
+  // it keeps alive what this graph's nodes use.
+  [[nodiscard]] Graph clone(SourceLocation where = SourceLocation::current()) const;
+  // The number of nodes (not counting those inside child graphs or bodies).
+  [[nodiscard]] std::size_t node_count(SourceLocation where = SourceLocation::current()) const;
+  // Makes `to` depend on `from` (both nodes of this graph).
+  void depend(GraphNode from, GraphNode to, SourceLocation where = SourceLocation::current()) const;
+
+  // A node that does nothing: a point to join and fork dependencies.
+  GraphNode add_empty(Dependencies after) const;
+
+  // A kernel node, its arguments converted and checked exactly as launch()
+  // converts them; the driver copies the values when the node is added.
+  // Clusters and cooperative launches are not supported in kernel nodes
+  // (capture such a launch instead); dynamic shared memory above 48 KiB
+  // raises the kernel's limit first, as launch() does.
+  // clang-format off
+  template <class... Params, class... Args>
+    requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+  GraphNode add_kernel(Dependencies after, const Kernel<void(Params...)>& kernel, const LaunchConfig& config,
+                       Args&&... args) const;
+  // clang-format on
+  // An untyped kernel node: each argument's bytes, of exactly the kernel
+  // parameter's type, as the untyped launch().
+  template <class... Args>
+  GraphNode add_kernel(Dependencies after, const Function& fn, const LaunchConfig& config, const Args&... args) const;
+
+  // A copy node between host and device ranges, with copy()'s checks (same
+  // element type, same count). The host memory must stay valid while the
+  // graph can run: use a PinnedBuffer, and keep it alive.
+  template <class Dst, class Src>
+    requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+  GraphNode add_copy(Dependencies after, Dst&& dst, Src&& src) const;
+  // A memset node setting every element of `dst` to `value` (elements of 1,
+  // 2 or 4 bytes), or every byte to `byte`.
+  template <class Dst>
+    requires detail::device_range<std::remove_cvref_t<Dst>>
+  GraphNode add_fill(Dependencies after, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value) const;
+  template <class Dst>
+    requires detail::device_range<std::remove_cvref_t<Dst>>
+  GraphNode add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byte) const;
+
+  // A host node: runs `fn()` on a driver thread at its place in each
+  // launch. As for launch_host_func, `fn` must not call CUDA and may own
+  // handles; it lives until the last graph and exec that can run it are
+  // gone (clones and execs included), and is destroyed once, never on the
+  // driver's thread (see callback.hpp).
+  template <class F>
+  GraphNode add_host(Dependencies after, F&& fn) const;
+
+  // Records `event` / waits for its last record at this point of the graph.
+  GraphNode add_event_record(Dependencies after, const Event& event) const;
+  GraphNode add_event_wait(Dependencies after, const Event& event) const;
+  // A node that runs a copy of `child` (the driver copies it now; later
+  // changes to `child` do not reach the node).
+  GraphNode add_child(Dependencies after, const Graph& child) const;
+
+  // Device memory allocated by the graph (cuGraphAddMemAllocNode) on the
+  // graph's device: `count` elements of T, at an address fixed now, usable by
+  // the nodes after this one. Free it with add_free in the graph (or after a
+  // launch, with the instantiate option auto_free_on_launch to relaunch
+  // while it is live).
+  template <class T>
+  GraphAllocation<T> add_alloc(Dependencies after, std::size_t count) const;
+  template <class T>
+  GraphNode add_free(Dependencies after, DeviceSpan<T> memory) const;
+
+  // A handle for conditional nodes, created in this graph: its value is
+  // `default_value` at the start of every launch (when `assign_default`),
+  // and whatever a kernel sets it to. Needs a CUDA 12.4 driver.
+  [[nodiscard]] ConditionalHandle conditional_handle(unsigned default_value = 0, bool assign_default = true,
+                                                     SourceLocation where = SourceLocation::current()) const;
+  // `if`: the body runs once when the handle is non-zero. `while`: the body
+  // runs as long as the handle is non-zero (checked before each run; a
+  // kernel in the body sets it). Needs a CUDA 12.4 driver.
+  ConditionalNode add_if(Dependencies after, ConditionalHandle handle) const;
+  ConditionalNode add_while(Dependencies after, ConditionalHandle handle) const;
+
+  // The graph as Graphviz DOT (cuGraphDebugDotPrint), written to `path` or
+  // returned. `flags`: ffi::CU_GRAPH_DEBUG_DOT_FLAGS_* (0: node kinds and
+  // kernel names; ffi::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE: every parameter).
+  // Render with `dot -Tsvg graph.dot -o graph.svg`.
+  void write_dot(const std::string& path, unsigned flags = 0, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::string dot(unsigned flags = 0, SourceLocation where = SourceLocation::current()) const;
+
+ private:
+  friend struct detail::GraphAccess;
+  using State = detail::Shared<detail::GraphState>;
+  Graph(CUgraph raw, State state) noexcept : state_(std::move(state)), raw_(raw) {}
+  [[nodiscard]] CUgraph checked(const char* operation, SourceLocation where) const {
+    return detail::checked(*this, "oxicuda::Graph", operation, where);
+  }
+  [[nodiscard]] GraphNode kernel_node(Dependencies& after, const Function& fn, const LaunchConfig& config,
+                                      void** params) const;
+  [[nodiscard]] GraphNode host_node(Dependencies& after, detail::HostCall* boxed) const;
+  [[nodiscard]] GraphNode copy_node(Dependencies& after, const ffi::CUDA_MEMCPY3D& params, CUcontext ctx,
+                                    const char* operation) const;
+  [[nodiscard]] GraphNode memset_node(Dependencies& after, const ffi::CUDA_MEMSET_NODE_PARAMS& params,
+                                      CUcontext ctx, const char* operation) const;
+  [[nodiscard]] GraphNode event_node(Dependencies& after, const Event& event, bool record) const;
+  [[nodiscard]] GraphNode alloc_node(Dependencies& after, std::size_t bytes, ffi::CUdeviceptr& out) const;
+  [[nodiscard]] GraphNode free_node(Dependencies& after, ffi::CUdeviceptr ptr) const;
+  [[nodiscard]] ConditionalNode conditional_node(Dependencies& after, ConditionalHandle handle,
+                                                 ffi::CUgraphConditionalNodeType type, const char* operation) const;
+
+  State state_;
+  CUgraph raw_ = nullptr;
+};
+
+struct ConditionalNode {
+  GraphNode node;
+  Graph body;
+};
+
+namespace detail {
+
+// What later parts (graph_exec.hpp) need of a Graph's state.
+struct GraphAccess {
+  static const KeepList* keep(const Graph& g) noexcept { return g.state_ ? &g.state_->keep : nullptr; }
+  static KeepList* keep_mutable(const Graph& g) noexcept { return g.state_ ? &g.state_->keep : nullptr; }
+};
+
+// A copy's parameters: one row of bytes between host and device memory,
+// after copy()'s checks.
+template <class Dst, class Src>
+ffi::CUDA_MEMCPY3D memcpy_params(Dst& dst, Src& src, const char* op, SourceLocation where, CUcontext& ctx) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  ffi::CUDA_MEMCPY3D p{};
+  p.srcMemoryType = device_range<Src> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
+  p.srcDevice = c.src_device;
+  p.srcHost = c.src_host;
+  p.dstMemoryType = device_range<Dst> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
+  p.dstDevice = c.dst_device;
+  p.dstHost = c.dst_host;
+  p.WidthInBytes = c.bytes;
+  p.Height = 1;
+  p.Depth = 1;
+  ctx = c.ctx;
+  return p;
+}
+
+// A fill's parameters: every element of `dst` set to the bytes of `value`.
+template <class Dst>
+ffi::CUDA_MEMSET_NODE_PARAMS memset_params(Dst& dst, unsigned value, unsigned element_size, CUcontext& ctx) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill: the destination is const");
+  const auto d = dst.device_span();
+  ctx = d.context();
+  ffi::CUDA_MEMSET_NODE_PARAMS p{};
+  p.dst = d.device_ptr();
+  p.value = value;
+  p.elementSize = element_size;
+  p.width = d.size_bytes() / element_size;
+  p.height = 1;
+  return p;
+}
+
+template <class Dst>
+ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, CUcontext& ctx) {
+  using T = device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
+                "fill node: elements of 1, 2 or 4 bytes; use add_fill_bytes otherwise");
+  using U = std::conditional_t<sizeof(T) == 1, unsigned char, std::conditional_t<sizeof(T) == 2, unsigned short, unsigned>>;
+  return memset_params(dst, std::bit_cast<U>(std::remove_cv_t<T>(value)), sizeof(T), ctx);
+}
+
+// The kernel node parameters of a launch configuration (no clusters, no
+// cooperative launch: those are launch attributes kernel nodes do not take here).
+inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
+                                                     const char* op, SourceLocation where) {
+  CUfunction f = checked(fn, "oxicuda::Function", op, where);
+  if (cfg.cluster.x != 0 || cfg.cooperative)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
+                cat({"kernel '", fn.name(),
+                     "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
+                     "capture such a launch into the graph instead (capture.hpp)"}),
+                where));
+  if (cfg.shared_bytes > 48 * 1024 && cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
+    const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+    if (!raised.ok()) fail(raised, where, cat({"raising kernel '", fn.name(), "''s dynamic shared memory limit"}));
+  }
+  ffi::CUDA_KERNEL_NODE_PARAMS_v2 p{};
+  p.func = f;
+  p.gridDimX = cfg.grid.x, p.gridDimY = cfg.grid.y, p.gridDimZ = cfg.grid.z;
+  p.blockDimX = cfg.block.x, p.blockDimY = cfg.block.y, p.blockDimZ = cfg.block.z;
+  p.sharedMemBytes = cfg.shared_bytes;
+  p.kernelParams = params;
+  return p;
+}
+
+}  // namespace detail
+
+// --- Graph ----------------------------------------------------------------------
+
+inline ffi::CUgraphNodeType GraphNode::type(SourceLocation where) const {
+  ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+  detail::check(OXICUDA_DRIVER(GraphNodeGetType, detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::type", where), &t),
+                where);
+  return t;
+}
+
+inline Graph::Graph(const Context& ctx, SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Graph::Graph", where);
+  CUgraph raw = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphCreate, &raw, 0u), where);
+  *this = adopt(raw, ctx, where);
+}
+
+inline Graph Graph::borrow(CUgraph raw, Context ctx) {
+  return Graph(raw, State::make(std::move(ctx), raw, false, false));
+}
+
+inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
+  if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
+#if OXICUDA_EXCEPTIONS
+  try {
+    return Graph(raw, State::make(std::move(ctx), raw, true, false));
+  } catch (...) {
+    detail::destroy_graph(raw);
+    throw;
+  }
+#else
+  return Graph(raw, State::make(std::move(ctx), raw, true, false));
+#endif
+}
+
+inline const Context& Graph::context() const noexcept {
+  static const Context none;
+  return state_ ? state_->ctx : none;
+}
+
+inline Graph Graph::clone(SourceLocation where) const {
+  CUgraph g = checked("oxicuda::Graph::clone", where);
+  CUgraph copy = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphClone, &copy, g), where);
+  Graph c = adopt(copy, state_->ctx, where);
+  c.state_->keep.copy_from(state_->keep);  // the clone's nodes use what this graph's nodes use
+  detail::check(state_->keep.retain_user_objects(copy), where);
+  return c;
+}
+
+inline std::size_t Graph::node_count(SourceLocation where) const {
+  std::size_t n = 0;
+  detail::check(OXICUDA_DRIVER(GraphGetNodes, checked("oxicuda::Graph::node_count", where), nullptr, &n), where);
+  return n;
+}
+
+inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
+  CUgraph g = checked("oxicuda::Graph::depend", where);
+  const CUgraphNode f = from.raw(), t = to.raw();
+  if (!f || !t) detail::empty_handle("oxicuda::GraphNode", "oxicuda::Graph::depend", where);
+  detail::check(OXICUDA_DRIVER(GraphAddDependencies, g, &f, &t, std::size_t{1}), where);
+}
+
+inline GraphNode Graph::add_empty(Dependencies after) const {
+  CUgraph g = checked("oxicuda::Graph::add_empty", after.where());
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddEmptyNode, &node, g, after.data(), after.size()), after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode Graph::kernel_node(Dependencies& after, const Function& fn, const LaunchConfig& config,
+                                    void** params) const {
+  constexpr const char* op = "oxicuda::Graph::add_kernel";
+  CUgraph g = checked(op, after.where());
+  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, after.where());
+  CUgraphNode node = nullptr;
+  const detail::Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
+  if (!r.ok()) detail::launch_failed(r, fn, config, after.where());
+  state_->keep.add(node, fn);
+  return GraphNode(node);
+}
+
+// clang-format off
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+GraphNode Graph::add_kernel(Dependencies after, const Kernel<void(Params...)>& kernel, const LaunchConfig& config,
+                            Args&&... args) const {
+  // clang-format on
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  return kernel_node(after, kernel.function(), config, packed.get());
+}
+
+template <class... Args>
+GraphNode Graph::add_kernel(Dependencies after, const Function& fn, const LaunchConfig& config,
+                            const Args&... args) const {
+  static_assert((detail::untyped_argument_v<Args> && ...),
+                "oxicuda::Graph::add_kernel (untyped Function): every argument is passed as its bytes, so it must "
+                "be a trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or use a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  return kernel_node(after, fn, config, sizeof...(Args) > 0 ? params : nullptr);
+}
+
+inline GraphNode Graph::copy_node(Dependencies& after, const ffi::CUDA_MEMCPY3D& params, CUcontext ctx,
+                                  const char* operation) const {
+  CUgraph g = checked(operation, after.where());
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddMemcpyNode, &node, g, after.data(), after.size(), &params,
+                               ctx ? ctx : state_->ctx.raw()),
+                after.where());
+  return GraphNode(node);
+}
+
+template <class Dst, class Src>
+  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+GraphNode Graph::add_copy(Dependencies after, Dst&& dst, Src&& src) const {
+  constexpr const char* op = "oxicuda::Graph::add_copy";
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, after.where(), ctx);
+  return copy_node(after, p, ctx, op);
+}
+
+inline GraphNode Graph::memset_node(Dependencies& after, const ffi::CUDA_MEMSET_NODE_PARAMS& params,
+                                    CUcontext ctx, const char* operation) const {
+  CUgraph g = checked(operation, after.where());
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddMemsetNode, &node, g, after.data(), after.size(), &params,
+                               ctx ? ctx : state_->ctx.raw()),
+                after.where());
+  return GraphNode(node);
+}
+
+template <class Dst>
+  requires detail::device_range<std::remove_cvref_t<Dst>>
+GraphNode Graph::add_fill(Dependencies after, Dst&& dst,
+                          detail::device_element_t<std::remove_cvref_t<Dst>> value) const {
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
+  return memset_node(after, p, ctx, "oxicuda::Graph::add_fill");
+}
+
+template <class Dst>
+  requires detail::device_range<std::remove_cvref_t<Dst>>
+GraphNode Graph::add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byte) const {
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::memset_params(dst, byte, 1, ctx);
+  return memset_node(after, p, ctx, "oxicuda::Graph::add_fill_bytes");
+}
+
+inline GraphNode Graph::host_node(Dependencies& after, detail::HostCall* boxed) const {
+  // The graph owns the callable from here (destroyed through the user object, or now).
+  CUuserObject object = nullptr;
+  const detail::Outcome owned = detail::give_to_graph(raw_, boxed, &object);
+  if (!owned.ok()) detail::fail(owned, after.where());
+  state_->keep.add_user_object(nullptr, object);
+  const ffi::CUDA_HOST_NODE_PARAMS p{&detail::run_host_call_many, boxed};
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddHostNode, &node, raw_, after.data(), after.size(), &p), after.where());
+  return GraphNode(node);
+}
+
+template <class F>
+GraphNode Graph::add_host(Dependencies after, F&& fn) const {
+  (void)checked("oxicuda::Graph::add_host", after.where());
+  return host_node(after, detail::box_host_call(std::forward<F>(fn), "oxicuda::Graph::add_host"));
+}
+
+inline GraphNode Graph::event_node(Dependencies& after, const Event& event, bool record) const {
+  const char* op = record ? "oxicuda::Graph::add_event_record" : "oxicuda::Graph::add_event_wait";
+  CUgraph g = checked(op, after.where());
+  CUevent e = detail::checked(event, "oxicuda::Event", op, after.where());
+  CUgraphNode node = nullptr;
+  if (record)
+    detail::check(OXICUDA_DRIVER(GraphAddEventRecordNode, &node, g, after.data(), after.size(), e), after.where());
+  else
+    detail::check(OXICUDA_DRIVER(GraphAddEventWaitNode, &node, g, after.data(), after.size(), e), after.where());
+  state_->keep.add(node, event);
+  return GraphNode(node);
+}
+
+inline GraphNode Graph::add_event_record(Dependencies after, const Event& event) const {
+  return event_node(after, event, true);
+}
+inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) const {
+  return event_node(after, event, false);
+}
+
+inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
+  CUgraph g = checked("oxicuda::Graph::add_child", after.where());
+  CUgraph c = child.checked("oxicuda::Graph::add_child", after.where());
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddChildGraphNode, &node, g, after.data(), after.size(), c), after.where());
+  state_->keep.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
+  detail::check(child.state_->keep.retain_user_objects(g), after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode Graph::alloc_node(Dependencies& after, std::size_t bytes, ffi::CUdeviceptr& out) const {
+  constexpr const char* op = "oxicuda::Graph::add_alloc";
+  CUgraph g = checked(op, after.where());
+  const Device device = state_->ctx.device(after.where());
+  ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.handleTypes = ffi::CU_MEM_HANDLE_TYPE_NONE;
+  p.poolProps.location = {ffi::CU_MEM_LOCATION_TYPE_DEVICE, device.raw()};
+  p.bytesize = bytes;
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddMemAllocNode, &node, g, after.data(), after.size(), &p), after.where());
+  out = p.dptr;
+  return GraphNode(node);
+}
+
+template <class T>
+GraphAllocation<T> Graph::add_alloc(Dependencies after, std::size_t count) const {
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::Graph::add_alloc", after.where());
+  ffi::CUdeviceptr ptr = 0;
+  const GraphNode node = alloc_node(after, bytes, ptr);
+  return {node, DeviceSpan<T>(ptr, count, state_->ctx.raw())};
+}
+
+inline GraphNode Graph::free_node(Dependencies& after, ffi::CUdeviceptr ptr) const {
+  CUgraph g = checked("oxicuda::Graph::add_free", after.where());
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddMemFreeNode, &node, g, after.data(), after.size(), ptr), after.where());
+  return GraphNode(node);
+}
+
+template <class T>
+GraphNode Graph::add_free(Dependencies after, DeviceSpan<T> memory) const {
+  return free_node(after, memory.device_ptr());
+}
+
+namespace detail {
+// Conditional nodes need CUDA 12.4 (cuGraphConditionalHandleCreate is
+// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's).
+inline void need_conditionals(const char* operation, SourceLocation where) {
+  const int v = driver_version(where);
+  if (v < 12040)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                cat({"conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA ",
+                     std::to_string(v / 1000), ".", std::to_string(v % 1000 / 10)}),
+                where));
+}
+}  // namespace detail
+
+inline ConditionalHandle Graph::conditional_handle(unsigned default_value, bool assign_default,
+                                                   SourceLocation where) const {
+  constexpr const char* op = "oxicuda::Graph::conditional_handle";
+  CUgraph g = checked(op, where);
+  detail::need_conditionals(op, where);
+  ConditionalHandle h;
+  detail::check(OXICUDA_DRIVER(GraphConditionalHandleCreate, &h.value, g, state_->ctx.raw(), default_value,
+                               assign_default ? ffi::graph_cond_assign_default : 0u),
+                where);
+  return h;
+}
+
+inline ConditionalNode Graph::conditional_node(Dependencies& after, ConditionalHandle handle,
+                                               ffi::CUgraphConditionalNodeType type, const char* operation) const {
+  CUgraph g = checked(operation, after.where());
+  detail::need_conditionals(operation, after.where());
+  ffi::CUgraphNodeParams p{};
+  p.type = ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  p.conditional.handle = handle.value;
+  p.conditional.type = type;
+  p.conditional.size = 1;
+  p.conditional.ctx = state_->ctx.raw();
+  CUgraphNode node = nullptr;
+  detail::check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
+  // The driver points phGraph_out at its own array of the node's bodies.
+  CUgraph body = p.conditional.phGraph_out ? p.conditional.phGraph_out[0] : nullptr;
+  if (!body)
+    detail::raise(Error(ffi::CUDA_ERROR_UNKNOWN, operation, "the driver gave the conditional node no body graph",
+                        after.where()));
+  // The body belongs to the node: a handle that shares this graph's state
+  // (what its nodes keep alive is kept by this graph) and never destroys it.
+  return {GraphNode(node), Graph(body, state_)};
+}
+
+inline ConditionalNode Graph::add_if(Dependencies after, ConditionalHandle handle) const {
+  return conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, "oxicuda::Graph::add_if");
+}
+inline ConditionalNode Graph::add_while(Dependencies after, ConditionalHandle handle) const {
+  return conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_WHILE, "oxicuda::Graph::add_while");
+}
+
+inline void Graph::write_dot(const std::string& path, unsigned flags, SourceLocation where) const {
+  CUgraph g = checked("oxicuda::Graph::write_dot", where);
+  const detail::Outcome r = OXICUDA_DRIVER(GraphDebugDotPrint, g, path.c_str(), flags);
+  if (!r.ok()) detail::fail(r, where, detail::cat({"writing the graph's DOT to '", path, "'"}));
+}
+
+namespace detail {
+// A file name for a temporary file, made and closed (empty when none could be).
+inline std::string temporary_file() {
+#if defined(_WIN32)
+  char dir[MAX_PATH + 1] = {}, name[MAX_PATH + 1] = {};
+  if (!::GetTempPathA(MAX_PATH, dir) || !::GetTempFileNameA(dir, "oxi", 0, name)) return {};
+  return name;
+#else
+  const char* tmp = std::getenv("TMPDIR");
+  std::string name = cat({tmp && *tmp ? tmp : "/tmp", "/oxicuda-graph-XXXXXX"});
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) return {};
+  ::close(fd);
+  return name;
+#endif
+}
+
+inline std::string read_file(const std::string& path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+}  // namespace detail
+
+inline std::string Graph::dot(unsigned flags, SourceLocation where) const {
+  (void)checked("oxicuda::Graph::dot", where);
+  const std::string path = detail::temporary_file();
+  if (path.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_OPERATING_SYSTEM, "oxicuda::Graph::dot",
+                        "no temporary file could be made for the driver to write the DOT into", where));
+  struct Remove {
+    const std::string& path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove{path};
+  write_dot(path, flags, where);
+  return detail::read_file(path);
+}
+
+namespace detail {
+
+inline const char* node_type_name(ffi::CUgraphNodeType t) noexcept {
+  switch (t) {
+    case ffi::CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
+    case ffi::CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
+    case ffi::CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
+    case ffi::CU_GRAPH_NODE_TYPE_HOST: return "host function";
+    case ffi::CU_GRAPH_NODE_TYPE_GRAPH: return "child graph";
+    case ffi::CU_GRAPH_NODE_TYPE_EMPTY: return "empty";
+    case ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
+    case ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
+    case ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "mem alloc";
+    case ffi::CU_GRAPH_NODE_TYPE_MEM_FREE: return "mem free";
+    case ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL: return "conditional";
+    default: return "other";
+  }
+}
+
+// "node 3 of 7 (kernel 'saxpy')": where a node is in its graph and what it
+// is, as far as the driver (and the graph's own records) can tell. Never
+// throws for a driver failure: it is a part of another error's text.
+inline std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList* keep) {
+  if (!node) return "no node named by the driver";
+  ffi::CUgraphNodeType type = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+  const bool typed = OXICUDA_DRIVER(GraphNodeGetType, node, &type).ok();
+  std::string what = typed ? node_type_name(type) : "of unknown kind";
+  if (keep && !keep->kernel_name(node).empty()) what = cat({what, " '", keep->kernel_name(node), "'"});
+  std::size_t n = 0;
+  std::string at;
+  if (graph && OXICUDA_DRIVER(GraphGetNodes, graph, nullptr, &n).ok() && n > 0) {
+    const NodeArray all(n);
+    if (OXICUDA_DRIVER(GraphGetNodes, graph, all.get(), &n).ok())
+      for (std::size_t i = 0; i < n; ++i)
+        if (all.get()[i] == node) at = cat({"node ", std::to_string(i), " of ", std::to_string(n), " "});
+  }
+  return cat({at.empty() ? "a node " : at, "(", what, ")"});
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph.hpp ----
+
+// ---- begin oxicuda/graph_exec.hpp ----
+// oxicuda/graph_exec.hpp — GraphExec: a graph instantiated to be launched
+// (cuGraphInstantiateWithParams), launched and uploaded on streams, updated
+// from another graph of the same shape (cuGraphExecUpdate) or node by node.
+
+#include <string>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// How to instantiate, taken by designated initializers:
+//   GraphExec exec{graph, {.auto_free_on_launch = true}}
+struct InstantiateOptions {
+  // Graph allocations still live when the exec is launched again are freed
+  // first (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).
+  bool auto_free_on_launch = false;
+  // Launchable from the device (CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+  // only with auto_free_on_launch, and the graph must be on one device).
+  bool device_launch = false;
+  // Run with the per-node priorities of kernel nodes rather than the
+  // launch stream's (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY).
+  bool use_node_priority = false;
+  // When set, uploaded on this stream as part of instantiation
+  // (CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD).
+  Stream upload{};
+};
+
+// Why cuGraphExecUpdate refused an update, and where.
+struct UpdateRefusal {
+  ffi::CUgraphExecUpdateResult reason = ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  GraphNode node;       // the graph's node that could not be paired (may be empty)
+  GraphNode from_node;  // the exec's node it was paired with (may be empty)
+  [[nodiscard]] explicit operator bool() const noexcept { return reason != ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS; }
+};
+
+namespace detail {
+
+const char* instantiate_result_text(ffi::CUgraphInstantiateResult r) noexcept;
+const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept;
+
+}  // namespace detail
+
+// An executable graph. A shared handle, like Stream: copies are the same
+// exec, destroyed (cuGraphExecDestroy) when the last handle drops. It keeps
+// alive the graph it was instantiated (or last updated) from, and so the
+// modules of its kernels, its events and its host callables; a raw borrowed
+// exec keeps nothing.
+class GraphExec {
+ public:
+  GraphExec() noexcept = default;
+  GraphExec(const GraphExec&) noexcept = default;
+  GraphExec& operator=(const GraphExec&) noexcept = default;
+  // A moved-from GraphExec is empty, like a default-constructed one.
+  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  GraphExec& operator=(GraphExec&& o) noexcept {
+    state_ = std::move(o.state_);
+    raw_ = std::exchange(o.raw_, nullptr);
+    return *this;
+  }
+  // Instantiates `graph` (cuGraphInstantiateWithParams). When the driver
+  // refuses, the Error names the node that failed (its place in the graph,
+  // its kind, the kernel's name) and why.
+  explicit GraphExec(const Graph& graph, InstantiateOptions options = {},
+                     SourceLocation where = SourceLocation::current());
+  // An exec that other code owns; oxicuda never destroys it.
+  [[nodiscard]] static GraphExec borrow(CUgraphExec raw, Context ctx);
+
+  [[nodiscard]] CUgraphExec raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept;
+  [[nodiscard]] bool owns() const noexcept { return state_ && state_->owns; }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  // The graph this exec was made from, or last updated from (empty when borrowed).
+  [[nodiscard]] const Graph& graph() const noexcept;
+
+  // Enqueues one run of the graph on `stream` (cuGraphLaunch): one driver
+  // call. An exec may be launched any number of times, on any stream; runs
+  // of one exec are ordered one after another.
+  void launch(const Stream& stream, SourceLocation where = SourceLocation::current()) const;
+  // Uploads the exec's work to the device ahead of its first launch, so that
+  // launch does not pay for it (cuGraphUpload).
+  void upload(const Stream& stream, SourceLocation where = SourceLocation::current()) const;
+
+  // Gives the exec the parameters of `graph`, a graph of the same topology
+  // (cuGraphExecUpdate): kernel arguments and configurations, copy and fill
+  // addresses, host functions, events. When the driver refuses (the
+  // topology, a node's kind, a kernel's context...), the Error says why and
+  // names the offending node; the exec is left as it was.
+  void update(const Graph& graph, SourceLocation where = SourceLocation::current());
+  // The same, reporting a refusal instead of raising it (other failures
+  // still raise): an empty UpdateRefusal when the update took.
+  [[nodiscard]] UpdateRefusal try_update(const Graph& graph, SourceLocation where = SourceLocation::current());
+
+  // Per-node setters: `node` is a node of the graph the exec was made (or
+  // updated) from. The kernel's arguments are converted and checked as for
+  // launch(); the copy and fill as copy() and fill() check them.
+  // clang-format off
+  template <class... Params, class... Args>
+    requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+  void set_kernel(detail::Located<GraphNode> node, const Kernel<void(Params...)>& kernel, const LaunchConfig& config,
+                  Args&&... args);
+  // clang-format on
+  template <class Dst, class Src>
+    requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+  void set_copy(GraphNode node, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) const;
+  template <class Dst>
+    requires detail::device_range<std::remove_cvref_t<Dst>>
+  void set_fill(GraphNode node, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+                SourceLocation where = SourceLocation::current()) const;
+
+ private:
+  using State = detail::Shared<detail::GraphState>;
+  [[nodiscard]] CUgraphExec checked(const char* operation, SourceLocation where) const {
+    return detail::checked(*this, "oxicuda::GraphExec", operation, where);
+  }
+  void kernel_setter(GraphNode node, const Function& fn, const LaunchConfig& config, void** params,
+                     SourceLocation where);
+
+  State state_;
+  CUgraphExec raw_ = nullptr;
+};
+
+inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, SourceLocation where) {
+  constexpr const char* op = "oxicuda::GraphExec::GraphExec";
+  CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
+  ffi::CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+  if (options.auto_free_on_launch) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+  if (options.device_launch) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+  if (options.use_node_priority) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+  if (options.upload) {
+    p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    p.hUploadStream = options.upload.raw();
+  }
+  CUgraphExec raw = nullptr;
+  const detail::Outcome r = OXICUDA_DRIVER(GraphInstantiateWithParams, &raw, g, &p);
+  if (!r.ok())
+    detail::fail(r, where,
+                 p.result_out == ffi::CUDA_GRAPH_INSTANTIATE_SUCCESS
+                     ? std::string()
+                     : detail::cat({"instantiating the graph failed: ", detail::instantiate_result_text(p.result_out),
+                                    "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
+#if OXICUDA_EXCEPTIONS
+  try {
+    state_ = State::make(graph.context(), raw, true, true);
+  } catch (...) {
+    detail::destroy_graph_exec(raw);
+    throw;
+  }
+#else
+  state_ = State::make(graph.context(), raw, true, true);
+#endif
+  state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
+  raw_ = raw;
+}
+
+inline GraphExec GraphExec::borrow(CUgraphExec raw, Context ctx) {
+  GraphExec e;
+  e.state_ = State::make(std::move(ctx), raw, false, true);
+  e.raw_ = raw;
+  return e;
+}
+
+inline const Context& GraphExec::context() const noexcept {
+  static const Context none;
+  return state_ ? state_->ctx : none;
+}
+
+inline const Graph& GraphExec::graph() const noexcept {
+  static const Graph none;
+  if (state_)  // held in the keep list, as the entry for no node
+    for (const detail::Keep* k = state_->keep.head; k; k = k->next)
+      if (!k->node && k->kind() == &detail::KeepOf<Graph>::tag) return static_cast<const detail::KeepOf<Graph>*>(k)->handle;
+  return none;
+}
+
+inline void GraphExec::launch(const Stream& stream, SourceLocation where) const {
+  CUgraphExec e = checked("oxicuda::GraphExec::launch", where);
+  detail::on_stream(stream, "oxicuda::GraphExec::launch", where,
+                    [e, where](CUstream q) { detail::check(OXICUDA_DRIVER(GraphLaunch, e, q), where); });
+}
+
+inline void GraphExec::upload(const Stream& stream, SourceLocation where) const {
+  CUgraphExec e = checked("oxicuda::GraphExec::upload", where);
+  detail::on_stream(stream, "oxicuda::GraphExec::upload", where,
+                    [e, where](CUstream q) { detail::check(OXICUDA_DRIVER(GraphUpload, e, q), where); });
+}
+
+inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation where) {
+  constexpr const char* op = "oxicuda::GraphExec::update";
+  CUgraphExec e = checked(op, where);
+  CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
+  ffi::CUgraphExecUpdateResultInfo info{};
+  const detail::Outcome r = OXICUDA_DRIVER(GraphExecUpdate, e, g, &info);
+  if (r.result == ffi::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+    return {info.result == ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS ? ffi::CU_GRAPH_EXEC_UPDATE_ERROR : info.result,
+            GraphNode(info.errorNode), GraphNode(info.errorFromNode)};
+  detail::check(r, where);
+  state_->keep.replace(nullptr, graph);  // what the exec's nodes use now
+  return {};
+}
+
+inline void GraphExec::update(const Graph& graph, SourceLocation where) {
+  const UpdateRefusal refused = try_update(graph, where);
+  if (!refused) return;
+  detail::fail({ffi::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, ffi::Entry::GraphExecUpdate}, where,
+               detail::cat({"the driver refused to update the exec from the graph: ",
+                            detail::update_result_text(refused.reason), "; offending node: ",
+                            detail::describe_node(graph.raw(), refused.node.raw(), detail::GraphAccess::keep(graph)),
+                            ". Instantiate the graph anew (GraphExec{graph}) when its shape has changed"}));
+}
+
+inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const LaunchConfig& config, void** params,
+                                     SourceLocation where) {
+  constexpr const char* op = "oxicuda::GraphExec::set_kernel";
+  CUgraphExec e = checked(op, where);
+  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
+  if (!r.ok()) detail::launch_failed(r, fn, config, where);
+  state_->keep.replace(node.raw(), fn);
+}
+
+// clang-format off
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+void GraphExec::set_kernel(detail::Located<GraphNode> node, const Kernel<void(Params...)>& kernel,
+                           const LaunchConfig& config, Args&&... args) {
+  // clang-format on
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  kernel_setter(node.value, kernel.function(), config, packed.get(), node.where);
+}
+
+template <class Dst, class Src>
+  requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void GraphExec::set_copy(GraphNode node, Dst&& dst, Src&& src, SourceLocation where) const {
+  constexpr const char* op = "oxicuda::GraphExec::set_copy";
+  CUgraphExec e = checked(op, where);
+  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, where, ctx);
+  detail::check(OXICUDA_DRIVER(GraphExecMemcpyNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
+}
+
+template <class Dst>
+  requires detail::device_range<std::remove_cvref_t<Dst>>
+void GraphExec::set_fill(GraphNode node, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+                         SourceLocation where) const {
+  constexpr const char* op = "oxicuda::GraphExec::set_fill";
+  CUgraphExec e = checked(op, where);
+  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
+  detail::check(OXICUDA_DRIVER(GraphExecMemsetNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
+}
+
+namespace detail {
+
+inline const char* instantiate_result_text(ffi::CUgraphInstantiateResult r) noexcept {
+  switch (r) {
+    case ffi::CUDA_GRAPH_INSTANTIATE_SUCCESS: return "CUDA_GRAPH_INSTANTIATE_SUCCESS";
+    case ffi::CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE:
+      return "CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE (the graph's structure is invalid: a cycle in its "
+             "dependencies, or an allocation freed twice or used after its free)";
+    case ffi::CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED:
+      return "CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED (a node's operation is not supported with "
+             "these instantiate options, e.g. a host node in a device-launchable graph)";
+    case ffi::CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED:
+      return "CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED (the graph's kernels are in more than one "
+             "context, or on more than one device for a device-launchable graph)";
+    case ffi::CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED:
+      return "CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED (a conditional handle was created but no "
+             "conditional node uses it)";
+    default: return "CUDA_GRAPH_INSTANTIATE_ERROR (the driver gave no more precise reason)";
+  }
+}
+
+inline const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept {
+  switch (r) {
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED (the graph's nodes or dependencies differ from the exec's)";
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED (a node's kind differs)";
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED (a kernel node's function changed in a way the driver "
+             "cannot update)";
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED (a node's parameters changed in a way the driver "
+             "cannot update, e.g. a copy between other kinds of memory)";
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED (a node of a kind whose update is not supported: memory "
+             "allocation, free, or a changed child graph or conditional)";
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE (a kernel node's function moved to another "
+             "context or device)";
+    case ffi::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED:
+      return "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED (a kernel node's launch attributes changed)";
+    default: return "CU_GRAPH_EXEC_UPDATE_ERROR (the driver gave no more precise reason)";
+  }
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph_exec.hpp ----
+
+// ---- begin oxicuda/capture.hpp ----
+// oxicuda/capture.hpp — stream capture: the work enqueued on a stream (and
+// on the streams that join it through events) recorded into a Graph instead
+// of run; a scoped form that never leaves a stream capturing; and
+// GraphedStep, which turns a function that enqueues work into a graph
+// captured once and replayed.
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Which calls of other code a capture forbids (cuStreamBeginCapture's mode).
+enum class CaptureMode {
+  // Calls that could synchronize with the captured work (cuMemAlloc,
+  // cuCtxSynchronize, a synchronous copy...) are refused on every thread
+  // while the capture runs (CU_STREAM_CAPTURE_MODE_GLOBAL).
+  global = ffi::CU_STREAM_CAPTURE_MODE_GLOBAL,
+  // ... only on the thread that began the capture (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).
+  per_thread = ffi::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+  // ... nowhere: such calls are allowed, at the caller's risk (CU_STREAM_CAPTURE_MODE_RELAXED).
+  relaxed = ffi::CU_STREAM_CAPTURE_MODE_RELAXED,
+};
+
+enum class CaptureStatus {
+  none = ffi::CU_STREAM_CAPTURE_STATUS_NONE,            // not capturing
+  active = ffi::CU_STREAM_CAPTURE_STATUS_ACTIVE,        // capturing
+  invalidated = ffi::CU_STREAM_CAPTURE_STATUS_INVALIDATED,  // capturing, but the capture can only fail now
+};
+
+// Whether `stream` is capturing (cuStreamIsCapturing).
+[[nodiscard]] CaptureStatus capture_status(const Stream& stream, SourceLocation where = SourceLocation::current());
+
+// Begins capturing the work enqueued on `stream` (cuStreamBeginCapture): it
+// is recorded, not run, until end_capture. Prefer ScopedCapture or capture().
+void begin_capture(const Stream& stream, CaptureMode mode = CaptureMode::global,
+                   SourceLocation where = SourceLocation::current());
+// Ends the capture begun on `stream` and returns the graph of its work
+// (cuStreamEndCapture). A capture the driver invalidated, one with a stream
+// that joined it and was not joined back, or one ended on the wrong stream
+// or thread is an Error saying what happened and what to do.
+[[nodiscard]] Graph end_capture(const Stream& stream, SourceLocation where = SourceLocation::current());
+
+// A capture that cannot outlive its scope: begun by the constructor; end()
+// returns the graph; if the scope is left without end() (an exception
+// unwinding), the destructor ends the capture and discards what was
+// captured, so the stream is never left capturing.
+//   ScopedCapture capture{stream};
+//   launch(stream, kernel, cfg, args...);
+//   Graph graph = capture.end();
+class ScopedCapture {
+ public:
+  explicit ScopedCapture(const Stream& stream, CaptureMode mode = CaptureMode::global,
+                         SourceLocation where = SourceLocation::current());
+  ScopedCapture(const ScopedCapture&) = delete;
+  ScopedCapture& operator=(const ScopedCapture&) = delete;
+  ~ScopedCapture();
+  // Ends the capture (as end_capture). Once only; the capture is over
+  // after it, even when it raises.
+  [[nodiscard]] Graph end(SourceLocation where = SourceLocation::current());
+
+ private:
+  Stream stream_;
+  bool active_ = false;
+};
+
+// The graph of the work that `enqueue(stream)` (or `enqueue()`) puts on
+// `stream`, captured in a ScopedCapture.
+template <class F>
+[[nodiscard]] Graph capture(const Stream& stream, F&& enqueue, CaptureMode mode = CaptureMode::global,
+                            SourceLocation where = SourceLocation::current()) {
+  ScopedCapture scope(stream, mode, where);
+  if constexpr (std::is_invocable_v<F&, const Stream&>)
+    enqueue(stream);
+  else
+    enqueue();
+  return scope.end(where);
+}
+
+namespace detail {
+
+inline std::string capture_end_reason(ffi::CUresult r) {
+  switch (r) {
+    case ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+      return "the capture was invalidated before it ended, so no graph was made: during the capture a call was "
+             "made that is not permitted while a stream captures (a synchronize or query of the capturing "
+             "stream, a synchronous copy, fill or allocation in global mode, work on the legacy default stream "
+             "while a blocking stream captured), and failed with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED or "
+             "_IMPLICIT, or an enqueue into the capture failed. Capture again without that call (or with "
+             "CaptureMode::relaxed for calls that are only unsafe)";
+    case ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+      return "a stream joined the capture (it waited on an event recorded in it) and was not joined back, so no "
+             "graph was made: record an event on that stream after its last captured work, and make the "
+             "capturing stream wait on it before ending the capture";
+    case ffi::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+      return "this stream did not begin the capture it is in (it joined a capture begun on another stream): end "
+             "the capture on the stream that began it";
+    case ffi::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+      return "the capture began on another thread (in global or per-thread mode a capture ends on the thread "
+             "that began it); end it there, or capture with CaptureMode::relaxed";
+    case ffi::CUDA_ERROR_ILLEGAL_STATE:
+      return "the stream is not capturing (no capture was begun on it, or it has ended)";
+    default:
+      return {};
+  }
+}
+
+}  // namespace detail
+
+inline CaptureStatus capture_status(const Stream& stream, SourceLocation where) {
+  ffi::CUstreamCaptureStatus s = ffi::CU_STREAM_CAPTURE_STATUS_NONE;
+  detail::on_stream(stream, "oxicuda::capture_status", where, [&](CUstream q) {
+    detail::check(OXICUDA_DRIVER(StreamIsCapturing, q, &s), where);
+  });
+  return static_cast<CaptureStatus>(s);
+}
+
+inline void begin_capture(const Stream& stream, CaptureMode mode, SourceLocation where) {
+  detail::on_stream(stream, "oxicuda::begin_capture", where, [&](CUstream q) {
+    const detail::Outcome r = OXICUDA_DRIVER(StreamBeginCapture, q, static_cast<ffi::CUstreamCaptureMode>(mode));
+    if (r.ok()) return;
+    const bool default_stream = reinterpret_cast<std::uintptr_t>(q) <= 2;
+    detail::fail(r, where,
+                 default_stream ? "a default stream (legacy or per-thread) cannot be captured: capture a Stream of "
+                                  "your own"
+                 : r.result == ffi::CUDA_ERROR_ILLEGAL_STATE ? "the stream is capturing already"
+                                                             : "");
+  });
+}
+
+inline Graph end_capture(const Stream& stream, SourceLocation where) {
+  CUgraph raw = nullptr;
+  detail::on_stream(stream, "oxicuda::end_capture", where, [&](CUstream q) {
+    const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &raw);
+    if (!r.ok()) detail::fail(r, where, detail::capture_end_reason(r.result));
+  });
+  return Graph::adopt(raw, stream.context(), where);
+}
+
+inline ScopedCapture::ScopedCapture(const Stream& stream, CaptureMode mode, SourceLocation where) : stream_(stream) {
+  begin_capture(stream_, mode, where);
+  active_ = true;
+}
+
+inline Graph ScopedCapture::end(SourceLocation where) {
+  if (!active_)
+    detail::raise(Error(ffi::CUDA_ERROR_ILLEGAL_STATE, "oxicuda::ScopedCapture::end",
+                        "this capture has ended already", where));
+  active_ = false;
+  return end_capture(stream_, where);
+}
+
+inline ScopedCapture::~ScopedCapture() {
+  if (!active_) return;
+  // Never throws: the capture ends, its graph (if the driver made one) is
+  // destroyed. An invalidated or unjoined capture is over all the same.
+  CUstream q = stream_.raw();
+  CUgraph graph = nullptr;
+  const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &graph);
+  if (r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+    detail::check_nothrow(r, "ending an abandoned capture (oxicuda::ScopedCapture)");
+  if (graph) detail::destroy_graph(graph);
+}
+
+// --- GraphedStep -------------------------------------------------------------------
+
+struct StepOptions {
+  CaptureMode mode = CaptureMode::global;
+  InstantiateOptions instantiate{};
+};
+
+// What a GraphedStep has done so far.
+struct StepStats {
+  long captures = 0;        // the callable was run under capture
+  long instantiations = 0;  // a new exec was made (first call, or the topology changed)
+  long updates = 0;         // the exec was updated in place (cuGraphExecUpdate)
+  long launches = 0;        // the exec was launched
+};
+
+namespace detail {
+
+// The part of GraphedStep that does not depend on the callable's type.
+class StepCore {
+ public:
+  explicit StepCore(StepOptions options) noexcept : options_(std::move(options)) {}
+  using Enqueue = void (*)(void* callable, const Stream& stream);
+  void run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue, void* callable,
+           SourceLocation where);
+  void reset() noexcept { captured_ = false; }
+  Graph graph_;
+  GraphExec exec_;
+  StepStats stats_;
+
+ private:
+  StepOptions options_;
+  std::string key_;
+  bool captured_ = false;
+};
+
+inline void StepCore::run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue,
+                          void* callable, SourceLocation where) {
+  const bool same = captured_ && key_.size() == key_size && (key_size == 0 || std::memcmp(key_.data(), key, key_size) == 0);
+  if (!same) {
+    Graph graph;
+    {
+      ScopedCapture scope(stream, options_.mode, where);
+      enqueue(callable, stream);
+      graph = scope.end(where);
+    }
+    ++stats_.captures;
+    if (exec_ && !exec_.try_update(graph, where)) {
+      ++stats_.updates;
+    } else {
+      exec_ = GraphExec(graph, options_.instantiate, where);
+      ++stats_.instantiations;
+    }
+    graph_ = std::move(graph);
+    key_.assign(reinterpret_cast<const char*>(key), key_size);
+    captured_ = true;
+  }
+  exec_.launch(stream, where);
+  ++stats_.launches;
+}
+
+}  // namespace detail
+
+// A step of work graphed with one line: `enqueue(stream, args...)` is
+// captured into a graph on the first call, and later calls launch that
+// graph — one cuGraphLaunch for the whole step — instead of running the
+// callable again:
+//   GraphedStep step{[&](const Stream& s, float a) { launch(s, k1, cfg, x, a); launch(s, k2, cfg, x); }};
+//   for (...) step(stream, a);
+//
+// What may change between calls, exactly:
+// - The contents of device memory: always (the graph reads it when it runs).
+// - `args...` (trivially copyable values, compared by their bytes, so zero
+//   the padding of a struct): when they differ from the last capture's, the
+//   callable is captured again with the new ones; a graph of the same
+//   topology updates the exec in place (cuGraphExecUpdate), another topology
+//   (other kernels, more or fewer nodes, other dependencies) is instantiated
+//   anew.
+// - The stream: each call launches on the stream it is given.
+// Everything else the callable reads — sizes, pointers, buffers, scalars it
+// captured by reference, which branch it takes — is fixed in the graph when
+// it is captured: a change of it without a change of `args...` has no
+// effect until reset() makes the next call capture again. Host functions
+// the callable enqueues run on every launch (their callables live as long
+// as the graph or exec that can run them).
+template <class F>
+class GraphedStep {
+ public:
+  explicit GraphedStep(F fn, StepOptions options = {}) : fn_(std::move(fn)), core_(std::move(options)) {}
+
+  template <class... A>
+  void operator()(detail::Located<const Stream&> stream, const A&... args) {
+    static_assert((std::is_trivially_copyable_v<A> && ...),
+                  "GraphedStep: its arguments are compared by their bytes, so they must be trivially copyable");
+    unsigned char key[(sizeof(A) + ... + 0) + 1];
+    std::size_t at = 0;
+    ((std::memcpy(key + at, &args, sizeof(A)), at += sizeof(A)), ...);
+    auto enqueue = [&](const Stream& s) { fn_(s, args...); };
+    core_.run(
+        stream.value, key, at,
+        [](void* e, const Stream& s) { (*static_cast<decltype(enqueue)*>(e))(s); }, &enqueue, stream.where);
+  }
+
+  // The last captured graph and its exec (empty before the first call).
+  [[nodiscard]] const Graph& graph() const noexcept { return core_.graph_; }
+  [[nodiscard]] const GraphExec& exec() const noexcept { return core_.exec_; }
+  [[nodiscard]] const StepStats& stats() const noexcept { return core_.stats_; }
+  // The next call captures again (and updates the exec, or makes a new one).
+  void reset() noexcept { core_.reset(); }
+
+ private:
+  F fn_;
+  detail::StepCore core_;
+};
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/capture.hpp ----

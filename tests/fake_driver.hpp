@@ -21,6 +21,7 @@ struct Fake {
   fake_live_fn live;
   fake_invalid_destroys_fn invalid_destroys;
   fake_set_device_count_fn set_device_count;
+  fake_set_driver_version_fn set_driver_version;
   fake_last_launch_fn last_launch;
   fake_host_funcs_run_fn host_funcs_run;
   fake_last_context_fn last_context;
@@ -42,6 +43,7 @@ struct Fake {
       x.live = reinterpret_cast<fake_live_fn>(dlsym(lib, "fake_live"));
       x.invalid_destroys = reinterpret_cast<fake_invalid_destroys_fn>(dlsym(lib, "fake_invalid_destroys"));
       x.set_device_count = reinterpret_cast<fake_set_device_count_fn>(dlsym(lib, "fake_set_device_count"));
+      x.set_driver_version = reinterpret_cast<fake_set_driver_version_fn>(dlsym(lib, "fake_set_driver_version"));
       x.last_launch = reinterpret_cast<fake_last_launch_fn>(dlsym(lib, "fake_last_launch"));
       x.host_funcs_run = reinterpret_cast<fake_host_funcs_run_fn>(dlsym(lib, "fake_host_funcs_run"));
       x.last_context = reinterpret_cast<fake_last_context_fn>(dlsym(lib, "fake_last_context"));

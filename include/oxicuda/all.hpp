@@ -32,4 +32,7 @@
 #include "link.hpp"
 #include "cache.hpp"
 #include "source.hpp"
+#include "graph.hpp"
+#include "graph_exec.hpp"
+#include "capture.hpp"
 // clang-format on

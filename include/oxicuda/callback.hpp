@@ -109,5 +109,34 @@ inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
   retire(c);
 }
 
+// For work that may run many times (a graph's host node, a host function
+// captured into a graph): run, and keep the box. A driver user object owns
+// it; its destructor, which the driver runs on its own thread once the last
+// graph and exec holding the object are gone, retires the box.
+inline void OXICUDA_CUDAAPI run_host_call_many(void* data) noexcept { run_host_call(static_cast<HostCall*>(data)); }
+inline void OXICUDA_CUDAAPI retire_host_call(void* data) noexcept { retire(static_cast<HostCall*>(data)); }
+
+// Gives `graph` the ownership of `boxed`: a user object whose destructor
+// retires the box, retained by the graph (and so by its clones and execs).
+// On failure the box is destroyed (now, or through the user object) and the
+// failure returned.
+// `object_out`, when given, receives the user object (valid while the graph
+// holds it).
+inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* object_out = nullptr) noexcept {
+  CUuserObject object = nullptr;
+  Outcome r = OXICUDA_DRIVER(UserObjectCreate, &object, boxed, &retire_host_call, 1u,
+                             static_cast<unsigned>(ffi::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  if (!r.ok()) {
+    boxed->destroy(boxed);
+    return r;
+  }
+  r = OXICUDA_DRIVER(GraphRetainUserObject, graph, object, 1u, 0u);
+  // Our own reference goes either way: the graph's keeps the box alive, or,
+  // when the graph took none, this release destroys it (through retire).
+  check_nothrow(OXICUDA_DRIVER(UserObjectRelease, object, 1u), "releasing a host function's user object");
+  if (r.ok() && object_out) *object_out = object;
+  return r;
+}
+
 }  // namespace detail
 OXICUDA_NAMESPACE_END

@@ -54,9 +54,20 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 
 namespace detail {
 
-// The one implementation of every copy direction, enqueued on queue `q`.
+// The two sides of a copy, after its checks (same element type, a mutable
+// destination, the same count): a device address or a host pointer each.
+struct CopySides {
+  ffi::CUdeviceptr dst_device = 0;
+  ffi::CUdeviceptr src_device = 0;
+  void* dst_host = nullptr;
+  const void* src_host = nullptr;
+  std::size_t bytes = 0;
+  CUcontext ctx = nullptr;  // the device side's context, when its span knows it
+};
+
 template <class Dst, class Src>
-void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
+  CopySides c;
   if constexpr (device_range<Dst> && device_range<Src>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
@@ -64,22 +75,44 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    check(OXICUDA_DRIVER(MemcpyDtoDAsync, d.device_ptr(), s.device_ptr(), d.size_bytes(), q), where);
+    c.dst_device = d.device_ptr();
+    c.src_device = s.device_ptr();
+    c.bytes = d.size_bytes();
+    c.ctx = d.context() ? d.context() : s.context();
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
     static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    check(OXICUDA_DRIVER(MemcpyHtoDAsync, d.device_ptr(), std::data(src), d.size_bytes(), q), where);
+    c.dst_device = d.device_ptr();
+    c.src_host = std::data(src);
+    c.bytes = d.size_bytes();
+    c.ctx = d.context();
   } else {
     using T = device_element_t<Src>;
     static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    check(OXICUDA_DRIVER(MemcpyDtoHAsync, std::data(dst), s.device_ptr(), s.size_bytes(), q), where);
+    c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
+    c.src_device = s.device_ptr();
+    c.bytes = s.size_bytes();
+    c.ctx = s.context();
   }
+  return c;
+}
+
+// The one implementation of every copy direction, enqueued on queue `q`.
+template <class Dst, class Src>
+void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  if constexpr (device_range<Dst> && device_range<Src>)
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q), where);
+  else if constexpr (device_range<Dst>)
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q), where);
+  else
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
 }
 
 template <class Dst>

@@ -297,6 +297,13 @@ inline std::string refusal_reason(ffi::CUresult r) {
   if (r == ffi::CUDA_ERROR_NOT_INITIALIZED && forked_after_load())
     return "this process is a child forked after the CUDA driver was initialized in its parent: CUDA cannot be "
            "used in such a child. Initialize CUDA only after fork(), or exec() a new program in the child";
+  if (r == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+    return "a stream is capturing, and this call would wait for, or implicitly order itself after, the captured "
+           "work (a synchronize or query of the capturing stream, a synchronous copy, fill or allocation during a "
+           "global-mode capture, or work on the legacy default stream while a blocking stream captures). The "
+           "driver has invalidated the capture: end it, and capture again without this call (or use "
+           "CaptureMode::relaxed for calls that are only unsafe, or CaptureMode::per_thread to ignore other "
+           "threads)";
   return {};
 }
 
@@ -312,7 +319,8 @@ struct Outcome {
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
-  if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED) {
+  if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
+      o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
     std::string why = refusal_reason(o.result);
     if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
   }

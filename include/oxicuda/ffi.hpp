@@ -22,6 +22,12 @@ typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef struct CUlinkState_st* CUlinkState;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphNode_st* CUgraphNode;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct CUuserObject_st* CUuserObject;
+typedef struct CUarray_st* CUarray;
+typedef struct CUkern_st* CUkernel;
 
 OXICUDA_NAMESPACE_BEGIN
 namespace ffi {
@@ -31,6 +37,7 @@ using CUdeviceptr = unsigned long long;
 using cuuint64_t = std::uint64_t;
 using CUhostFn = void(OXICUDA_CUDAAPI*)(void* user_data);
 using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
+using CUgraphConditionalHandle = cuuint64_t;
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
 enum CUresult : int {
@@ -554,6 +561,244 @@ struct CUuuid {
   char bytes[16];
 };
 
+// --- graphs and stream capture ----------------------------------------------
+
+enum CUstreamCaptureStatus : int {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+
+enum CUstreamCaptureMode : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
+
+enum CUgraphNodeType : int {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+  CU_GRAPH_NODE_TYPE_MEMSET = 2,
+  CU_GRAPH_NODE_TYPE_HOST = 3,
+  CU_GRAPH_NODE_TYPE_GRAPH = 4,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5,
+  CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+  CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL = 8,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT = 9,
+  CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+  CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+};
+
+enum CUgraphInstantiateResult : int {
+  CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+  CUDA_GRAPH_INSTANTIATE_ERROR = 1,
+  CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE = 2,
+  CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED = 3,
+  CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED = 4,
+  CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED = 5,
+};
+
+enum CUgraphInstantiate_flags : int {
+  CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+  CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8,
+};
+
+enum CUgraphExecUpdateResult : int {
+  CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
+  CU_GRAPH_EXEC_UPDATE_ERROR = 1,
+  CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
+  CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,
+  CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4,
+  CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 5,
+  CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 6,
+  CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 7,
+  CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 8,
+};
+
+enum CUgraphConditionalNodeType : int {
+  CU_GRAPH_COND_TYPE_IF = 0,
+  CU_GRAPH_COND_TYPE_WHILE = 1,
+  CU_GRAPH_COND_TYPE_SWITCH = 2,
+};
+
+enum CUgraphDebugDot_flags : int {
+  CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE = 1 << 0,
+  CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS = 1 << 2,
+  CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS = 1 << 3,
+  CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS = 1 << 4,
+  CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS = 1 << 5,
+  CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS = 1 << 6,
+  CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES = 1 << 10,
+  CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 1 << 15,
+};
+
+enum CUmemorytype : int {
+  CU_MEMORYTYPE_HOST = 0x01,
+  CU_MEMORYTYPE_DEVICE = 0x02,
+  CU_MEMORYTYPE_ARRAY = 0x03,
+  CU_MEMORYTYPE_UNIFIED = 0x04,
+};
+
+enum CUmemAllocationType : int {
+  CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+};
+
+enum CUmemAllocationHandleType : int {
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+};
+
+enum CUmemLocationType : int {
+  CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+};
+
+enum CUmemAccess_flags : int {
+  CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+};
+
+enum CUuserObject_flags : int {
+  CU_USER_OBJECT_NO_DESTRUCTOR_SYNC = 1,
+};
+
+enum CUuserObjectRetain_flags : int {
+  CU_GRAPH_USER_OBJECT_MOVE = 1,
+};
+
+// cuGraphConditionalHandleCreate's flag (a macro in cuda.h).
+inline constexpr unsigned int graph_cond_assign_default = 0x1;
+
+struct CUDA_KERNEL_NODE_PARAMS_v2 {
+  CUfunction func;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
+
+struct CUDA_MEMCPY3D {
+  std::size_t srcXInBytes;
+  std::size_t srcY;
+  std::size_t srcZ;
+  std::size_t srcLOD;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  void* reserved0;
+  std::size_t srcPitch;
+  std::size_t srcHeight;
+  std::size_t dstXInBytes;
+  std::size_t dstY;
+  std::size_t dstZ;
+  std::size_t dstLOD;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  void* reserved1;
+  std::size_t dstPitch;
+  std::size_t dstHeight;
+  std::size_t WidthInBytes;
+  std::size_t Height;
+  std::size_t Depth;
+};
+
+struct CUDA_MEMSET_NODE_PARAMS {
+  CUdeviceptr dst;
+  std::size_t pitch;
+  unsigned int value;
+  unsigned int elementSize;
+  std::size_t width;
+  std::size_t height;
+};
+
+struct CUDA_HOST_NODE_PARAMS {
+  CUhostFn fn;
+  void* userData;
+};
+
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
+
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  CUmemAccess_flags flags;
+};
+
+struct CUmemPoolProps {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void* win32SecurityAttributes;
+  std::size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+
+struct CUDA_MEM_ALLOC_NODE_PARAMS {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc* accessDescs;
+  std::size_t accessDescCount;
+  std::size_t bytesize;
+  CUdeviceptr dptr;
+};
+
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  CUgraphConditionalHandle handle;
+  CUgraphConditionalNodeType type;
+  unsigned int size;
+  CUgraph* phGraph_out;
+  CUcontext ctx;
+};
+
+// cuda.h's node parameters for cuGraphAddNode: the union's member that
+// oxicuda sets (a conditional node's), and its size.
+struct CUgraphNodeParams {
+  CUgraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+  };
+  long long reserved2;
+};
+
+struct CUgraphEdgeData {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+};
+
+struct CUDA_GRAPH_INSTANTIATE_PARAMS {
+  cuuint64_t flags;
+  CUstream hUploadStream;
+  CUgraphNode hErrNode_out;
+  CUgraphInstantiateResult result_out;
+};
+
+struct CUgraphExecUpdateResultInfo {
+  CUgraphExecUpdateResult result;
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+};
+
 // The one table of driver entry points oxicuda calls:
 //   X(member, pinned version, exported symbol, parameters)
 // Every entry returns CUresult. `member` is the name without its `cu` prefix
@@ -651,7 +896,74 @@ struct CUuuid {
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
   X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
-  X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))
+  X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))                      \
+  X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
+  X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
+  X(StreamIsCapturing, 10000, "cuStreamIsCapturing", (CUstream hStream, CUstreamCaptureStatus * captureStatus))        \
+  X(StreamGetCaptureInfo, 12030, "cuStreamGetCaptureInfo_v3",                                                          \
+    (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out, CUgraph * graph_out,            \
+     const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, std::size_t* numDependencies_out))   \
+  X(GraphCreate, 10000, "cuGraphCreate", (CUgraph * phGraph, unsigned int flags))                                      \
+  X(GraphDestroy, 10000, "cuGraphDestroy", (CUgraph hGraph))                                                           \
+  X(GraphClone, 10000, "cuGraphClone", (CUgraph * phGraphClone, CUgraph originalGraph))                                \
+  X(GraphGetNodes, 10000, "cuGraphGetNodes", (CUgraph hGraph, CUgraphNode * nodes, std::size_t * numNodes))            \
+  X(GraphNodeGetType, 10000, "cuGraphNodeGetType", (CUgraphNode hNode, CUgraphNodeType * type))                        \
+  X(GraphAddDependencies, 10000, "cuGraphAddDependencies",                                                             \
+    (CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, std::size_t numDependencies))                     \
+  X(GraphAddKernelNode, 12000, "cuGraphAddKernelNode_v2",                                                              \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams))                                                                    \
+  X(GraphAddMemcpyNode, 10000, "cuGraphAddMemcpyNode",                                                                 \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_MEMCPY3D* copyParams, CUcontext ctx))                                                                  \
+  X(GraphAddMemsetNode, 10000, "cuGraphAddMemsetNode",                                                                 \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx))                                                      \
+  X(GraphAddHostNode, 10000, "cuGraphAddHostNode",                                                                     \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     const CUDA_HOST_NODE_PARAMS* nodeParams))                                                                         \
+  X(GraphAddEmptyNode, 10000, "cuGraphAddEmptyNode",                                                                   \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies))         \
+  X(GraphAddChildGraphNode, 10000, "cuGraphAddChildGraphNode",                                                         \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUgraph childGraph))                                                                                              \
+  X(GraphAddEventRecordNode, 11010, "cuGraphAddEventRecordNode",                                                       \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUevent event))                                                                                                   \
+  X(GraphAddEventWaitNode, 11010, "cuGraphAddEventWaitNode",                                                           \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUevent event))                                                                                                   \
+  X(GraphAddMemAllocNode, 11040, "cuGraphAddMemAllocNode",                                                             \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams))                                                                          \
+  X(GraphAddMemFreeNode, 11040, "cuGraphAddMemFreeNode",                                                               \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUdeviceptr dptr))                                                                                                \
+  X(GraphAddNode, 12020, "cuGraphAddNode",                                                                             \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies, std::size_t numDependencies,          \
+     CUgraphNodeParams* nodeParams))                                                                                   \
+  X(GraphConditionalHandleCreate, 12030, "cuGraphConditionalHandleCreate",                                             \
+    (CUgraphConditionalHandle * pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue,           \
+     unsigned int flags))                                                                                              \
+  X(GraphDebugDotPrint, 11030, "cuGraphDebugDotPrint", (CUgraph hGraph, const char* path, unsigned int flags))         \
+  X(GraphInstantiateWithParams, 12000, "cuGraphInstantiateWithParams",                                                 \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams))                     \
+  X(GraphExecDestroy, 10000, "cuGraphExecDestroy", (CUgraphExec hGraphExec))                                           \
+  X(GraphLaunch, 10000, "cuGraphLaunch", (CUgraphExec hGraphExec, CUstream hStream))                                   \
+  X(GraphUpload, 11010, "cuGraphUpload", (CUgraphExec hGraphExec, CUstream hStream))                                   \
+  X(GraphExecUpdate, 12000, "cuGraphExecUpdate_v2",                                                                    \
+    (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo * resultInfo))                                \
+  X(GraphExecKernelNodeSetParams, 12000, "cuGraphExecKernelNodeSetParams_v2",                                          \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v2* nodeParams))                         \
+  X(GraphExecMemcpyNodeSetParams, 10020, "cuGraphExecMemcpyNodeSetParams",                                             \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D* copyParams, CUcontext ctx))                       \
+  X(GraphExecMemsetNodeSetParams, 10020, "cuGraphExecMemsetNodeSetParams",                                             \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx))           \
+  X(UserObjectCreate, 11030, "cuUserObjectCreate",                                                                     \
+    (CUuserObject * object_out, void* ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags))        \
+  X(UserObjectRelease, 11030, "cuUserObjectRelease", (CUuserObject object, unsigned int count))                        \
+  X(GraphRetainUserObject, 11030, "cuGraphRetainUserObject",                                                           \
+    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))
 
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for

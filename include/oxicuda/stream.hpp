@@ -96,6 +96,9 @@ class Stream {
   // synchronize() of a stream, event or context, the next launch_host_func,
   // or when a stream is destroyed: so it may own buffers and handles
   // (`[buf = std::move(buf)] {}` keeps a buffer until the work is done).
+  // While the stream is capturing (capture.hpp), the host function becomes a
+  // node of the captured graph: the callable then lives until the last
+  // graph and exec that can run it are gone, and runs on every replay.
   template <class F>
   void launch_host_func(F&& fn, SourceLocation where = SourceLocation::current()) const;
 
@@ -209,11 +212,44 @@ inline bool Stream::non_blocking(SourceLocation where) const {
   return (flags & ffi::CU_STREAM_NON_BLOCKING) != 0;
 }
 
+namespace detail {
+// The graph that `q` is capturing into, or null when it is not capturing
+// (one cuStreamGetCaptureInfo; a driver older than CUDA 12.3, without it,
+// answers through cuStreamIsCapturing, and a capture there is an Error).
+inline CUgraph capture_graph(CUstream q, const char* operation, SourceLocation where) {
+  ffi::CUstreamCaptureStatus status = ffi::CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  if (OXICUDA_UNLIKELY(missing(ffi::Entry::StreamGetCaptureInfo))) {
+    check(OXICUDA_DRIVER(StreamIsCapturing, q, &status), where);
+    if (status != ffi::CU_STREAM_CAPTURE_STATUS_NONE)
+      raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                  "the stream is capturing, and keeping a host function's callable alive for every replay of the "
+                  "graph needs cuStreamGetCaptureInfo (a CUDA 12.3 driver or newer)",
+                  where));
+    return nullptr;
+  }
+  check(OXICUDA_DRIVER(StreamGetCaptureInfo, q, &status, nullptr, &graph, nullptr, nullptr, nullptr), where);
+  return status == ffi::CU_STREAM_CAPTURE_STATUS_NONE ? nullptr : graph;
+}
+}  // namespace detail
+
 template <class F>
 void Stream::launch_host_func(F&& fn, SourceLocation where) const {
+  constexpr const char* op = "oxicuda::Stream::launch_host_func";
   detail::reclaim();
-  detail::on_stream(*this, "oxicuda::Stream::launch_host_func", where, [&](CUstream q) {
-    detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), "oxicuda::Stream::launch_host_func");
+  detail::on_stream(*this, op, where, [&](CUstream q) {
+    // While the stream captures, the host function becomes a node of the
+    // graph, run by every replay of every exec made from it: the graph owns
+    // the callable then (a user object), not the one run.
+    CUgraph graph = detail::capture_graph(q, op, where);
+    detail::HostCall* boxed = detail::box_host_call(std::forward<F>(fn), op);
+    if (graph) {
+      const detail::Outcome owned = detail::give_to_graph(graph, boxed);
+      if (!owned.ok()) detail::fail(owned, where);
+      // From here the graph owns the box, whatever the launch's answer.
+      detail::check(OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_many, boxed), where);
+      return;
+    }
     const detail::Outcome r = OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_once, boxed);
     if (OXICUDA_UNLIKELY(!r.ok())) {
       boxed->destroy(boxed);

@@ -186,6 +186,65 @@ std::vector<Op> operations() {
          l.add_file(LinkInput::ptx, path);
          Module m = l.load();
        }},
+      {"graphs: built, instantiated, launched, updated",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         Module m = Module::from_ptx(ctx, kFakePtx);
+         auto k = m.kernel<void(float*, unsigned)>("dbl");
+         DeviceBuffer<float> x(ctx, 64);
+         PinnedBuffer<float> host(ctx, 64);
+         Event e(ctx);
+         Graph child(ctx);
+         (void)child.add_empty({});
+         Graph g(ctx);
+         GraphAllocation<float> tmp = g.add_alloc<float>({}, 64);
+         GraphNode set = g.add_fill(tmp.node, tmp.span, 1.0f);
+         GraphNode free = g.add_free(set, tmp.span);
+         GraphNode kn = g.add_kernel(free, k, {.grid = 1, .block = 64}, x, 64);
+         GraphNode cp = g.add_copy(kn, host, x);
+         GraphNode fl = g.add_fill({}, x, 2.0f);
+         GraphNode rec = g.add_event_record(fl, e);
+         GraphNode wait = g.add_event_wait(rec, e);
+         GraphNode sub = g.add_child(wait, child);
+         g.depend(sub, kn);
+         (void)kn.type();
+         (void)g.node_count();
+         ConditionalHandle h = g.conditional_handle(0);
+         ConditionalNode c = g.add_if(cp, h);
+         (void)c.body.add_empty({});
+         (void)g.dot();
+         Graph copy = g.clone();
+         GraphExec exec(g, {.upload = s});
+         exec.launch(s);
+         exec.upload(s);
+         exec.update(g);
+         exec.set_kernel(kn, k, {.grid = 1, .block = 64}, x, 32);
+         exec.set_copy(cp, host, x);
+         exec.set_fill(fl, x, 3.0f);
+       }},
+      {"graphs: host nodes, capture, host functions captured, the step helper",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         DeviceBuffer<float> x(ctx, 64);
+         {
+           Graph g(ctx);
+           (void)g.add_host({}, [] {});
+           Graph copy = g.clone();
+           Graph parent(ctx);
+           (void)parent.add_child({}, g);
+         }
+         (void)capture_status(s);
+         Graph captured = capture(s, [&](const Stream& q) {
+           fill_async(q, x, 1.0f);
+           q.launch_host_func([] {});
+         });
+         GraphedStep step{[&](const Stream& q, float v) { fill_async(q, x, v); }};
+         step(s, 1.0f);
+         step(s, 2.0f);
+         s.synchronize();
+       }},
   };
 }
 

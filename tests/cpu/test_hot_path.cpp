@@ -86,6 +86,42 @@ TEST_CASE_FIXTURE(LaunchTest, "hot path: launch, record, wait, query, copy and f
   }
 }
 
+TEST_CASE_FIXTURE(LaunchTest, "hot path: a graph launch, and a GraphedStep replay, are one driver call each, and allocate nothing") {
+  auto dbl = m.kernel<void(float*, unsigned)>("dbl");
+  DeviceBuffer<float> buf(ctx, 64);
+  Graph g{ctx};
+  (void)g.add_kernel({}, dbl, {.grid = 1, .block = 64}, buf, 64);
+  GraphExec exec{g};
+  exec.launch(s);
+  {
+    Counted c(fake);
+    exec.launch(s);
+    CHECK(c.driver_calls() == 1);
+    CHECK(c.heap() == 0);
+  }
+  {
+    // A per-node setter called again for the same node: oxicuda allocates
+    // nothing (the function it keeps alive for the node is replaced, not added).
+    std::size_t count = 1;
+    CUgraphNode raw = nullptr;
+    REQUIRE(detail::api().GraphGetNodes(g.raw(), &raw, &count) == ffi::CUDA_SUCCESS);
+    exec.set_kernel(GraphNode(raw), dbl, {.grid = 1, .block = 64}, buf, 32);
+    Counted c(fake);
+    exec.set_kernel(GraphNode(raw), dbl, {.grid = 1, .block = 64}, buf, 16);
+    CHECK(c.driver_calls() == 1);
+    CHECK(c.heap() == 1);  // the fake's own copy of the argument bytes (fake_graph.cpp's pack_args)
+  }
+  GraphedStep step{[&](const Stream& q, unsigned n) { launch(q, dbl, {.grid = 1, .block = 64}, buf, n); }};
+  step(s, 64u);  // captured and instantiated
+  {
+    Counted c(fake);
+    step(s, 64u);  // the same arguments: replayed
+    CHECK(c.driver_calls() == 1);
+    CHECK(c.heap() == 0);
+  }
+  CHECK(step.stats().launches == 2);
+}
+
 TEST_CASE_FIXTURE(ContextTest, "hot path: creating a stream in the current context is current+create, no switch") {
   ScopedCurrent current(ctx);
   const long before = fake.calls("*");

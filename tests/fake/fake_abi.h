@@ -17,7 +17,10 @@
   X(module, "cuModuleUnload")                                                 \
   X(link, "cuLinkDestroy")                 /* JIT link states */              \
   X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
-  X(pinned, "cuMemFreeHost")               /* page-locked host allocations */
+  X(pinned, "cuMemFreeHost")               /* page-locked host allocations */ \
+  X(graph, "cuGraphDestroy")               /* also made by cuStreamEndCapture */ \
+  X(graph_exec, "cuGraphExecDestroy")                                         \
+  X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +57,8 @@ typedef long (*fake_live_fn)(const char* kind);
 // Destroy/release/free calls on a handle that was not live (a double destroy).
 typedef long (*fake_invalid_destroys_fn)(void);
 typedef void (*fake_set_device_count_fn)(int count);
+// What cuDriverGetVersion answers from now on (13000 until set).
+typedef void (*fake_set_driver_version_fn)(int version);
 typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
 // The context that the last work enqueued on a stream went to (for a
 // default stream: the enqueuing thread's current context).

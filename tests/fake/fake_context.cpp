@@ -118,7 +118,9 @@ CUresult fake_CtxPopCurrent(CUcontext* pctx) {
 
 CUresult fake_CtxSynchronize() {
   FAKE_ENTRY(CtxSynchronize);
-  return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(mu);
+  return capture_forbids_unsafe();
 }
 
 CUresult fake_CtxGetDevice(CUdevice* d) {

@@ -153,10 +153,15 @@ CUresult fake_Init(unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+// What cuDriverGetVersion answers (fake_set_driver_version), 13000 unless set.
+static std::atomic<int> driver_version{13000};
+
+FAKE_EXPORT void fake_set_driver_version(int version) { driver_version = version; }
+
 CUresult fake_DriverGetVersion(int* v) {
   FAKE_ENTRY(DriverGetVersion);
   if (!v) return CUDA_ERROR_INVALID_VALUE;
-  *v = 13000;
+  *v = driver_version;
   return CUDA_SUCCESS;
 }
 

@@ -34,6 +34,29 @@ bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
   return ptr >= it->first && ptr + bytes <= it->first + it->second;
 }
 
+// The blocks of mem alloc nodes (owned by their nodes), by address.
+std::map<std::uintptr_t, std::size_t>& graph_blocks = *new std::map<std::uintptr_t, std::size_t>;
+
+void graph_memory_reserve(CUdeviceptr ptr, std::size_t bytes) { graph_blocks[ptr] = bytes; }
+
+bool graph_memory_alloc(CUdeviceptr ptr, std::size_t bytes) {
+  return allocations.emplace(ptr, bytes).second;
+}
+
+bool graph_memory_free(CUdeviceptr ptr) { return allocations.erase(ptr) == 1; }
+
+void graph_memory_forget(CUdeviceptr ptr) {
+  graph_blocks.erase(ptr);
+  allocations.erase(ptr);
+}
+
+bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) {
+  auto it = graph_blocks.upper_bound(ptr);
+  if (it == graph_blocks.begin()) return false;
+  --it;
+  return ptr >= it->first && ptr + bytes <= it->first + it->second;
+}
+
 long live_memory() { return static_cast<long>(allocations.size()); }
 long live_pinned() { return static_cast<long>(host_allocations.size()); }
 
@@ -57,9 +80,10 @@ CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
   if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytes > (std::size_t{1} << 36)) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(mu);
+  if (const CUresult r = capture_forbids_unsafe()) return r;
   void* mem = std::malloc(bytes);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard lock(mu);
   allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
   *p = reinterpret_cast<std::uintptr_t>(mem);
   return CUDA_SUCCESS;
@@ -74,8 +98,18 @@ CUresult fake_MemFree(CUdeviceptr p) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   allocations.erase(it);
-  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  if (!graph_blocks.count(p)) std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
   return CUDA_SUCCESS;
+}
+
+// A copy enqueued on a capturing stream becomes a memcpy node.
+static CUresult capture_copy(CUstream s, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
+                             std::size_t n) {
+  Work w;
+  w.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+  w.dst = dst, w.dst_device = dst_device, w.src = src, w.src_device = src_device, w.bytes = n;
+  bool captured = false;
+  return capture_work(s, std::move(w), captured);
 }
 
 // The fake's streams are always drained: async work happens at once. A
@@ -85,6 +119,7 @@ CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, C
   FAKE_ENTRY(MemcpyHtoDAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) return capture_copy(s, dst, true, reinterpret_cast<std::uintptr_t>(src), false, n);
   if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   if (n) std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
   return CUDA_SUCCESS;
@@ -94,6 +129,7 @@ CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstrea
   FAKE_ENTRY(MemcpyDtoHAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) return capture_copy(s, reinterpret_cast<std::uintptr_t>(dst), false, src, true, n);
   if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   if (n) std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
   return CUDA_SUCCESS;
@@ -103,6 +139,7 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
   FAKE_ENTRY(MemcpyDtoDAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) return capture_copy(s, dst, true, src, true, n);
   if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   if (n)
     std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
@@ -114,6 +151,13 @@ template <class T>
 static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) {
+    Work w;
+    w.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    w.dst = dst, w.value = static_cast<unsigned>(value), w.element_size = sizeof(T), w.width = n, w.height = 1;
+    bool captured = false;
+    return capture_work(s, std::move(w), captured);
+  }
   if (!in_allocation(dst, n * sizeof(T)) || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
   auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
   for (std::size_t i = 0; i < n; ++i) p[i] = value;
@@ -159,6 +203,7 @@ CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
   if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) return capture_alloc(s, bytes, *p);  // a mem alloc node
   void* mem = std::malloc(bytes);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
@@ -171,6 +216,13 @@ CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
   FAKE_ENTRY(MemFreeAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s) && graph_blocks.count(p)) {  // a mem free node (other frees are not modeled in capture)
+    Work w;
+    w.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    w.dptr = p;
+    bool captured = false;
+    return capture_work(s, std::move(w), captured);
+  }
   auto it = allocations.find(p);
   if (it == allocations.end()) {
     ++invalid_destroys;

@@ -209,7 +209,10 @@ CUresult fake_FuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int val
   return CUDA_SUCCESS;
 }
 
-// Kernels the fake knows how to run on the host, by name.
+// Kernels the fake knows how to run on the host, by name:
+//   dbl(float* p, unsigned n)                          p[i] *= 2
+//   saxpy(float* y, const float* x, float a, unsigned n)  y[i] += a * x[i]
+//   countdown(CUgraphConditionalHandle h, unsigned* c)  --*c (when not 0), then sets h to *c != 0
 static void run_kernel(const Func& f, void** params) {
   if (f.name == "dbl" && f.params.size() == 2) {
     CUdeviceptr p;
@@ -219,15 +222,34 @@ static void run_kernel(const Func& f, void** params) {
     if (!in_allocation(p, std::size_t{n} * 4)) return;
     auto* x = reinterpret_cast<float*>(static_cast<std::uintptr_t>(p));
     for (unsigned i = 0; i < n; ++i) x[i] *= 2;
+  } else if (f.name == "saxpy" && f.params.size() == 4) {
+    CUdeviceptr y, x;
+    float a;
+    unsigned n;
+    std::memcpy(&y, params[0], 8);
+    std::memcpy(&x, params[1], 8);
+    std::memcpy(&a, params[2], 4);
+    std::memcpy(&n, params[3], 4);
+    if (!in_allocation(y, std::size_t{n} * 4) || !in_allocation(x, std::size_t{n} * 4)) return;
+    auto* py = reinterpret_cast<float*>(static_cast<std::uintptr_t>(y));
+    const auto* px = reinterpret_cast<const float*>(static_cast<std::uintptr_t>(x));
+    for (unsigned i = 0; i < n; ++i) py[i] += a * px[i];
+  } else if (f.name == "countdown" && f.params.size() == 2) {
+    CUgraphConditionalHandle h;
+    CUdeviceptr c;
+    std::memcpy(&h, params[0], 8);
+    std::memcpy(&c, params[1], 8);
+    if (!in_allocation(c, 4)) return;
+    auto* counter = reinterpret_cast<unsigned*>(static_cast<std::uintptr_t>(c));
+    if (*counter) --*counter;
+    set_conditional(h, *counter != 0);
   }
 }
 
-static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
-                       void** params, void** extra, const unsigned cluster[3], int cooperative, int via_ex) {
-  std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
-  if (const CUresult r = use_stream(s)) return r;
-  const Func& f = *reinterpret_cast<Func*>(fn);
+namespace fake {
+
+CUresult check_launch(const Func& f, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                      const unsigned cluster[3], int cooperative, void** params, void** extra) {
   for (int i = 0; i < 3; ++i)
     if (!grid[i] || !block[i]) return CUDA_ERROR_INVALID_VALUE;
   if (std::uint64_t{block[0]} * block[1] * block[2] > 1024 || block[2] > 64) return CUDA_ERROR_INVALID_VALUE;
@@ -238,6 +260,12 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     if (cluster[i] && grid[i] % cluster[i]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
   if (std::uint64_t{cluster[0]} * cluster[1] * cluster[2] > 8) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
   if (cooperative && std::uint64_t{grid[0]} * grid[1] * grid[2] > 132 * 2) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  return CUDA_SUCCESS;
+}
+
+void run_launch(CUfunction fn, CUstream s, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                const unsigned cluster[3], int cooperative, int via_ex, void** params) {
+  const Func& f = *reinterpret_cast<Func*>(fn);
   FakeLaunch& l = last_launch;
   l.function = fn;
   l.stream = s;
@@ -253,6 +281,36 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
       std::memcpy(l.params + f.params[i].offset, params[i], f.params[i].size);
   }
   run_kernel(f, params);
+}
+
+std::vector<unsigned char> pack_args(const Func& f, void** params) {
+  std::size_t end = 0;
+  for (const Param& p : f.params) end = p.offset + p.size > end ? p.offset + p.size : end;
+  std::vector<unsigned char> bytes(end);
+  for (std::size_t i = 0; i < f.params.size(); ++i)
+    std::memcpy(bytes.data() + f.params[i].offset, params[i], f.params[i].size);
+  return bytes;
+}
+
+}  // namespace fake
+
+static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
+                       void** params, void** extra, const unsigned cluster[3], int cooperative, int via_ex) {
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (const CUresult r = use_stream(s)) return r;
+  Func& f = *reinterpret_cast<Func*>(fn);
+  if (const CUresult r = check_launch(f, grid, block, shared, cluster, cooperative, params, extra)) return r;
+  Work w;
+  w.type = CU_GRAPH_NODE_TYPE_KERNEL;
+  w.func = &f;
+  for (int i = 0; i < 3; ++i) w.grid[i] = grid[i], w.block[i] = block[i], w.cluster[i] = cluster[i];
+  w.shared = shared;
+  w.cooperative = cooperative;
+  bool captured = false;
+  if (capturing(s)) w.args = pack_args(f, params);
+  if (const CUresult r = capture_work(s, std::move(w), captured); captured) return r;
+  run_launch(fn, s, grid, block, shared, cluster, cooperative, via_ex, params);
   return CUDA_SUCCESS;
 }
 

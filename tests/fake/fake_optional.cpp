@@ -14,6 +14,12 @@ CUresult fake_LaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
   {
     std::lock_guard lock(fake::mu);
     if (const CUresult r = fake::use_stream(s)) return r;
+    fake::Work w;
+    w.type = CU_GRAPH_NODE_TYPE_HOST;
+    w.fn = fn;
+    w.data = data;
+    bool captured = false;
+    if (const CUresult r = fake::capture_work(s, std::move(w), captured); captured) return r;
   }
   std::thread([fn, data] {
     fake::in_host_function = true;

@@ -7,6 +7,8 @@
 #include "fake_cuda.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -14,7 +16,7 @@
 
 namespace fake {
 
-enum class Kind { context, stream, event, module, function, link };
+enum class Kind { context, stream, event, module, function, link, graph, node, graph_exec, user_object };
 
 struct Param {
   std::size_t offset, size;
@@ -56,6 +58,85 @@ CUresult use_stream(CUstream s);
 // fake_memory.cpp
 // [ptr, ptr + bytes) inside one device allocation?
 bool in_allocation(CUdeviceptr ptr, std::size_t bytes);
+// A graph's memory (a mem alloc node's block, owned by the node): made live
+// when the node runs, dead when a mem free node (or cuMemFree) frees it;
+// false when it is live already. cuMemFree of such a block does not free it.
+void graph_memory_reserve(CUdeviceptr ptr, std::size_t bytes);  // a node's block, made
+bool in_graph_block(CUdeviceptr ptr, std::size_t bytes);  // inside such a block (live or not)?
+bool graph_memory_alloc(CUdeviceptr ptr, std::size_t bytes);
+bool graph_memory_free(CUdeviceptr ptr);
+void graph_memory_forget(CUdeviceptr ptr);  // the block itself is gone
+
+// fake_module_launch.cpp
+// Checks a launch's configuration against the function (as cuLaunchKernel does).
+CUresult check_launch(const Func& f, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                      const unsigned cluster[3], int cooperative, void** params, void** extra);
+// Records the launch (fake_last_launch) and runs the kernel on the host.
+void run_launch(CUfunction fn, CUstream s, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                const unsigned cluster[3], int cooperative, int via_ex, void** params);
+
+// fake_stream_event.cpp
+void mark_recorded(CUevent e);  // an event record has run
+CUcontext stream_context(CUstream s);
+bool blocking_stream(CUstream s);
+
+// fake_graph.cpp: stream capture and graphs.
+// One node's work, as enqueued on a stream or added to a graph.
+struct Block;  // a mem alloc node's memory
+struct Work {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  // kernel: the function, its configuration, and its arguments' bytes at
+  // the function's parameter offsets
+  Func* func = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, cluster[3] = {0, 0, 0};
+  unsigned shared = 0;
+  int cooperative = 0;
+  std::vector<unsigned char> args;
+  // memcpy: `bytes` from `src` to `dst` (host or device addresses alike)
+  std::uintptr_t dst = 0, src = 0;
+  bool dst_device = false, src_device = false;
+  std::size_t bytes = 0;
+  // memset: `width` elements of `element_size` bytes, `height` rows `pitch` apart
+  unsigned value = 0, element_size = 0;
+  std::size_t width = 0, height = 0, pitch = 0;
+  // host
+  CUhostFn fn = nullptr;
+  void* data = nullptr;
+  // event record / wait
+  CUevent event = nullptr;
+  // mem alloc / free
+  std::shared_ptr<Block> memory;
+  CUdeviceptr dptr = 0;
+};
+// The kernel's arguments packed as the driver copies them.
+std::vector<unsigned char> pack_args(const Func& f, void** params);
+// With `mu` held: when `s` is capturing, adds `w` as a node of the capture
+// (or refuses: an invalidated capture), sets `captured` and returns the
+// result; otherwise returns CUDA_SUCCESS and leaves `captured` false.
+CUresult capture_work(CUstream s, Work&& w, bool& captured);
+// With `mu` held: cuMemAllocAsync on a capturing stream, a mem alloc node
+// whose block's address goes to `out`.
+CUresult capture_alloc(CUstream s, std::size_t bytes, CUdeviceptr& out);
+// With `mu` held: whether `s` is capturing.
+bool capturing(CUstream s);
+// With `mu` held: a synchronizing call on `s` (cuStreamSynchronize,
+// cuStreamQuery) while it captures invalidates the capture.
+CUresult capture_forbids_sync(CUstream s);
+// With `mu` held: a call that is unsafe during a global-mode capture
+// (cuCtxSynchronize, cuMemAlloc) invalidates such captures.
+CUresult capture_forbids_unsafe();
+// With `mu` held: work on the legacy default stream while a blocking stream
+// captures invalidates that capture.
+CUresult capture_forbids_legacy(CUcontext ctx);
+// With `mu` held: an event record / wait on a capturing stream.
+bool capture_record(CUevent e, CUstream s);
+CUresult capture_wait(CUstream s, CUevent e, bool& captured);
+// With `mu` held: `s` is being destroyed; a capture it began ends.
+void stream_destroyed(CUstream s);
+// Releases `lock` (on mu) and runs what became due under it (user objects' destructors).
+void finish_unlocked(std::unique_lock<std::mutex>& lock);
+// With `mu` held: a conditional handle's value (set by a kernel).
+void set_conditional(CUgraphConditionalHandle h, unsigned value);
 
 // The live handles of each kind of FAKE_LIVE_KINDS (fake_live), counted in
 // the file of that kind, with `mu` held.

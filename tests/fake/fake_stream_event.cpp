@@ -32,11 +32,31 @@ CUresult use_stream(CUstream s) {
   if (reinterpret_cast<std::uintptr_t>(s) <= 2) {
     if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
     last_enqueue_context = current();
+    // The legacy stream synchronizes with every blocking stream: with one
+    // that captures, that is a dependency the capture cannot hold.
+    if (reinterpret_cast<std::uintptr_t>(s) != 2) return capture_forbids_legacy(current());
     return CUDA_SUCCESS;
   }
   if (!alive(s, Kind::stream)) return CUDA_ERROR_INVALID_HANDLE;
   last_enqueue_context = reinterpret_cast<Stream*>(s)->ctx;
   return CUDA_SUCCESS;
+}
+
+void mark_recorded(CUevent e) {
+  if (!alive(e, Kind::event)) return;
+  auto* ev = reinterpret_cast<Event*>(e);
+  ev->recorded = true;
+  clock_ms += 0.5;
+  ev->time_ms = clock_ms;
+}
+
+CUcontext stream_context(CUstream s) {
+  if (reinterpret_cast<std::uintptr_t>(s) <= 2) return current();
+  return alive(s, Kind::stream) ? reinterpret_cast<Stream*>(s)->ctx : nullptr;
+}
+
+bool blocking_stream(CUstream s) {
+  return alive(s, Kind::stream) && (reinterpret_cast<Stream*>(s)->flags & CU_STREAM_NON_BLOCKING) == 0;
 }
 
 long live_stream() { return count_live(Kind::stream); }
@@ -78,26 +98,30 @@ CUresult fake_StreamCreateWithPriority(CUstream* ph, unsigned int flags, int pri
 
 CUresult fake_StreamDestroy(CUstream s) {
   FAKE_ENTRY(StreamDestroy);
-  std::lock_guard lock(mu);
+  std::unique_lock lock(mu);
   if (!alive(s, Kind::stream)) {
     ++invalid_destroys;
     return CUDA_ERROR_INVALID_HANDLE;
   }
+  stream_destroyed(s);
   live.erase(s);
   delete reinterpret_cast<Stream*>(s);
+  finish_unlocked(lock);
   return CUDA_SUCCESS;
 }
 
 CUresult fake_StreamSynchronize(CUstream s) {
   FAKE_ENTRY(StreamSynchronize);
   std::lock_guard lock(mu);
-  return use_stream(s);
+  if (const CUresult r = use_stream(s)) return r;
+  return capture_forbids_sync(s);
 }
 
 CUresult fake_StreamQuery(CUstream s) {
   FAKE_ENTRY(StreamQuery);
   std::lock_guard lock(mu);
-  return use_stream(s);
+  if (const CUresult r = use_stream(s)) return r;
+  return capture_forbids_sync(s);
 }
 
 CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
@@ -105,7 +129,9 @@ CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   std::lock_guard lock(mu);
   if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
   if (const CUresult r = use_stream(s)) return r;
-  return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  bool captured = false;
+  return capture_wait(s, e, captured);
 }
 
 CUresult fake_StreamGetPriority(CUstream s, int* p) {
@@ -168,10 +194,8 @@ CUresult fake_EventRecord(CUevent e, CUstream s) {
   std::lock_guard lock(mu);
   if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
   if (const CUresult r = use_stream(s)) return r;
-  auto* ev = reinterpret_cast<Event*>(e);
-  ev->recorded = true;
-  clock_ms += 0.5;  // every record is half a millisecond after the one before
-  ev->time_ms = clock_ms;
+  if (capture_record(e, s)) return CUDA_SUCCESS;  // a record inside a capture: a point to fork and join at
+  mark_recorded(e);  // every record is half a millisecond after the one before
   return CUDA_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 // Kernels for the GPU suite's cubin and fatbin fixtures (built with nvcc at
 // build time where the toolkit is present, embedded into the test binary).
+#include <cuda_runtime.h>  // cudaGraphConditionalHandle, cudaGraphSetConditional (CUDA 12.3+)
 extern "C" __global__ void dbl(float* p, unsigned n) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] *= 2.0f;
 }
@@ -7,4 +8,19 @@ extern "C" __global__ void dbl(float* p, unsigned n) {
 extern "C" __global__ void iota(unsigned* out, unsigned n) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = i;
+}
+
+extern "C" __global__ void saxpy(float* y, const float* x, float a, unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] += a * x[i];
+}
+
+// Decrements *c (when not 0) and sets the graph's conditional handle to
+// whether it is still non-zero: the body of a `while` node that runs *c times.
+extern "C" __global__ void countdown(cudaGraphConditionalHandle h, unsigned* c) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    unsigned v = *c;
+    if (v) --v;
+    *c = v;
+    cudaGraphSetConditional(h, v != 0);
+  }
 }

@@ -1,0 +1,626 @@
+// Graphs on the fake driver: capture, explicit building, instantiate,
+// launch, update, host callables' lifetimes, conditional nodes, DOT, the
+// one-line step helper. The fake replays an exec's nodes against its
+// host-memory model (kernels `dbl`, `saxpy` and `countdown` run on the
+// host), so results are checked as they would be on a GPU.
+#include <doctest/doctest.h>
+
+#include "fixtures.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace oxicuda;
+
+namespace {
+
+// A module with the kernels the fake runs (see fake_module_launch.cpp).
+constexpr const char* kGraphPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry dbl(.param .u64 p, .param .u32 n)
+{ ret; }
+.visible .entry saxpy(.param .u64 y, .param .u64 x, .param .f32 a, .param .u32 n)
+{ ret; }
+.visible .entry countdown(.param .u64 h, .param .u64 c)
+{ ret; }
+)";
+
+using Dbl = Kernel<void(float*, unsigned)>;
+using Saxpy = Kernel<void(float*, const float*, float, unsigned)>;
+using Countdown = Kernel<void(unsigned long long, unsigned*)>;
+
+struct GraphTest : StreamTest {
+  Module m = Module::from_ptx(ctx, kGraphPtx);
+  Dbl dbl = m.kernel<void(float*, unsigned)>("dbl");
+  Saxpy saxpy = m.kernel<void(float*, const float*, float, unsigned)>("saxpy");
+};
+
+constexpr unsigned N = 64;
+
+std::vector<float> iota(float from) {
+  std::vector<float> v(N);
+  for (unsigned i = 0; i < N; ++i) v[i] = from + static_cast<float>(i);
+  return v;
+}
+
+// The pipeline both ways compute: y = 2 * (y + a * x), from host x and y.
+std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& y, float a) {
+  std::vector<float> r(N);
+  for (unsigned i = 0; i < N; ++i) r[i] = 2 * (y[i] + a * x[i]);
+  return r;
+}
+
+// Counts the copies of a callable that are alive, and where they died.
+struct Tracked {
+  std::atomic<int>* alive;
+  std::atomic<int>* off_thread;  // destroyed on a thread other than `home`
+  std::thread::id home;
+  Tracked(std::atomic<int>* a, std::atomic<int>* o) : alive(a), off_thread(o), home(std::this_thread::get_id()) {
+    ++*alive;
+  }
+  Tracked(const Tracked& t) : alive(t.alive), off_thread(t.off_thread), home(t.home) { ++*alive; }
+  Tracked& operator=(const Tracked&) = delete;
+  ~Tracked() {
+    --*alive;
+    if (std::this_thread::get_id() != home) ++*off_thread;
+  }
+};
+
+std::vector<Error> reported;
+void keep_report(const Error& e) { reported.push_back(e); }
+
+}  // namespace
+
+TEST_CASE_FIXTURE(GraphTest, "graph: a captured pipeline and an explicitly built one give the same result") {
+  const std::vector<float> hx = iota(1), hy = iota(100);
+  const float a = 3;
+  PinnedBuffer<float> px(ctx, N), py(ctx, N), out_captured(ctx, N), out_built(ctx, N);
+  std::copy(hx.begin(), hx.end(), px.begin());
+  std::copy(hy.begin(), hy.end(), py.begin());
+  DeviceBuffer<float> x(ctx, N), y(ctx, N);
+
+  Graph captured = capture(s, [&](const Stream& q) {
+    copy_async(q, x, px);
+    copy_async(q, y, py);
+    launch(q, saxpy, {.grid = 1, .block = N}, y, x, a, N);
+    launch(q, dbl, {.grid = 1, .block = N}, y, N);
+    copy_async(q, out_captured, y);
+  });
+  CHECK(captured.node_count() == 5);
+  CHECK(captured.owns());
+
+  Graph built{ctx};
+  GraphNode cx = built.add_copy({}, x, px);
+  GraphNode cy = built.add_copy({}, y, py);
+  GraphNode k1 = built.add_kernel({cx, cy}, saxpy, {.grid = 1, .block = N}, y, x, a, N);
+  GraphNode k2 = built.add_kernel(k1, dbl, {.grid = 1, .block = N}, y, N);
+  (void)built.add_copy(k2, out_built, y);
+  CHECK(built.node_count() == 5);
+  CHECK(k1.type() == ffi::CU_GRAPH_NODE_TYPE_KERNEL);
+  CHECK(cx.type() == ffi::CU_GRAPH_NODE_TYPE_MEMCPY);
+
+  GraphExec e1{captured}, e2{built, {.upload = s}};
+  const std::vector<float> want = reference(hx, hy, a);
+  for (int replay = 0; replay < 3; ++replay) {  // every replay starts from the host inputs again
+    std::fill(out_captured.begin(), out_captured.end(), 0.0f);
+    std::fill(out_built.begin(), out_built.end(), 0.0f);
+    e1.launch(s);
+    e2.upload(s);
+    e2.launch(s);
+    s.synchronize();
+    CHECK(std::vector<float>(out_captured.begin(), out_captured.end()) == want);
+    CHECK(std::vector<float>(out_built.begin(), out_built.end()) == want);
+  }
+  // Nothing ran while capturing: the capture recorded, the launches ran.
+  CHECK(capture_status(s) == CaptureStatus::none);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: whole-graph and per-node updates take effect; a refusal names the node") {
+  DeviceBuffer<float> x(ctx, N), y(ctx, N), z(ctx, N);
+  PinnedBuffer<float> host(ctx, N);
+  fill(x, 1.0f);
+  auto build = [&](float a, DeviceBuffer<float>& target) {
+    Graph g{ctx};
+    GraphNode f = g.add_fill({}, target, 10.0f);
+    (void)g.add_kernel(f, saxpy, {.grid = 1, .block = N}, target, x, a, N);
+    return g;
+  };
+  Graph g1 = build(2, y);
+  GraphExec exec{g1};
+  exec.launch(s);
+  copy(host, y);
+  CHECK(host[5] == 12.0f);  // 10 + 2 * 1
+
+  // The same topology with another scalar and another buffer: updated in place.
+  Graph g2 = build(5, z);
+  exec.update(g2);
+  CHECK(exec.graph() == g2);
+  exec.launch(s);
+  copy(host, z);
+  CHECK(host[5] == 15.0f);
+
+  // Per node: the kernel's arguments (converted as launch() converts: 7 is a float),
+  // the fill's value.
+  const std::vector<GraphNode> nodes = [&] {
+    std::size_t n = g2.node_count();
+    std::vector<CUgraphNode> raw(n);
+    REQUIRE(detail::api().GraphGetNodes(g2.raw(), raw.data(), &n) == ffi::CUDA_SUCCESS);
+    return std::vector<GraphNode>{GraphNode(raw[0]), GraphNode(raw[1])};
+  }();
+  exec.set_kernel(nodes[1], saxpy, {.grid = 1, .block = N}, z, x, 7, N);
+  exec.set_fill(nodes[0], z, 1.0f);
+  exec.launch(s);
+  copy(host, z);
+  CHECK(host[5] == 8.0f);  // 1 + 7 * 1
+
+  // Another topology: refused, with the driver's reason and the node; the exec is unchanged.
+  Graph g3 = build(1, y);
+  (void)g3.add_empty({});
+  const Error e = error_of([&] { exec.update(g3); });
+  CHECK(e.result() == ffi::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  CHECK(e.call() == "cuGraphExecUpdate");
+  CHECK(e.detail().find("CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED") != std::string::npos);
+  CHECK(e.detail().find("offending node: node 2 of 3 (empty)") != std::string::npos);
+  const UpdateRefusal refusal = exec.try_update(g3);
+  CHECK(refusal.reason == ffi::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  CHECK(exec.graph() == g2);
+  exec.launch(s);
+  copy(host, z);
+  CHECK(host[5] == 8.0f);
+
+  // A node of another kind at the same place.
+  Graph g4{ctx};
+  GraphNode f4 = g4.add_fill({}, y, 0.0f);
+  (void)g4.add_fill(f4, y, 0.0f);
+  const Error kind = error_of([&] { exec.update(g4); });
+  CHECK(kind.detail().find("CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED") != std::string::npos);
+  CHECK(kind.detail().find("node 1 of 2 (memset)") != std::string::npos);
+
+  // A copy node's addresses.
+  PinnedBuffer<float> a(ctx, N), b(ctx, N);
+  std::fill(a.begin(), a.end(), 4.0f);
+  std::fill(b.begin(), b.end(), 9.0f);
+  Graph gc{ctx};
+  GraphNode c = gc.add_copy({}, y, a);
+  GraphExec ec{gc};
+  ec.set_copy(c, y, b);
+  ec.launch(s);
+  copy(host, y);
+  CHECK(host[0] == 9.0f);
+  CHECK(error_of([&] { ec.set_copy(c, b, y); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);  // other direction
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: a host node's callable lives across replays, in clones and execs, and dies once, off the driver's thread") {
+  std::atomic<int> alive{0}, off_thread{0}, runs{0};
+  {
+    Graph g{ctx};
+    DeviceBuffer<float> y(ctx, N);
+    GraphNode k = g.add_kernel({}, dbl, {.grid = 1, .block = N}, y, N);
+    (void)g.add_host(k, [t = Tracked(&alive, &off_thread), &runs] { ++runs; });
+    CHECK(alive == 1);
+    Graph copy = g.clone();
+    Graph parent{ctx};
+    (void)parent.add_child({}, g);  // a copy of g's nodes, host node included
+    GraphExec e1{g};
+    GraphExec e2{copy};
+    GraphExec e3{parent};
+    parent = Graph();
+    e3.launch(s);
+    CHECK(runs == 1);
+    e3 = GraphExec();
+    g = Graph();  // the graph's handle goes; its clone and the execs remain
+    for (int i = 0; i < 5; ++i) e1.launch(s);
+    for (int i = 0; i < 3; ++i) e2.launch(s);
+    s.synchronize();
+    CHECK(runs == 9);
+    CHECK(alive == 1);  // never copied, never destroyed while something can run it
+    e1 = GraphExec();
+    copy = Graph();
+    s.synchronize();
+    CHECK(alive == 1);  // e2 can still run it
+    e2.launch(s);
+    CHECK(runs == 10);
+  }
+  // The last exec is gone: destroyed once, on this thread (the fake runs the
+  // user object's destructor on a driver thread, which only retires it).
+  CHECK(alive == 0);
+  CHECK(off_thread == 0);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: launch_host_func while capturing: the callable runs on every replay and dies once; outside capture it is one-shot") {
+  std::atomic<int> alive{0}, off_thread{0}, runs{0};
+  {
+    Graph g = capture(s, [&](const Stream& q) { q.launch_host_func([t = Tracked(&alive, &off_thread), &runs] { ++runs; }); });
+    CHECK(runs == 0);
+    CHECK(alive == 1);
+    GraphExec e{g};
+    for (int i = 0; i < 4; ++i) e.launch(s);
+    s.synchronize();
+    CHECK(runs == 4);
+    CHECK(alive == 1);
+  }
+  CHECK(alive == 0);
+  CHECK(off_thread == 0);
+  // Outside capture: run once, destroyed after the next synchronize.
+  s.launch_host_func([t = Tracked(&alive, &off_thread), &runs] { ++runs; });
+  s.synchronize();
+  CHECK(runs == 5);
+  CHECK(alive == 0);
+  CHECK(off_thread == 0);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "capture: invalidated captures are errors that say what happened and what to do") {
+  SUBCASE("a synchronizing call on the capturing stream") {
+    ScopedCapture scope{s};
+    const Error sync = error_of([&] { s.synchronize(); });
+    CHECK(sync.result() == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(sync.detail().find("a stream is capturing") != std::string::npos);
+    CHECK(capture_status(s) == CaptureStatus::invalidated);
+    const Error end = error_of([&] { (void)scope.end(); });
+    CHECK(end.result() == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(end.call() == "cuStreamEndCapture");
+    CHECK(end.detail().find("the capture was invalidated before it ended") != std::string::npos);
+    CHECK(capture_status(s) == CaptureStatus::none);
+  }
+  SUBCASE("a synchronous allocation during a global capture, allowed in relaxed mode") {
+    {
+      ScopedCapture scope{s};
+      CHECK(error_of([&] { DeviceBuffer<float> b(ctx, 4); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+      CHECK(error_of([&] { (void)scope.end(); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    }
+    ScopedCapture relaxed{s, CaptureMode::relaxed};
+    DeviceBuffer<float> b(ctx, 4);
+    Graph g = relaxed.end();
+    CHECK(g.node_count() == 0);
+  }
+  SUBCASE("per-thread mode forbids unsafe calls on the capturing thread only") {
+    ScopedCapture scope{s, CaptureMode::per_thread};
+    std::thread([&] { DeviceBuffer<float> elsewhere(ctx, 4); }).join();  // another thread: allowed
+    CHECK(capture_status(s) == CaptureStatus::active);
+    CHECK(error_of([&] { DeviceBuffer<float> here(ctx, 4); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(capture_status(s) == CaptureStatus::invalidated);
+  }
+  SUBCASE("the legacy default stream while a blocking stream captures") {
+    Stream blocking{ctx, {.non_blocking = false}};
+    DeviceBuffer<float> b(ctx, N);
+    ScopedCapture scope{blocking};
+    const Error legacy = error_of([&] { fill_async(Stream::legacy_default(ctx), b, 1.0f); });
+    CHECK(legacy.result() == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    CHECK(legacy.detail().find("legacy default stream") != std::string::npos);
+    CHECK(error_of([&] { (void)scope.end(); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  }
+  SUBCASE("a stream forked into the capture and not joined back") {
+    Stream other{ctx};
+    Event fork{ctx, {.timing = false}}, join{ctx, {.timing = false}};
+    DeviceBuffer<float> b(ctx, N);
+    {
+      ScopedCapture scope{s};
+      s.record(fork);
+      other.wait(fork);
+      fill_async(other, b, 1.0f);
+      const Error end = error_of([&] { (void)scope.end(); });
+      CHECK(end.result() == ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+      CHECK(end.detail().find("was not joined back") != std::string::npos);
+    }
+    // Joined back: a graph of both streams' work.
+    Graph g = capture(s, [&] {
+      s.record(fork);
+      other.wait(fork);
+      fill_async(other, b, 1.0f);
+      fill_async(s, b, 2.0f);
+      other.record(join);
+      s.wait(join);
+    });
+    CHECK(g.node_count() == 2);
+  }
+  SUBCASE("ending a capture never begun, or on the wrong stream") {
+    CHECK(error_of([&] { (void)end_capture(s); }).detail().find("the stream is not capturing") != std::string::npos);
+    CHECK(error_of([&] { begin_capture(Stream::legacy_default(ctx)); }).detail().find("cannot be captured") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE_FIXTURE(GraphTest, "capture: an exception never leaves the stream capturing") {
+  DeviceBuffer<float> b(ctx, N);
+  CHECK_THROWS_AS(
+      {
+        Graph g = capture(s, [&](const Stream& q) {
+          fill_async(q, b, 1.0f);
+          throw std::runtime_error("enqueue failed");
+        });
+      },
+      std::runtime_error);
+  CHECK(capture_status(s) == CaptureStatus::none);
+  // And the stream captures again as usual.
+  Graph g = capture(s, [&](const Stream& q) { fill_async(q, b, 2.0f); });
+  CHECK(g.node_count() == 1);
+  ScopedCapture twice{s};
+  CHECK(error_of([&] { begin_capture(s); }).detail() == "the stream is capturing already");
+  (void)twice.end();
+  CHECK(error_of([&] { (void)twice.end(); }).result() == ffi::CUDA_ERROR_ILLEGAL_STATE);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: every node kind, dependencies, clone and node count") {
+  DeviceBuffer<float> x(ctx, N);
+  PinnedBuffer<float> host(ctx, N);
+  Event done{ctx};
+  std::atomic<int> runs{0};
+  Graph child{ctx};
+  (void)child.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N);
+
+  Graph g{ctx};
+  GraphAllocation<float> tmp = g.add_alloc<float>({}, N);
+  CHECK(tmp.span.size() == N);
+  GraphNode set = g.add_fill(tmp.node, tmp.span, 3.0f);
+  GraphNode to_x = g.add_copy(set, x, tmp.span);
+  GraphNode freed = g.add_free(to_x, tmp.span);
+  GraphNode twice = g.add_child(freed, child);
+  GraphNode join = g.add_empty({twice});
+  GraphNode rec = g.add_event_record(join, done);
+  GraphNode wait = g.add_event_wait(rec, done);
+  GraphNode host_fn = g.add_host(wait, [&runs] { ++runs; });
+  GraphNode back = g.add_copy(host_fn, host, x);
+  (void)back;
+  CHECK(g.node_count() == 10);
+  Graph copy = g.clone();
+  CHECK(copy.node_count() == 10);
+  CHECK(copy != g);
+
+  GraphExec exec{copy};
+  exec.launch(s);
+  exec.launch(s);  // the allocation was freed in the graph: a relaunch is fine
+  s.synchronize();
+  CHECK(runs == 2);
+  CHECK(host[7] == 6.0f);
+  CHECK(done.ready());
+
+  // More dependencies than Dependencies holds inline, from a span.
+  Graph wide{ctx};
+  std::vector<GraphNode> roots;
+  for (int i = 0; i < 12; ++i) roots.push_back(wide.add_empty({}));
+  GraphNode all = wide.add_empty(std::span<const GraphNode>(roots));
+  CHECK(wide.node_count() == 13);
+  CHECK(error_of([&] { wide.depend(roots[11], all); }).call() == "cuGraphAddDependencies");  // already a dependency
+  GraphExec{wide}.launch(s);
+
+  // Dependencies added later: a cycle, which instantiation reports with the node.
+  Graph cyclic{ctx};
+  GraphNode a = cyclic.add_empty({});
+  GraphNode b = cyclic.add_kernel(a, dbl, {.grid = 1, .block = N}, x, N);
+  cyclic.depend(b, a);
+  const Error e = error_of([&] { GraphExec bad{cyclic}; });
+  CHECK(e.call() == "cuGraphInstantiateWithParams");
+  CHECK(e.detail().find("CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE") != std::string::npos);
+  CHECK(e.detail().find(" of 2 (") != std::string::npos);
+  CHECK(error_of([&] { cyclic.depend(b, a); }).call() == "cuGraphAddDependencies");  // already there
+}
+
+TEST_CASE_FIXTURE(GraphTest, "capture: a stream-ordered buffer allocated and freed in the capture becomes the graph's alloc and free nodes") {
+  DeviceBuffer<float> x(ctx, N);
+  std::vector<float> host(N);
+  Graph g = capture(s, [&](const Stream& q) {
+    auto tmp = DeviceBuffer<float>::allocate_async(q, N);
+    fill_async(q, tmp, 2.0f);
+    copy_async(q, x, tmp);
+  });  // tmp's destructor freed it on q, inside the capture
+  CHECK(g.node_count() == 4);
+  CHECK(fake.live("memory") == at_start.memory + 1);  // x only: nothing was allocated yet
+  GraphExec exec{g};
+  for (int i = 0; i < 2; ++i) {
+    fill(x, 0.0f);
+    exec.launch(s);
+    copy(host, x);
+    CHECK(host[N - 1] == 2.0f);
+  }
+  CHECK(fake.live("memory") == at_start.memory + 1);  // freed by the graph's free node
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: an exec keeps its kernels' modules, events and host callables alive") {
+  DeviceBuffer<float> x(ctx, N);
+  fill(x, 1.0f);
+  GraphExec exec;
+  {
+    Module own = Module::from_ptx(ctx, kGraphPtx);
+    Graph g{ctx};
+    Event e{ctx};
+    GraphNode k = g.add_kernel({}, own.kernel<void(float*, unsigned)>("dbl"), {.grid = 1, .block = N}, x, N);
+    (void)g.add_event_record(k, e);
+    exec = GraphExec{g};
+  }
+  CHECK(fake.live("module") == at_start.module + 2);  // the fixture's and the exec's
+  CHECK(fake.live("event") == at_start.event + 1);
+  exec.launch(s);
+  std::vector<float> host(N);
+  copy(host, x);
+  CHECK(host[3] == 2.0f);
+  exec = GraphExec();
+  CHECK(fake.live("module") == at_start.module + 1);
+  CHECK(fake.live("event") == at_start.event);
+  CHECK(fake.live("graph") == at_start.graph);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: a conditional while node runs its body until a kernel clears the handle") {
+  Countdown countdown = m.kernel<void(unsigned long long, unsigned*)>("countdown");
+  DeviceBuffer<unsigned> counter(ctx, 1);
+  DeviceBuffer<float> x(ctx, N);
+  Graph g{ctx};
+  ConditionalHandle h = g.conditional_handle(1);
+  GraphNode start = g.add_fill({}, counter, 5u);
+  ConditionalNode loop = g.add_while(start, h);
+  CHECK_FALSE(loop.body.owns());
+  GraphNode d = loop.body.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N);
+  (void)loop.body.add_kernel(d, countdown, {.grid = 1, .block = 1}, h, counter);
+  ConditionalNode once = g.add_if(loop.node, h);  // the handle is 0 by now: skipped
+  (void)once.body.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N);
+
+  GraphExec exec{g};
+  fill(x, 1.0f);
+  exec.launch(s);
+  std::vector<float> host(N);
+  copy(host, x);
+  CHECK(host[0] == 32.0f);  // doubled 5 times
+  exec.launch(s);           // the handle starts at 1 again
+  copy(host, x);
+  CHECK(host[0] == 1024.0f);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: conditional nodes on a driver older than CUDA 12.4 are an error naming both versions") {
+  Graph g{ctx};
+  fake.set_driver_version(12030);
+  const Error handle = error_of([&] { (void)g.conditional_handle(); });
+  const Error node = error_of([&] { (void)g.add_while({}, ConditionalHandle{1}); });
+  fake.set_driver_version(13000);
+  for (const Error& e : {handle, node}) {
+    CHECK(e.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(e.detail() == "conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA 12.3");
+  }
+  CHECK(handle.call() == "oxicuda::Graph::conditional_handle");
+  CHECK(node.call() == "oxicuda::Graph::add_while");
+  CHECK(g.node_count() == 0);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: DOT names the kernels, to a string and to a file") {
+  DeviceBuffer<float> x(ctx, N), y(ctx, N);
+  Graph g = capture(s, [&](const Stream& q) {
+    launch(q, saxpy, {.grid = 1, .block = N}, y, x, 2.0f, N);
+    launch(q, dbl, {.grid = 1, .block = N}, y, N);
+  });
+  const std::string text = g.dot();
+  CHECK(text.rfind("digraph", 0) == 0);
+  CHECK(text.find("saxpy") != std::string::npos);
+  CHECK(text.find("dbl") != std::string::npos);
+  CHECK(g.dot(ffi::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE).find("grid (1,1,1) block (64,1,1)") != std::string::npos);
+  const std::string path = "oxicuda-test-graph.dot";
+  g.write_dot(path);
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  REQUIRE(f);
+  std::fclose(f);
+  std::remove(path.c_str());
+  const Error e = error_of([&] { g.write_dot("/nonexistent-dir/x.dot"); });
+  CHECK(e.call() == "cuGraphDebugDotPrint");
+  CHECK(e.detail().find("/nonexistent-dir/x.dot") != std::string::npos);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "GraphedStep: captures once, replays, updates in place on new arguments, re-instantiates on a new topology") {
+  DeviceBuffer<float> x(ctx, N), y(ctx, N);
+  fill(x, 1.0f);
+  fill(y, 0.0f);
+  GraphedStep step{[&](const Stream& q, float a, int kernels) {
+    for (int i = 0; i < kernels; ++i) launch(q, saxpy, {.grid = 1, .block = N}, y, x, a, N);
+  }};
+  const long launches_before = fake.calls("cuLaunchKernel");
+  step(s, 1.0f, 2);
+  step(s, 1.0f, 2);
+  step(s, 1.0f, 2);
+  // Two launches made once, into the capture; the replays make none.
+  CHECK(fake.calls("cuLaunchKernel") == launches_before + 2);
+  CHECK(fake.calls("cuGraphLaunch") == 3);
+  CHECK(step.stats().captures == 1);
+  CHECK(step.stats().instantiations == 1);
+  CHECK(step.stats().launches == 3);
+  std::vector<float> host(N);
+  copy(host, y);
+  CHECK(host[0] == 6.0f);
+
+  step(s, 10.0f, 2);  // same topology, another scalar: updated in place
+  CHECK(step.stats().captures == 2);
+  CHECK(step.stats().updates == 1);
+  CHECK(step.stats().instantiations == 1);
+  copy(host, y);
+  CHECK(host[0] == 26.0f);
+
+  step(s, 10.0f, 3);  // three kernels: a new exec
+  CHECK(step.stats().instantiations == 2);
+  CHECK(step.graph().node_count() == 3);
+  copy(host, y);
+  CHECK(host[0] == 56.0f);
+
+  step.reset();
+  step(s, 10.0f, 3);
+  CHECK(step.stats().captures == 4);
+  CHECK(step.stats().updates == 2);
+  CHECK(step.stats().launches == 6);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: empty and moved-from graphs, execs and nodes are errors, not crashes") {
+  Graph g{ctx};
+  Graph moved = std::move(g);
+  CHECK_FALSE(g);  // NOLINT(bugprone-use-after-move)
+  const Error e = error_of([&] { (void)g.node_count(); });
+  CHECK(e.result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(e.detail().find("this oxicuda::Graph is empty") != std::string::npos);
+  CHECK(error_of([&] { (void)g.add_empty({}); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)g.add_host({}, [] {}); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { GraphExec x{g}; }).detail().find("oxicuda::Graph is empty") != std::string::npos);
+  CHECK(error_of([&] { (void)moved.add_child({}, g); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { Graph none{Context()}; }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+
+  GraphExec exec{moved};
+  GraphExec other = std::move(exec);
+  CHECK_FALSE(exec);  // NOLINT(bugprone-use-after-move)
+  CHECK(error_of([&] { exec.launch(s); }).detail().find("oxicuda::GraphExec is empty") != std::string::npos);
+  CHECK(error_of([&] { exec.update(moved); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { other.launch(Stream()); }).detail().find("oxicuda::Stream is empty") != std::string::npos);
+  CHECK(error_of([&] { (void)GraphNode().type(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { moved.depend(GraphNode(), GraphNode()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)capture_status(Stream()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+
+  // Borrowed handles are never destroyed by oxicuda.
+  CUgraph raw = nullptr;
+  REQUIRE(detail::api().GraphCreate(&raw, 0) == ffi::CUDA_SUCCESS);
+  {
+    Graph b = Graph::borrow(raw, ctx);
+    CHECK_FALSE(b.owns());
+    (void)b.add_empty({});
+    GraphExec eb = GraphExec::borrow(GraphExec{b}.raw(), ctx);  // dangling once its owner drops: not used
+    CHECK_FALSE(eb.owns());
+  }
+  CHECK(fake.live("graph") == at_start.graph + 2);  // `moved` and the borrowed one
+  REQUIRE(detail::api().GraphDestroy(raw) == ffi::CUDA_SUCCESS);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: bad inputs are errors that say why, and nothing is lost") {
+  DeviceBuffer<float> x(ctx, N), small(ctx, N / 2);
+  std::vector<float> host(N);
+  Graph g{ctx};
+  const Error size = error_of([&] { (void)g.add_copy({}, small, x); });
+  CHECK(size.call() == "oxicuda::Graph::add_copy");
+  CHECK(size.detail().find("size mismatch") != std::string::npos);
+  const Error cluster = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 2, .block = 32, .cluster = {2}}, x, N); });
+  CHECK(cluster.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(cluster.detail().find("capture such a launch") != std::string::npos);
+  const Error zero = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 0, .block = 32}, x, N); });
+  CHECK(zero.call() == "cuGraphAddKernelNode");
+  CHECK(zero.detail().find("a grid or block dimension is zero") != std::string::npos);
+  Graph other{ctx};
+  GraphNode foreign = other.add_empty({});
+  CHECK(error_of([&] { (void)g.add_empty(foreign); }).call() == "cuGraphAddEmptyNode");
+  CHECK(error_of([&] { (void)g.add_event_record({}, Event()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)g.add_free({}, x.device_span()); }).call() == "cuGraphAddMemFreeNode");
+  // A host node the driver refuses: the callable is destroyed, not leaked.
+  std::atomic<int> alive{0}, off_thread{0};
+  fake.fail("cuGraphAddHostNode", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { (void)g.add_host({}, [t = Tracked(&alive, &off_thread)] {}); }).call() == "cuGraphAddHostNode");
+  g = Graph();  // the user object the graph took goes with it
+  CHECK(alive == 0);
+  fake.fail("cuUserObjectCreate", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(error_of([&] { (void)other.add_host({}, [t = Tracked(&alive, &off_thread)] {}); }).call() == "cuUserObjectCreate");
+  CHECK(alive == 0);
+  CHECK(off_thread == 0);
+  // A failing destroy reaches the diagnostic hook, never a throw.
+  DiagnosticHook previous = set_diagnostic_hook(keep_report);
+  reported.clear();
+  fake.fail("cuGraphDestroy", 1, ffi::CUDA_ERROR_UNKNOWN);
+  CUgraph leaked = other.raw();
+  other = Graph();
+  set_diagnostic_hook(previous);
+  REQUIRE(reported.size() == 1);
+  CHECK(std::string(reported[0].what()).find("destroying an oxicuda::Graph") != std::string::npos);
+  REQUIRE(detail::api().GraphDestroy(leaked) == ffi::CUDA_SUCCESS);
+}

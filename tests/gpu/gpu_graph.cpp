@@ -1,0 +1,244 @@
+// The GPU suite, graphs: capture, explicit building, replays, updates, host
+// nodes' callables, a conditional while node and DOT, on a real device.
+// The kernels are the fixture module's (tests/gpu/kernels.cu, built by nvcc
+// at build time); without nvcc these tests are not built.
+#include <doctest/doctest.h>
+
+#include "gpu_common.hpp"
+
+#if __has_include("gpu_fixtures.inc")
+#include "gpu_fixtures.inc"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace oxicuda;
+
+namespace {
+
+using gpu::ctx;
+
+const Module& fixtures() {
+  static const Module m = Module::from_image(ctx(), fixture_cubin, fixture_cubin_size);
+  return m;
+}
+
+using Saxpy = Kernel<void(float*, const float*, float, unsigned)>;
+using Dbl = Kernel<void(float*, unsigned)>;
+
+Saxpy saxpy_kernel() { return fixtures().kernel<void(float*, const float*, float, unsigned)>("saxpy"); }
+Dbl dbl_kernel() { return fixtures().kernel<void(float*, unsigned)>("dbl"); }
+
+// Counts a callable's live copies and its destructions off the test's thread.
+struct Tracked {
+  std::atomic<int>* alive;
+  std::atomic<int>* destroyed;
+  std::atomic<int>* off_thread;
+  std::thread::id home = std::this_thread::get_id();
+  Tracked(std::atomic<int>* a, std::atomic<int>* d, std::atomic<int>* o) : alive(a), destroyed(d), off_thread(o) {
+    ++*alive;
+  }
+  Tracked(const Tracked& t) : alive(t.alive), destroyed(t.destroyed), off_thread(t.off_thread), home(t.home) {
+    ++*alive;
+  }
+  Tracked& operator=(const Tracked&) = delete;
+  ~Tracked() {
+    --*alive;
+    ++*destroyed;
+    if (std::this_thread::get_id() != home) ++*off_thread;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("gpu graph: a captured pipeline of copies and kernels, replayed 1000 times, matches the CPU") {
+  constexpr unsigned n = 1u << 20;
+  constexpr int replays = 1000;
+  Stream s{ctx()};
+  const Saxpy saxpy = saxpy_kernel();
+  const Dbl dbl = dbl_kernel();
+  PinnedBuffer<float> hx(ctx(), n), hz(ctx(), n), out_y(ctx(), n), out_z(ctx(), n);
+  std::vector<float> y0(n);
+  for (unsigned i = 0; i < n; ++i) {
+    hx[i] = static_cast<float>(i % 7);
+    hz[i] = static_cast<float>(i % 1000);
+    y0[i] = static_cast<float>(i % 13);
+  }
+  DeviceBuffer<float> x(ctx(), n), y(ctx(), n), z(ctx(), n);
+  copy(y, y0);
+  const LaunchConfig cfg{.grid = 264, .block = 256};
+  // Each replay: y += 1 * x (accumulating over replays), z = 2 * hz (fresh).
+  Graph g = capture(s, [&](const Stream& q) {
+    copy_async(q, x, hx);
+    copy_async(q, z, hz);
+    launch(q, saxpy, cfg, y, x, 1.0f, n);
+    launch(q, dbl, cfg, z, n);
+    copy_async(q, out_y, y);
+    copy_async(q, out_z, z);
+  });
+  CHECK(g.node_count() == 6);
+  GraphExec exec{g};
+  for (int r = 0; r < replays; ++r) exec.launch(s);
+  s.synchronize();
+  std::vector<float> want_y = y0;
+  for (int r = 0; r < replays; ++r)
+    for (unsigned i = 0; i < n; ++i) want_y[i] += 1.0f * hx[i];
+  unsigned bad = 0;
+  for (unsigned i = 0; i < n; ++i) bad += out_y[i] != want_y[i] || out_z[i] != 2.0f * hz[i];
+  CHECK(bad == 0);
+}
+
+TEST_CASE("gpu graph: kernel arguments updated between replays, per node and by whole-graph update") {
+  constexpr unsigned n = 1u << 16;
+  Stream s{ctx()};
+  const Saxpy saxpy = saxpy_kernel();
+  DeviceBuffer<float> x(ctx(), n), y(ctx(), n), other(ctx(), n);
+  fill(x, 1.0f);
+  fill(y, 0.0f);
+  fill(other, 0.0f);
+  const LaunchConfig cfg{.grid = 64, .block = 256};
+  Graph g{ctx()};
+  GraphNode k = g.add_kernel({}, saxpy, cfg, y, x, 0.0f, n);
+  GraphExec exec{g};
+  float sum = 0;
+  for (int i = 1; i <= 20; ++i) {
+    exec.set_kernel(k, saxpy, cfg, y, x, static_cast<float>(i), n);
+    exec.launch(s);
+    sum += static_cast<float>(i);
+  }
+  // The whole graph: the same shape, another buffer and scalar.
+  Graph g2{ctx()};
+  (void)g2.add_kernel({}, saxpy, cfg, other, x, 5.0f, n);
+  exec.update(g2);
+  exec.launch(s);
+  s.synchronize();
+  std::vector<float> hy(n), ho(n);
+  copy(hy, y);
+  copy(ho, other);
+  unsigned bad = 0;
+  for (unsigned i = 0; i < n; ++i) bad += hy[i] != sum || ho[i] != 5.0f;
+  CHECK(bad == 0);
+  // A refused update names the node and leaves the exec working.
+  Graph g3{ctx()};
+  (void)g3.add_empty({});
+  const UpdateRefusal refused = exec.try_update(g3);
+  CHECK(refused);
+  exec.launch(s);
+  s.synchronize();
+}
+
+TEST_CASE("gpu graph: a host node's callable stays alive across 100 replays and is destroyed exactly once") {
+  std::atomic<int> alive{0}, destroyed{0}, off_thread{0}, runs{0};
+  Stream s{ctx()};
+  {
+    Graph g{ctx()};
+    DeviceBuffer<float> buf(ctx(), 1024);
+    fill(buf, 1.0f);
+    GraphNode k = g.add_kernel({}, dbl_kernel(), {.grid = 4, .block = 256}, buf, 1024u);
+    (void)g.add_host(k, [t = Tracked(&alive, &destroyed, &off_thread), &runs] { ++runs; });
+    GraphExec exec{g};
+    GraphExec second{g.clone()};
+    for (int i = 0; i < 100; ++i) (i % 2 ? exec : second).launch(s);
+    s.synchronize();
+    CHECK(runs == 100);
+    CHECK(alive == 1);
+    s.synchronize();
+  }
+  // The driver runs the user object's destructor on its own thread, some
+  // time after the last graph and exec are gone; it only retires the
+  // callable, which the next synchronize destroys on this thread.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (alive != 0 && std::chrono::steady_clock::now() < until) {
+    ctx().synchronize();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(alive == 0);
+  CHECK(destroyed == 1);  // the only copy, never copied by oxicuda
+  CHECK(off_thread == 0);
+}
+
+TEST_CASE("gpu graph: launch_host_func captured into a graph runs on every replay") {
+  std::atomic<int> runs{0};
+  Stream s{ctx()};
+  {
+    Graph g = capture(s, [&](const Stream& q) { q.launch_host_func([&runs] { ++runs; }); });
+    GraphExec exec{g};
+    for (int i = 0; i < 10; ++i) exec.launch(s);
+    s.synchronize();
+  }
+  CHECK(runs == 10);
+}
+
+TEST_CASE("gpu graph: a conditional while node counts down on the device") {
+  if (driver_version() < 12040) {
+    MESSAGE("skipped: conditional nodes need a CUDA 12.4 driver");
+    return;
+  }
+  auto countdown = fixtures().kernel<void(unsigned long long, unsigned*)>("countdown");
+  Stream s{ctx()};
+  DeviceBuffer<unsigned> counter(ctx(), 1);
+  DeviceBuffer<float> x(ctx(), 256);
+  Graph g{ctx()};
+  ConditionalHandle h = g.conditional_handle(1);
+  GraphNode start = g.add_fill({}, counter, 10u);
+  ConditionalNode loop = g.add_while(start, h);
+  GraphNode d = loop.body.add_kernel({}, dbl_kernel(), {.grid = 1, .block = 256}, x, 256u);
+  (void)loop.body.add_kernel(d, countdown, {.grid = 1, .block = 32}, h, counter);
+  GraphExec exec{g};
+  fill(x, 1.0f);
+  exec.launch(s);
+  s.synchronize();
+  std::vector<float> hx(256);
+  copy(hx, x);
+  CHECK(hx[0] == 1024.0f);  // the body ran 10 times
+  CHECK(hx[255] == 1024.0f);
+  std::vector<unsigned> hc(1);
+  copy(hc, counter);
+  CHECK(hc[0] == 0);
+}
+
+TEST_CASE("gpu graph: DOT output names the kernels") {
+  Stream s{ctx()};
+  DeviceBuffer<float> x(ctx(), 256), y(ctx(), 256);
+  Graph g = capture(s, [&](const Stream& q) {
+    launch(q, saxpy_kernel(), {.grid = 1, .block = 256}, y, x, 2.0f, 256u);
+    launch(q, dbl_kernel(), {.grid = 1, .block = 256}, y, 256u);
+  });
+  const std::string dot = g.dot(ffi::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
+  CHECK(dot.find("digraph") != std::string::npos);
+  CHECK(dot.find("saxpy") != std::string::npos);
+  CHECK(dot.find("dbl") != std::string::npos);
+}
+
+TEST_CASE("gpu graph: GraphedStep of 100 kernels gives what direct launches give") {
+  constexpr unsigned n = 4096;
+  Stream s{ctx()};
+  const Saxpy saxpy = saxpy_kernel();
+  DeviceBuffer<float> x(ctx(), n), direct(ctx(), n), graphed(ctx(), n);
+  fill(x, 1.0f);
+  fill(direct, 0.0f);
+  fill(graphed, 0.0f);
+  const LaunchConfig cfg{.grid = 16, .block = 256};
+  GraphedStep step{[&](const Stream& q, float a) {
+    for (int k = 0; k < 100; ++k) launch(q, saxpy, cfg, graphed, x, a, n);
+  }};
+  for (int i = 0; i < 50; ++i) {
+    const float a = i < 25 ? 1.0f : 2.0f;
+    step(s, a);
+    for (int k = 0; k < 100; ++k) launch(s, saxpy, cfg, direct, x, a, n);
+  }
+  s.synchronize();
+  CHECK(step.stats().captures == 2);
+  CHECK(step.stats().updates == 1);
+  CHECK(step.stats().instantiations == 1);
+  std::vector<float> hd(n), hg(n);
+  copy(hd, direct);
+  copy(hg, graphed);
+  CHECK(hd == hg);
+  CHECK(hg[0] == 100.0f * 25 + 200.0f * 25);
+}
+
+#endif  // gpu_fixtures.inc
