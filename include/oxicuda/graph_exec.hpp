@@ -134,6 +134,9 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
     p.hUploadStream = options.upload.raw();
   }
   CUgraphExec raw = nullptr;
+  // The driver instantiates in the calling thread's current context
+  // (CUDA_ERROR_INVALID_CONTEXT when there is none): the graph's.
+  const ScopedCurrent current(graph.context(), where);
   const detail::Outcome r = OXICUDA_DRIVER(GraphInstantiateWithParams, &raw, g, &p);
   if (!r.ok())
     detail::fail(r, where,

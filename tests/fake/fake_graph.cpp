@@ -903,6 +903,8 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
   FAKE_ENTRY(GraphInstantiateWithParams);
   std::lock_guard lock(mu);
   if (!out || !params || !alive(graph, Kind::graph)) return CUDA_ERROR_INVALID_VALUE;
+  // As on the H200 (driver 580): instantiation needs a current context.
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
   params->hErrNode_out = nullptr;
   params->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
   constexpr unsigned long long known = 1 | 2 | 4 | 8;
