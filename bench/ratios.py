@@ -24,6 +24,8 @@ def read(path):
     means = {}
     for b in root.iter("BenchmarkResults"):
         mean = b.find("mean")
+        if mean is None:  # a benchmark that failed or was cut short: no pair
+            continue
         means[b.get("name")] = (float(mean.get("value")), float(mean.get("lowerBound")), float(mean.get("upperBound")))
     pairs = {}
     for name, (raw, _, _) in means.items():
