@@ -490,6 +490,9 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   p.blockDimX = cfg.block.x, p.blockDimY = cfg.block.y, p.blockDimZ = cfg.block.z;
   p.sharedMemBytes = cfg.shared_bytes;
   p.kernelParams = params;
+  // The kernel's own context: a null ctx would mean the calling thread's
+  // current one, and with none current the driver crashes.
+  p.ctx = fn.module().context().raw();
   return p;
 }
 

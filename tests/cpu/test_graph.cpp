@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,31 @@ TEST_CASE_FIXTURE(GraphTest, "graph: a captured pipeline and an explicitly built
   }
   // Nothing ran while capturing: the capture recorded, the launches ran.
   CHECK(capture_status(s) == CaptureStatus::none);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: built, instantiated and set with no context current, as from a fresh thread") {
+  // The H200's driver crashed in cuGraphAddKernelNode_v2 given a null ctx
+  // with no context current, and refused cuGraphInstantiateWithParams with
+  // CUDA_ERROR_INVALID_CONTEXT; the fake now does both (as errors). oxicuda
+  // names the kernel's context in the node and instantiates in the graph's.
+  DeviceBuffer<float> x(ctx, N);
+  copy(x, iota(1.0f));
+  REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
+  REQUIRE(!Context::current());
+  Graph g{ctx};
+  GraphNode k;
+  CHECK_NOTHROW(k = g.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N));
+  REQUIRE(!Context::current());
+  std::optional<GraphExec> exec;
+  CHECK_NOTHROW(exec.emplace(g));
+  CHECK(!Context::current());  // and left as it was
+  REQUIRE(exec);
+  CHECK_NOTHROW(exec->set_kernel(k, dbl, {.grid = 1, .block = N}, x, N / 2));
+  exec->launch(s);
+  s.synchronize();
+  std::vector<float> got(N);
+  copy(got, x);
+  for (unsigned i = 0; i < N; ++i) CHECK(got[i] == (i < N / 2 ? 2.0f : 1.0f) * static_cast<float>(i + 1));
 }
 
 TEST_CASE_FIXTURE(GraphTest, "graph: whole-graph and per-node updates take effect; a refusal names the node") {
