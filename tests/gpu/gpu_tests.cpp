@@ -2,6 +2,9 @@
 // SKIP) when there is no usable driver or no device, so a machine without a
 // GPU reports it skipped, never passed.
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <execinfo.h>
+
+#include <csignal>
 #include <doctest/doctest.h>
 
 #include "gpu_common.hpp"
@@ -324,7 +327,20 @@ TEST_CASE("hot path: enqueueing works on a thread with no current context") {
   s.synchronize();
 }
 
+// On a crash, the stack (addresses in this binary resolve with
+// `addr2line -e oxicuda-gpu-tests -f -C`): doctest reports the test case,
+// then re-raises the signal into this handler.
+extern "C" void gpu_crash_backtrace(int sig) {
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
+  ::backtrace_symbols_fd(frames, n, 2);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 int main(int argc, char** argv) {
+  ::signal(SIGSEGV, gpu_crash_backtrace);
+  ::signal(SIGABRT, gpu_crash_backtrace);
   const DriverInfo& info = driver_info();
   if (!info.available()) {
     std::printf("SKIP: no usable CUDA driver: %s\n", info.reason.c_str());
