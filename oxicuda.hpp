@@ -6567,7 +6567,7 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   p.sharedMemBytes = cfg.shared_bytes;
   p.kernelParams = params;
   // The kernel's own context: a null ctx would mean the calling thread's
-  // current one, and with none current the driver crashes.
+  // current one, which may be none or another.
   p.ctx = fn.module().context().raw();
   return p;
 }

@@ -123,10 +123,10 @@ TEST_CASE_FIXTURE(GraphTest, "graph: a captured pipeline and an explicitly built
 }
 
 TEST_CASE_FIXTURE(GraphTest, "graph: built, instantiated and set with no context current, as from a fresh thread") {
-  // The H200's driver crashed in cuGraphAddKernelNode_v2 given a null ctx
-  // with no context current, and refused cuGraphInstantiateWithParams with
-  // CUDA_ERROR_INVALID_CONTEXT; the fake now does both (as errors). oxicuda
-  // names the kernel's context in the node and instantiates in the graph's.
+  // The H200's driver refused cuGraphInstantiateWithParams with
+  // CUDA_ERROR_INVALID_CONTEXT with no context current; the fake now does,
+  // and refuses a kernel node whose ctx is null then. oxicuda names the
+  // kernel's context in the node and instantiates in the graph's.
   DeviceBuffer<float> x(ctx, N);
   copy(x, iota(1.0f));
   REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
