@@ -490,8 +490,11 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   p.blockDimX = cfg.block.x, p.blockDimY = cfg.block.y, p.blockDimZ = cfg.block.z;
   p.sharedMemBytes = cfg.shared_bytes;
   p.kernelParams = params;
-  // The kernel's own context: a null ctx would mean the calling thread's
-  // current one, which may be none or another.
+  // The kernel's own context (null would mean the calling thread's current
+  // one). The H200's driver (580) still needs a context current to add or
+  // set a kernel node: with none, cuGraphAddKernelNode_v2 and
+  // cuGraph[Exec]KernelNodeSetParams_v2 crash (SIGSEGV) whatever ctx says.
+  // Callers make the kernel's context current around the call.
   p.ctx = fn.module().context().raw();
   return p;
 }
@@ -572,6 +575,7 @@ inline GraphNode Graph::kernel_node(Dependencies& after, const Function& fn, con
   constexpr const char* op = "oxicuda::Graph::add_kernel";
   CUgraph g = checked(op, after.where());
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, after.where());
+  const ScopedCurrent current(fn.module().context(), after.where());  // (see kernel_params)
   CUgraphNode node = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, after.where());
@@ -764,6 +768,8 @@ inline ConditionalNode Graph::conditional_node(Dependencies& after, ConditionalH
   p.conditional.type = type;
   p.conditional.size = 1;
   p.conditional.ctx = state_->ctx.raw();
+  // Made current as for kernel nodes (kernel_params), whose bodies hold them.
+  const ScopedCurrent current(state_->ctx, after.where());
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
   // The driver points phGraph_out at its own array of the node's bodies.

@@ -220,6 +220,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  const ScopedCurrent current(fn.module().context(), where);  // (see kernel_params)
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, where);
   state_->keep.replace(node.raw(), fn);

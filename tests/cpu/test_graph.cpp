@@ -123,10 +123,11 @@ TEST_CASE_FIXTURE(GraphTest, "graph: a captured pipeline and an explicitly built
 }
 
 TEST_CASE_FIXTURE(GraphTest, "graph: built, instantiated and set with no context current, as from a fresh thread") {
-  // The H200's driver refused cuGraphInstantiateWithParams with
-  // CUDA_ERROR_INVALID_CONTEXT with no context current; the fake now does,
-  // and refuses a kernel node whose ctx is null then. oxicuda names the
-  // kernel's context in the node and instantiates in the graph's.
+  // With no context current, the H200's driver refuses
+  // cuGraphInstantiateWithParams (CUDA_ERROR_INVALID_CONTEXT) and crashes in
+  // cuGraphAddKernelNode_v2 and cuGraphExecKernelNodeSetParams_v2; the fake
+  // refuses all three. oxicuda makes the kernel's context current for the
+  // kernel nodes and the graph's for instantiation, and restores none.
   DeviceBuffer<float> x(ctx, N);
   copy(x, iota(1.0f));
   REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
@@ -134,12 +135,13 @@ TEST_CASE_FIXTURE(GraphTest, "graph: built, instantiated and set with no context
   Graph g{ctx};
   GraphNode k;
   CHECK_NOTHROW(k = g.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N));
-  REQUIRE(!Context::current());
+  REQUIRE(!Context::current());  // and left as it was
   std::optional<GraphExec> exec;
   CHECK_NOTHROW(exec.emplace(g));
   CHECK(!Context::current());  // and left as it was
   REQUIRE(exec);
   CHECK_NOTHROW(exec->set_kernel(k, dbl, {.grid = 1, .block = N}, x, N / 2));
+  CHECK(!Context::current());
   exec->launch(s);
   s.synchronize();
   std::vector<float> got(N);

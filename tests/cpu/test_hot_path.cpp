@@ -101,14 +101,18 @@ TEST_CASE_FIXTURE(LaunchTest, "hot path: a graph launch, and a GraphedStep repla
   }
   {
     // A per-node setter called again for the same node: oxicuda allocates
-    // nothing (the function it keeps alive for the node is replaced, not added).
+    // nothing (the function it keeps alive for the node is replaced, not
+    // added). With the kernel's context already current, the one call more
+    // than the setter is the check of it (cuCtxGetCurrent): the driver
+    // crashes in the setter when no context is current.
+    const ScopedCurrent current(ctx);
     std::size_t count = 1;
     CUgraphNode raw = nullptr;
     REQUIRE(detail::api().GraphGetNodes(g.raw(), &raw, &count) == ffi::CUDA_SUCCESS);
     exec.set_kernel(GraphNode(raw), dbl, {.grid = 1, .block = 64}, buf, 32);
     Counted c(fake);
     exec.set_kernel(GraphNode(raw), dbl, {.grid = 1, .block = 64}, buf, 16);
-    CHECK(c.driver_calls() == 1);
+    CHECK(c.driver_calls() == 2);
     CHECK(c.heap() == 1);  // the fake's own copy of the argument bytes (fake_graph.cpp's pack_args)
   }
   GraphedStep step{[&](const Stream& q, unsigned n) { launch(q, dbl, {.grid = 1, .block = 64}, buf, n); }};

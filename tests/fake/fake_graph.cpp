@@ -646,9 +646,12 @@ CUresult fake_GraphAddDependencies(CUgraph graph, const CUgraphNode* from, const
 // A node's kernel from its parameters (as cuGraphAddKernelNode reads them).
 static CUresult kernel_work(const CUDA_KERNEL_NODE_PARAMS_v2* p, Work& w) {
   if (!p || p->kern || !alive(p->func, Kind::function)) return CUDA_ERROR_INVALID_VALUE;
-  // A null ctx means "the current context": with none current, the fake
-  // refuses (what the driver does then was not observed).
-  if (!p->ctx && !current()) return CUDA_ERROR_INVALID_CONTEXT;
+  // With no context current, the H200's driver (580) crashes in
+  // cuGraphAddKernelNode_v2 and cuGraph[Exec]KernelNodeSetParams_v2
+  // whatever p->ctx names (probed with raw driver calls, one process per
+  // call; tests/gpu/gpu_graph.cpp runs oxicuda so on the H200); the fake
+  // refuses instead, so that a caller who forgets is found here.
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
   Func& f = *reinterpret_cast<Func*>(p->func);
   const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
   const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};

@@ -130,6 +130,40 @@ TEST_CASE("gpu graph: kernel arguments updated between replays, per node and by 
   s.synchronize();
 }
 
+TEST_CASE("gpu graph: built, instantiated and set on a fresh thread, where no context is current") {
+  // With no context current, driver 580 crashes in cuGraphAddKernelNode_v2
+  // and cuGraphExecKernelNodeSetParams_v2 and refuses instantiation; oxicuda
+  // makes the kernel's (the graph's) context current for those calls.
+  constexpr unsigned n = 4096;
+  DeviceBuffer<float> x(ctx(), n);
+  fill(x, 3.0f);
+  bool none_current = false, still_none = false;
+  std::string failure;
+  std::thread([&] {
+    try {
+      none_current = !Context::current();
+      Stream s{ctx()};
+      Graph g{ctx()};
+      GraphNode k = g.add_kernel({}, dbl_kernel(), {.grid = n / 256, .block = 256}, x, n);
+      GraphExec exec{g};
+      exec.set_kernel(k, dbl_kernel(), {.grid = n / 256, .block = 256}, x, n / 2);
+      exec.launch(s);
+      s.synchronize();
+      still_none = !Context::current();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }).join();
+  CHECK(failure == "");
+  CHECK(none_current);
+  CHECK(still_none);
+  std::vector<float> hx(n);
+  copy(hx, x);
+  CHECK(hx[0] == 6.0f);
+  CHECK(hx[n / 2 - 1] == 6.0f);
+  CHECK(hx[n / 2] == 3.0f);
+}
+
 TEST_CASE("gpu graph: a host node's callable stays alive across 100 replays and is destroyed exactly once") {
   std::atomic<int> alive{0}, destroyed{0}, off_thread{0}, runs{0};
   Stream s{ctx()};
