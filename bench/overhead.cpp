@@ -9,6 +9,7 @@
 //     untyped Function;
 //   raw-record / record: cuEventRecord directly, Stream::record;
 //   raw-copy / copy: copy and drop a std::shared_ptr, a Stream handle;
+//   raw-event / event: create and destroy an event, in the current context;
 //   all: each of them in turn (a smoke test, run by meson test).
 #include <cstdio>
 #include <cstdlib>
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
   }
   const long n = std::atol(argv[2]);
   if (std::strcmp(argv[1], "all") != 0) return run(argv[1], n);
-  for (const char* mode : {"raw-launch", "launch", "untyped-launch", "raw-record", "record", "raw-copy", "copy"})
+  for (const char* mode : {"raw-launch", "launch", "untyped-launch", "raw-record", "record", "raw-copy", "copy", "raw-event",
+                           "event"})
     if (const int status = run(mode, n); status != 0) return status;
   std::printf("every mode ran %ld operations\n", n);
   return 0;
@@ -105,6 +107,19 @@ int run(const char* mode, long n) {
     for (long i = 0; i < n; ++i) {
       Stream copy = s;
       keep(copy);
+    }
+  } else if (!std::strcmp(mode, "raw-event")) {
+    const ScopedCurrent current(ctx);
+    for (long i = 0; i < n; ++i) {
+      CUevent ev = nullptr;
+      check(api.EventCreate(&ev, ffi::CU_EVENT_DEFAULT));
+      check(api.EventDestroy(ev));
+    }
+  } else if (!std::strcmp(mode, "event")) {
+    const ScopedCurrent current(ctx);
+    for (long i = 0; i < n; ++i) {
+      Event ev(ctx);
+      keep(ev);
     }
   } else {
     std::fprintf(stderr, "unknown mode %s\n", mode);

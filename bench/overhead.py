@@ -22,6 +22,7 @@ PAIRS = [
     ("untyped launch (Function)", "raw-launch", "untyped-launch"),
     ("event record", "raw-record", "record"),
     ("Stream handle copy + drop (raw: std::shared_ptr)", "raw-copy", "copy"),
+    ("event create + destroy (context current)", "raw-event", "event"),
 ]
 N = 20000
 

@@ -38,6 +38,65 @@ struct Owned {
 // time).
 inline constexpr std::size_t state_bytes = 128, control_bytes = 64;
 
+inline constexpr std::size_t block_bytes = state_bytes + control_bytes;
+
+// Blocks are recycled through a small per-thread cache: creating a handle
+// and dropping it (an event per iteration, a stream per task) then costs no
+// malloc and free, which were the largest part of what an oxicuda event's
+// create + destroy added to the driver's (measured: about 200 of 400
+// instructions, ~15 ns on the H200). The cache holds at most
+// block_cache_limit blocks (12 KiB) per thread; a block freed on another
+// thread than the one that made it joins that thread's cache. At thread exit
+// BlockCacheCloser gives the cached blocks back and closes the cache, so a
+// handle dropped later (a static one, after the main thread's thread_local
+// objects are gone) frees its block directly. BlockCache is trivially
+// destructible, so its storage stays valid until the thread ends.
+inline constexpr unsigned block_cache_limit = 64;
+struct BlockCache {
+  void* head = nullptr;  // a singly linked list through the blocks' first bytes
+  unsigned count = 0;
+  bool closed = false;
+};
+inline thread_local constinit BlockCache block_cache;
+
+struct BlockCacheCloser {
+  BlockCacheCloser() noexcept = default;
+  BlockCacheCloser(const BlockCacheCloser&) = delete;
+  BlockCacheCloser& operator=(const BlockCacheCloser&) = delete;
+  ~BlockCacheCloser() {
+    BlockCache& c = block_cache;
+    c.closed = true;
+    while (void* b = c.head) {
+      c.head = *static_cast<void**>(b);
+      ::operator delete(b);
+    }
+    c.count = 0;
+  }
+};
+inline thread_local BlockCacheCloser block_cache_closer;
+
+[[nodiscard]] inline void* allocate_block() {
+  BlockCache& c = block_cache;
+  if (void* b = c.head) {
+    c.head = *static_cast<void**>(b);
+    --c.count;
+    return b;
+  }
+  return ::operator new(block_bytes);
+}
+
+inline void free_block(void* b) noexcept {
+  BlockCache& c = block_cache;
+  if (c.closed || c.count == block_cache_limit) {
+    ::operator delete(b);
+    return;
+  }
+  if (c.count == 0) (void)&block_cache_closer;  // (its first use registers the exit-time drain)
+  *static_cast<void**>(b) = c.head;
+  c.head = b;
+  ++c.count;
+}
+
 // Destroys the state in its block; the block is freed with the control block.
 struct SlotDestroy {
   void operator()(const Owned* state) const noexcept { state->~Owned(); }
@@ -57,7 +116,7 @@ struct SlotAllocator {
     return reinterpret_cast<T*>(block + state_bytes);
   }
   // The control block is the last thing in the block to go: free it all.
-  void deallocate(T*, std::size_t) noexcept { ::operator delete(block); }
+  void deallocate(T*, std::size_t) noexcept { free_block(block); }
   friend bool operator==(const SlotAllocator& a, const SlotAllocator& b) noexcept { return a.block == b.block; }
 };
 
@@ -78,7 +137,7 @@ class Shared {
     using U = std::remove_const_t<T>;
     static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
                   "a handle's shared state must fit its block: hold what is larger indirectly");
-    auto* block = static_cast<unsigned char*>(::operator new(state_bytes + control_bytes));
+    auto* block = static_cast<unsigned char*>(allocate_block());
     static_assert(noexcept(::new (static_cast<void*>(block)) U(static_cast<A&&>(args)...)),
                   "a handle's state is constructed without throwing");
     U* state = ::new (static_cast<void*>(block)) U(static_cast<A&&>(args)...);
