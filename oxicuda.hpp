@@ -5037,7 +5037,6 @@ OXICUDA_NAMESPACE_END
 #include <cstddef>
 #include <cstring>
 #include <initializer_list>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -5249,23 +5248,35 @@ inline StringList CompileOptions::arguments() const {
 }
 
 namespace detail {
-// A list's entries as the array of C strings a C API takes (pointing into the list).
-inline std::unique_ptr<const char*[]> c_strings(const StringList& list, std::size_t skip = 0, std::size_t step = 1) {
-  std::unique_ptr<const char*[]> out(new const char*[list.size() + 1]);
-  std::size_t i = 0, n = 0;
-  for (std::string_view s : list)
-    if (i++ >= skip && (i - 1 - skip) % step == 0) out[n++] = s.data();
-  out[n] = nullptr;
-  return out;
-}
+// A list's entries as the array of C strings a C API takes (pointing into
+// the list), every `step`-th from `skip`, null-terminated. (An owning array
+// of its own rather than std::unique_ptr<const char*[]>, whose templates
+// cost every translation unit more to compile than this whole class.)
+class CStrings {
+ public:
+  explicit CStrings(const StringList& list, std::size_t skip = 0, std::size_t step = 1)
+      : p_(new const char*[list.size() + 1]) {
+    std::size_t i = 0, n = 0;
+    for (std::string_view s : list)
+      if (i++ >= skip && (i - 1 - skip) % step == 0) p_[n++] = s.data();
+    p_[n] = nullptr;
+  }
+  CStrings(const CStrings&) = delete;
+  CStrings& operator=(const CStrings&) = delete;
+  ~CStrings() { delete[] p_; }
+  [[nodiscard]] const char** get() const noexcept { return p_; }
+
+ private:
+  const char** p_;
+};
 }  // namespace detail
 
 inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));
-  const auto header_names = detail::c_strings(headers_, 0, 2);
-  const auto header_sources = detail::c_strings(headers_, 1, 2);
+  const detail::CStrings header_names(headers_, 0, 2);
+  const detail::CStrings header_sources(headers_, 1, 2);
   detail::NvrtcProgramGuard program;
   detail::check(OXICUDA_NVRTC(CreateProgram, &program.raw, source_.c_str(), name_.c_str(),
                               static_cast<int>(headers_.size() / 2), header_sources.get(), header_names.get()),
@@ -5274,7 +5285,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
 
   const StringList args = options.arguments();
-  const auto argv = detail::c_strings(args);
+  const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
     std::string options_text;
@@ -5388,11 +5399,12 @@ class LtoLinker {
   // ("-O3", "-lineinfo"). -lto is passed unless lto is false.
   explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
                      SourceLocation where = SourceLocation::current());
-  LtoLinker(LtoLinker&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+  LtoLinker(LtoLinker&& o) noexcept : raw_(o.raw_) { o.raw_ = nullptr; }
   LtoLinker& operator=(LtoLinker&& o) noexcept {
     if (this != &o) {
       destroy();
-      raw_ = std::exchange(o.raw_, nullptr);
+      raw_ = o.raw_;
+      o.raw_ = nullptr;
     }
     return *this;
   }
@@ -5440,7 +5452,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   StringList all{detail::cat({"-arch=", arch})};
   if (lto) all.add("-lto");
   all.add(options);
-  const auto argv = detail::c_strings(all);
+  const detail::CStrings argv(all);
   detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get()), where);
 }
 
@@ -5494,7 +5506,6 @@ OXICUDA_NAMESPACE_END
 // with the driver. It links PTX, cubins, fatbins, objects and libraries, from
 // memory or files, into one cubin, with the JIT options of module loading.
 
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -5515,16 +5526,50 @@ enum class LinkInput {
 // context given, made current for the duration). Move-only; the driver's
 // link state is destroyed with it. On a failed add or complete, the Error's
 // detail holds the linker's error log.
+namespace detail {
+// Owns a JitOptionList on the heap, so that the log buffers the driver
+// writes stay where they are when a Linker moves. (A class of its own
+// rather than std::unique_ptr, whose templates cost every translation unit
+// more to compile.)
+class JitOptionsBox {
+ public:
+  JitOptionsBox() noexcept = default;
+  JitOptionsBox(JitOptionsBox&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  JitOptionsBox& operator=(JitOptionsBox&& o) noexcept {
+    if (this != &o) {
+      delete p_;
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~JitOptionsBox() { delete p_; }
+  void make(const JitOptions& options, const char* operation, SourceLocation where) {
+    JitOptionList* made = new JitOptionList(options, operation, where);
+    delete p_;
+    p_ = made;
+  }
+  JitOptionList* operator->() const noexcept { return p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+
+ private:
+  JitOptionList* p_ = nullptr;
+};
+}  // namespace detail
+
 class Linker {
  public:
   explicit Linker(const Context& ctx, JitOptions options = {}, SourceLocation where = SourceLocation::current());
   Linker(Linker&& o) noexcept
-      : ctx_(std::move(o.ctx_)), state_(std::exchange(o.state_, nullptr)), jit_(std::move(o.jit_)) {}
+      : ctx_(std::move(o.ctx_)), state_(o.state_), jit_(std::move(o.jit_)) {
+    o.state_ = nullptr;
+  }
   Linker& operator=(Linker&& o) noexcept {
     if (this != &o) {
       destroy();
       ctx_ = std::move(o.ctx_);
-      state_ = std::exchange(o.state_, nullptr);
+      state_ = o.state_;
+      o.state_ = nullptr;
       jit_ = std::move(o.jit_);
     }
     return *this;
@@ -5558,7 +5603,9 @@ class Linker {
   void destroy() noexcept {
     if (state_) {
       detail::ScopedCurrentNothrow current(ctx_.raw(), "destroying an oxicuda::Linker");
-      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, std::exchange(state_, nullptr)), "destroying an oxicuda::Linker");
+      CUlinkState s = state_;
+      state_ = nullptr;
+      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, s), "destroying an oxicuda::Linker");
     }
   }
   [[noreturn]] void fail_with_log(detail::Outcome r, std::string_view what, SourceLocation where) const {
@@ -5569,12 +5616,12 @@ class Linker {
   CUlinkState state_ = nullptr;
   // The options' log buffers, written by the driver until the link state is
   // destroyed: they stay where they are when the Linker moves.
-  std::unique_ptr<detail::JitOptionList> jit_;
+  detail::JitOptionsBox jit_;
 };
 
 inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation where) : ctx_(ctx) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Linker::Linker", where);
-  jit_ = std::make_unique<detail::JitOptionList>(options, "oxicuda::Linker::Linker", where);
+  jit_.make(options, "oxicuda::Linker::Linker", where);
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
   if (OXICUDA_UNLIKELY(!r.ok())) {
@@ -6311,7 +6358,10 @@ struct KeepList {
   KeepList(const KeepList&) = delete;
   KeepList& operator=(const KeepList&) = delete;
   ~KeepList() {
-    while (head) delete std::exchange(head, head->next);
+    while (Keep* k = head) {
+      head = k->next;
+      delete k;
+    }
   }
   template <class H>
   void add(CUgraphNode node, H handle) {
@@ -6415,10 +6465,12 @@ class Graph {
   Graph(const Graph&) noexcept = default;
   Graph& operator=(const Graph&) noexcept = default;
   // A moved-from Graph is empty, like a default-constructed one.
-  Graph(Graph&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  Graph(Graph&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
   Graph& operator=(Graph&& o) noexcept {
     state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
+    CUgraph raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     return *this;
   }
   // An empty graph; `ctx` is the context its copies, fills and conditional
@@ -7071,10 +7123,12 @@ class GraphExec {
   GraphExec(const GraphExec&) noexcept = default;
   GraphExec& operator=(const GraphExec&) noexcept = default;
   // A moved-from GraphExec is empty, like a default-constructed one.
-  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
   GraphExec& operator=(GraphExec&& o) noexcept {
     state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
+    CUgraphExec raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     return *this;
   }
   // Instantiates `graph` (cuGraphInstantiateWithParams). When the driver

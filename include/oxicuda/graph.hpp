@@ -176,7 +176,10 @@ struct KeepList {
   KeepList(const KeepList&) = delete;
   KeepList& operator=(const KeepList&) = delete;
   ~KeepList() {
-    while (head) delete std::exchange(head, head->next);
+    while (Keep* k = head) {
+      head = k->next;
+      delete k;
+    }
   }
   template <class H>
   void add(CUgraphNode node, H handle) {
@@ -280,10 +283,12 @@ class Graph {
   Graph(const Graph&) noexcept = default;
   Graph& operator=(const Graph&) noexcept = default;
   // A moved-from Graph is empty, like a default-constructed one.
-  Graph(Graph&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  Graph(Graph&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
   Graph& operator=(Graph&& o) noexcept {
     state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
+    CUgraph raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     return *this;
   }
   // An empty graph; `ctx` is the context its copies, fills and conditional

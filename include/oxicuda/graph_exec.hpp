@@ -53,10 +53,12 @@ class GraphExec {
   GraphExec(const GraphExec&) noexcept = default;
   GraphExec& operator=(const GraphExec&) noexcept = default;
   // A moved-from GraphExec is empty, like a default-constructed one.
-  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
   GraphExec& operator=(GraphExec&& o) noexcept {
     state_ = std::move(o.state_);
-    raw_ = std::exchange(o.raw_, nullptr);
+    CUgraphExec raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
     return *this;
   }
   // Instantiates `graph` (cuGraphInstantiateWithParams). When the driver

@@ -3,7 +3,6 @@
 // memory or files, into one cubin, with the JIT options of module loading.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,16 +24,50 @@ enum class LinkInput {
 // context given, made current for the duration). Move-only; the driver's
 // link state is destroyed with it. On a failed add or complete, the Error's
 // detail holds the linker's error log.
+namespace detail {
+// Owns a JitOptionList on the heap, so that the log buffers the driver
+// writes stay where they are when a Linker moves. (A class of its own
+// rather than std::unique_ptr, whose templates cost every translation unit
+// more to compile.)
+class JitOptionsBox {
+ public:
+  JitOptionsBox() noexcept = default;
+  JitOptionsBox(JitOptionsBox&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  JitOptionsBox& operator=(JitOptionsBox&& o) noexcept {
+    if (this != &o) {
+      delete p_;
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~JitOptionsBox() { delete p_; }
+  void make(const JitOptions& options, const char* operation, SourceLocation where) {
+    JitOptionList* made = new JitOptionList(options, operation, where);
+    delete p_;
+    p_ = made;
+  }
+  JitOptionList* operator->() const noexcept { return p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+
+ private:
+  JitOptionList* p_ = nullptr;
+};
+}  // namespace detail
+
 class Linker {
  public:
   explicit Linker(const Context& ctx, JitOptions options = {}, SourceLocation where = SourceLocation::current());
   Linker(Linker&& o) noexcept
-      : ctx_(std::move(o.ctx_)), state_(std::exchange(o.state_, nullptr)), jit_(std::move(o.jit_)) {}
+      : ctx_(std::move(o.ctx_)), state_(o.state_), jit_(std::move(o.jit_)) {
+    o.state_ = nullptr;
+  }
   Linker& operator=(Linker&& o) noexcept {
     if (this != &o) {
       destroy();
       ctx_ = std::move(o.ctx_);
-      state_ = std::exchange(o.state_, nullptr);
+      state_ = o.state_;
+      o.state_ = nullptr;
       jit_ = std::move(o.jit_);
     }
     return *this;
@@ -68,7 +101,9 @@ class Linker {
   void destroy() noexcept {
     if (state_) {
       detail::ScopedCurrentNothrow current(ctx_.raw(), "destroying an oxicuda::Linker");
-      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, std::exchange(state_, nullptr)), "destroying an oxicuda::Linker");
+      CUlinkState s = state_;
+      state_ = nullptr;
+      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, s), "destroying an oxicuda::Linker");
     }
   }
   [[noreturn]] void fail_with_log(detail::Outcome r, std::string_view what, SourceLocation where) const {
@@ -79,12 +114,12 @@ class Linker {
   CUlinkState state_ = nullptr;
   // The options' log buffers, written by the driver until the link state is
   // destroyed: they stay where they are when the Linker moves.
-  std::unique_ptr<detail::JitOptionList> jit_;
+  detail::JitOptionsBox jit_;
 };
 
 inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation where) : ctx_(ctx) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Linker::Linker", where);
-  jit_ = std::make_unique<detail::JitOptionList>(options, "oxicuda::Linker::Linker", where);
+  jit_.make(options, "oxicuda::Linker::Linker", where);
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
   if (OXICUDA_UNLIKELY(!r.ok())) {

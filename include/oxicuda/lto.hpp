@@ -20,11 +20,12 @@ class LtoLinker {
   // ("-O3", "-lineinfo"). -lto is passed unless lto is false.
   explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
                      SourceLocation where = SourceLocation::current());
-  LtoLinker(LtoLinker&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+  LtoLinker(LtoLinker&& o) noexcept : raw_(o.raw_) { o.raw_ = nullptr; }
   LtoLinker& operator=(LtoLinker&& o) noexcept {
     if (this != &o) {
       destroy();
-      raw_ = std::exchange(o.raw_, nullptr);
+      raw_ = o.raw_;
+      o.raw_ = nullptr;
     }
     return *this;
   }
@@ -72,7 +73,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   StringList all{detail::cat({"-arch=", arch})};
   if (lto) all.add("-lto");
   all.add(options);
-  const auto argv = detail::c_strings(all);
+  const detail::CStrings argv(all);
   detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get()), where);
 }
 

@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstring>
 #include <initializer_list>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -221,23 +220,35 @@ inline StringList CompileOptions::arguments() const {
 }
 
 namespace detail {
-// A list's entries as the array of C strings a C API takes (pointing into the list).
-inline std::unique_ptr<const char*[]> c_strings(const StringList& list, std::size_t skip = 0, std::size_t step = 1) {
-  std::unique_ptr<const char*[]> out(new const char*[list.size() + 1]);
-  std::size_t i = 0, n = 0;
-  for (std::string_view s : list)
-    if (i++ >= skip && (i - 1 - skip) % step == 0) out[n++] = s.data();
-  out[n] = nullptr;
-  return out;
-}
+// A list's entries as the array of C strings a C API takes (pointing into
+// the list), every `step`-th from `skip`, null-terminated. (An owning array
+// of its own rather than std::unique_ptr<const char*[]>, whose templates
+// cost every translation unit more to compile than this whole class.)
+class CStrings {
+ public:
+  explicit CStrings(const StringList& list, std::size_t skip = 0, std::size_t step = 1)
+      : p_(new const char*[list.size() + 1]) {
+    std::size_t i = 0, n = 0;
+    for (std::string_view s : list)
+      if (i++ >= skip && (i - 1 - skip) % step == 0) p_[n++] = s.data();
+    p_[n] = nullptr;
+  }
+  CStrings(const CStrings&) = delete;
+  CStrings& operator=(const CStrings&) = delete;
+  ~CStrings() { delete[] p_; }
+  [[nodiscard]] const char** get() const noexcept { return p_; }
+
+ private:
+  const char** p_;
+};
 }  // namespace detail
 
 inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));
-  const auto header_names = detail::c_strings(headers_, 0, 2);
-  const auto header_sources = detail::c_strings(headers_, 1, 2);
+  const detail::CStrings header_names(headers_, 0, 2);
+  const detail::CStrings header_sources(headers_, 1, 2);
   detail::NvrtcProgramGuard program;
   detail::check(OXICUDA_NVRTC(CreateProgram, &program.raw, source_.c_str(), name_.c_str(),
                               static_cast<int>(headers_.size() / 2), header_sources.get(), header_names.get()),
@@ -246,7 +257,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
 
   const StringList args = options.arguments();
-  const auto argv = detail::c_strings(args);
+  const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
     std::string options_text;
