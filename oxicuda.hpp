@@ -5052,10 +5052,18 @@ OXICUDA_NAMESPACE_BEGIN
 class StringList {
  public:
   StringList() = default;
-  StringList(std::initializer_list<std::string_view> items) {
-    for (std::string_view s : items) add(s);
+  StringList(std::initializer_list<std::string_view> items, SourceLocation where = SourceLocation::current()) {
+    for (std::string_view s : items) add(s, where);
   }
-  StringList& add(std::string_view s) {
+  // An entry holding a NUL byte is an Error (NVRTC would read it as two, or
+  // cut it short), and the list is left as it was.
+  StringList& add(std::string_view s, SourceLocation where = SourceLocation::current()) {
+    if (OXICUDA_UNLIKELY(s.find('\0') != std::string_view::npos))
+      detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::StringList::add",
+                          detail::cat({"an entry holds a NUL byte at offset ", std::to_string(s.find('\0')),
+                                       " (of ", std::to_string(s.size()),
+                                       "); NVRTC's options, names and sources are C strings"}),
+                          where));
     joined_.append(s.data(), s.size()).push_back('\0');
     ++size_;
     return *this;
@@ -5143,8 +5151,10 @@ class Program {
       : source_(std::move(source)), name_(std::move(name)) {}
 
   // A source file that #include "name" finds.
-  Program& header(std::string_view name, std::string_view source) {
-    headers_.add(name).add(source);
+  Program& header(std::string_view name, std::string_view source, SourceLocation where = SourceLocation::current()) {
+    StringList pair;
+    pair.add(name, where).add(source, where);  // (an Error leaves the headers as they were)
+    headers_.add(pair);
     return *this;
   }
   // Headers as a list of name, source, name, source, ...
@@ -5154,8 +5164,8 @@ class Program {
   }
   // A kernel (or variable) named by a C++ expression, such as "saxpy<float>"
   // or "&scale<2>": compiling instantiates it and finds its lowered name.
-  Program& name_expression(std::string_view expression) {
-    expressions_.add(expression);
+  Program& name_expression(std::string_view expression, SourceLocation where = SourceLocation::current()) {
+    expressions_.add(expression, where);
     return *this;
   }
 
@@ -5258,7 +5268,7 @@ class CStrings {
       : p_(new const char*[list.size() + 1]) {
     std::size_t i = 0, n = 0;
     for (std::string_view s : list)
-      if (i++ >= skip && (i - 1 - skip) % step == 0) p_[n++] = s.data();
+      if (i++ >= skip && (i - 1 - skip) % step == 0 && n < list.size()) p_[n++] = s.data();
     p_[n] = nullptr;
   }
   CStrings(const CStrings&) = delete;
@@ -5272,6 +5282,11 @@ class CStrings {
 }  // namespace detail
 
 inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
+  if (const std::size_t nul = source_.find('\0'); nul != std::string::npos)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
+                        detail::cat({"the source holds a NUL byte at offset ", std::to_string(nul),
+                                     "; NVRTC would compile only what comes before it"}),
+                        where));
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));
@@ -5453,7 +5468,16 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   if (lto) all.add("-lto");
   all.add(options);
   const detail::CStrings argv(all);
-  detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get()), where);
+  const auto r = OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get());
+  if (OXICUDA_LIKELY(r.ok())) return;
+  // A refused create still hands back a handle holding the reason (nvJitLink
+  // 13: "unrecognized option"): read it, then destroy the handle, which the
+  // destructor of a throwing constructor would not.
+  std::string log = raw_ ? error_log() : std::string();
+  destroy();
+  std::string options_text;
+  for (std::string_view o : all) options_text = detail::cat({options_text, options_text.empty() ? "" : " ", o});
+  detail::fail(r, where, detail::cat({"creating a link (options: ", options_text, ")", log}));
 }
 
 inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,

@@ -74,7 +74,16 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   if (lto) all.add("-lto");
   all.add(options);
   const detail::CStrings argv(all);
-  detail::check(OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get()), where);
+  const auto r = OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get());
+  if (OXICUDA_LIKELY(r.ok())) return;
+  // A refused create still hands back a handle holding the reason (nvJitLink
+  // 13: "unrecognized option"): read it, then destroy the handle, which the
+  // destructor of a throwing constructor would not.
+  std::string log = raw_ ? error_log() : std::string();
+  destroy();
+  std::string options_text;
+  for (std::string_view o : all) options_text = detail::cat({options_text, options_text.empty() ? "" : " ", o});
+  detail::fail(r, where, detail::cat({"creating a link (options: ", options_text, ")", log}));
 }
 
 inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,

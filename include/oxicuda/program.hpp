@@ -24,10 +24,18 @@ OXICUDA_NAMESPACE_BEGIN
 class StringList {
  public:
   StringList() = default;
-  StringList(std::initializer_list<std::string_view> items) {
-    for (std::string_view s : items) add(s);
+  StringList(std::initializer_list<std::string_view> items, SourceLocation where = SourceLocation::current()) {
+    for (std::string_view s : items) add(s, where);
   }
-  StringList& add(std::string_view s) {
+  // An entry holding a NUL byte is an Error (NVRTC would read it as two, or
+  // cut it short), and the list is left as it was.
+  StringList& add(std::string_view s, SourceLocation where = SourceLocation::current()) {
+    if (OXICUDA_UNLIKELY(s.find('\0') != std::string_view::npos))
+      detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::StringList::add",
+                          detail::cat({"an entry holds a NUL byte at offset ", std::to_string(s.find('\0')),
+                                       " (of ", std::to_string(s.size()),
+                                       "); NVRTC's options, names and sources are C strings"}),
+                          where));
     joined_.append(s.data(), s.size()).push_back('\0');
     ++size_;
     return *this;
@@ -115,8 +123,10 @@ class Program {
       : source_(std::move(source)), name_(std::move(name)) {}
 
   // A source file that #include "name" finds.
-  Program& header(std::string_view name, std::string_view source) {
-    headers_.add(name).add(source);
+  Program& header(std::string_view name, std::string_view source, SourceLocation where = SourceLocation::current()) {
+    StringList pair;
+    pair.add(name, where).add(source, where);  // (an Error leaves the headers as they were)
+    headers_.add(pair);
     return *this;
   }
   // Headers as a list of name, source, name, source, ...
@@ -126,8 +136,8 @@ class Program {
   }
   // A kernel (or variable) named by a C++ expression, such as "saxpy<float>"
   // or "&scale<2>": compiling instantiates it and finds its lowered name.
-  Program& name_expression(std::string_view expression) {
-    expressions_.add(expression);
+  Program& name_expression(std::string_view expression, SourceLocation where = SourceLocation::current()) {
+    expressions_.add(expression, where);
     return *this;
   }
 
@@ -230,7 +240,7 @@ class CStrings {
       : p_(new const char*[list.size() + 1]) {
     std::size_t i = 0, n = 0;
     for (std::string_view s : list)
-      if (i++ >= skip && (i - 1 - skip) % step == 0) p_[n++] = s.data();
+      if (i++ >= skip && (i - 1 - skip) % step == 0 && n < list.size()) p_[n++] = s.data();
     p_[n] = nullptr;
   }
   CStrings(const CStrings&) = delete;
@@ -244,6 +254,11 @@ class CStrings {
 }  // namespace detail
 
 inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
+  if (const std::size_t nul = source_.find('\0'); nul != std::string::npos)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
+                        detail::cat({"the source holds a NUL byte at offset ", std::to_string(nul),
+                                     "; NVRTC would compile only what comes before it"}),
+                        where));
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));

@@ -116,6 +116,18 @@ TEST_CASE_FIXTURE(ToolkitTest, "Program: options in order, outputs by kind, log 
   CHECK(nvrtc_version() == 13000);
   const ArchList archs = supported_archs();
   CHECK(std::vector<int>(archs.begin(), archs.end()) == std::vector<int>{75, 80, 90});
+  // A NUL inside an entry, a header or the source is an Error that loses nothing.
+  CHECK(error_of([] { (void)CompileOptions{.extra = {std::string_view("-DA\0-DB", 7)}}; }).code() ==
+        ffi::NVRTC_ERROR_INVALID_INPUT);
+  Program held("x");
+  held.header("a.cuh", "int a;");
+  const Error nul = error_of([&] { held.header("b.cuh", std::string_view("int\0b;", 6)); });
+  CHECK(nul.code() == ffi::NVRTC_ERROR_INVALID_INPUT);
+  CHECK(nul.detail() ==
+        "an entry holds a NUL byte at offset 3 (of 6); NVRTC's options, names and sources are C strings");
+  CHECK(held.headers() == StringList{"a.cuh", "int a;"});
+  CHECK(error_of([] { (void)Program(std::string("int x;\0int y;", 13)).compile(); }).detail() ==
+        "the source holds a NUL byte at offset 6; NVRTC would compile only what comes before it");
   // Headers come in pairs.
   Program odd("x");
   odd.headers({"only-a-name.cuh"});
@@ -170,7 +182,15 @@ TEST_CASE_FIXTURE(ToolkitTest, "LtoLinker: a failed link is nvJitLink's error wi
   CHECK(e.code() == ffi::NVJITLINK_ERROR_PTX_COMPILE);
   CHECK(e.detail().find("nvJitLink error log:\nptxas error   : Unknown instruction 'frob' in bad") !=
         std::string::npos);
-  CHECK(error_of([] { LtoLinker bad("", {}, false); }).code() == ffi::NVJITLINK_ERROR_MISSING_ARCH);
+  // A refused create: nvJitLink's reason from the handle it still made,
+  // which is destroyed (the fixture checks that no link is left alive).
+  const Error missing = error_of([] { LtoLinker bad("", {}, false); });
+  CHECK(missing.code() == ffi::NVJITLINK_ERROR_MISSING_ARCH);
+  CHECK(missing.detail() == "creating a link (options: -arch=); nvJitLink error log:\nERROR: -arch option missing");
+  const Error unknown = error_of([] { LtoLinker bad("sm_90", {"bogus"}); });
+  CHECK(unknown.code() == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION);
+  CHECK(unknown.detail() ==
+        "creating a link (options: -arch=sm_90 -lto bogus); nvJitLink error log:\nERROR: unrecognized option: bogus");
   LtoLinker moved = std::move(l);
   CHECK_FALSE(l);
   CHECK(error_of([&] { (void)l.complete(); }).code() == ffi::CUDA_ERROR_INVALID_HANDLE);

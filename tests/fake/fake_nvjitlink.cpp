@@ -46,23 +46,26 @@ FAKE_TOOLKIT_CONTROLS(nvjitlink, counters)
 nvJitLinkResult fake_nvjitlink_Create(nvJitLinkHandle* out, std::uint32_t n, const char** options) {
   FAKE_ENTRY(Create);
   if (!out) return NVJITLINK_ERROR_NULL_INPUT;
+  // As nvJitLink 13 does, a refused create still makes a handle, holding the
+  // reason in its error log, for the caller to read and destroy.
   auto* l = new Link{};
-  for (std::uint32_t i = 0; i < n; ++i) {
+  nvJitLinkResult r = NVJITLINK_SUCCESS;
+  for (std::uint32_t i = 0; i < n && r == NVJITLINK_SUCCESS; ++i) {
     if (!options[i] || options[i][0] != '-') {
-      delete l;
-      return NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
+      l->error_log = std::string("ERROR: unrecognized option: ") + (options[i] ? options[i] : "(null)") + "\n";
+      r = NVJITLINK_ERROR_UNRECOGNIZED_OPTION;
     }
-    l->has_arch = l->has_arch || std::strncmp(options[i], "-arch=sm_", 9) == 0;
+    l->has_arch = l->has_arch || (options[i] && std::strncmp(options[i], "-arch=sm_", 9) == 0);
   }
-  if (!l->has_arch) {
-    delete l;
-    return NVJITLINK_ERROR_MISSING_ARCH;
+  if (r == NVJITLINK_SUCCESS && !l->has_arch) {
+    l->error_log = "ERROR: -arch option missing\n";
+    r = NVJITLINK_ERROR_MISSING_ARCH;
   }
   std::lock_guard lock(counters.mu);
   links.push_back(l);
   ++counters.live;
   *out = reinterpret_cast<nvJitLinkHandle>(l);
-  return NVJITLINK_SUCCESS;
+  return r;
 }
 
 nvJitLinkResult fake_nvjitlink_Destroy(nvJitLinkHandle* h) {
