@@ -82,6 +82,8 @@ inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(pat
 inline LibHandle lib_open_loaded(const char* file) noexcept {
   return ::GetModuleHandleA(file) ? ::LoadLibraryA(file) : nullptr;
 }
+// Drops the reference lib_open_loaded took, for a look that keeps nothing.
+inline void lib_close_loaded(LibHandle h) noexcept { ::FreeLibrary(h); }
 inline void* lib_symbol(LibHandle h, const char* name) noexcept {
   return reinterpret_cast<void*>(::GetProcAddress(h, name));
 }
@@ -103,6 +105,7 @@ inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTL
 inline LibHandle lib_open_loaded(const char* file) noexcept {
   return ::dlopen(file, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 }
+inline void lib_close_loaded(LibHandle h) noexcept { ::dlclose(h); }
 inline void* lib_symbol(LibHandle h, const char* name) noexcept { return ::dlsym(h, name); }
 inline std::string lib_error() {
   const char* e = ::dlerror();

@@ -38,16 +38,19 @@ struct SourceOptions {
 
 namespace detail {
 
-// What NVRTC's version is, without loading it where possible: NVRTC's own
-// answer when it is loaded; else the version recorded in the cache directory
-// when the library it was read from (found by the same search, with the
-// same environment) is unchanged (same path, size and time); else NVRTC is
-// loaded, asked, and the record rewritten.
-inline int nvrtc_version_for_cache(const std::string& dir) {
-  const std::string search = cat({env_string("OXICUDA_LIBNVRTC_PATH"), "\n", env_string("CONDA_PREFIX"), "\n",
-                                  env_string("LD_LIBRARY_PATH"), "\n", env_string("CUDA_HOME"), "\n",
-                                  env_string("CUDA_PATH")});
-  const std::string record_key = KeyHash().add("nvrtc").add(search).hex();
+// Which NVRTC (or nvJitLink) would compile, for the cache key, without
+// loading it where possible: the resolved file's path, size and time, and
+// its version. When a candidate file is loaded in the process already (by
+// oxicuda or by another library), it is asked: loading it again costs
+// nothing. Else the answer is read from a record in the cache directory,
+// kept per search environment (the variables the search reads), when the
+// file the record names is unchanged; else the library is loaded and asked.
+// A record is written only for what the search found by itself, not for a
+// copy that something else had loaded. So a patch release (same version,
+// another file) makes other keys.
+inline std::string library_identity_for_cache(const std::string& dir, const char* tag, const char* env,
+                                              const char* const* files, std::size_t file_count,
+                                              const LibraryInfo& (*info_of)() noexcept) {
   auto identity = [](const std::string& path) {
 #if OXICUDA_WINDOWS
     return path;
@@ -58,28 +61,88 @@ inline int nvrtc_version_for_cache(const std::string& dir) {
                 std::to_string(st.st_mtim.tv_nsec)});
 #endif
   };
+  const std::string record_key =
+      KeyHash()
+          .add(cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
+                    "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")}))
+          .hex();
+  bool loaded = false;
+  for (std::size_t i = 0; i < file_count && !loaded; ++i)
+    if (LibHandle h = lib_open_loaded(files[i])) {
+      loaded = true;
+      lib_close_loaded(h);
+    }
   std::string payload, note;
-  if (cache_read(dir, record_key, payload, note)) {
+  if (!loaded && cache_read(dir, record_key, payload, note)) {
     std::string_view in = payload, id, version;
     if (take_field(in, id) && take_field(in, version) && !id.empty()) {
       const std::string path(id.substr(0, id.find('\n')));
-      if (identity(path) == id) return std::atoi(std::string(version).c_str());
+      if (identity(path) == id) return cat({id, "\n", version});
     }
   }
-  const LibraryInfo& info = nvrtc_info();
-  if (!info.found) return 0;  // the compile that follows reports why
-  std::string record;
-  put_field(record, identity(info.path));
-  put_field(record, std::to_string(info.version));
-  cache_write(dir, record_key, record, note);
-  return info.version;
+  const LibraryInfo& info = info_of();
+  if (!info.found) return std::string();  // the compile that follows reports why
+  const std::string id = identity(info.path);
+  if (!id.empty() && info.found_by != "already loaded") {
+    std::string record;
+    put_field(record, id);
+    put_field(record, std::to_string(info.version));
+    cache_write(dir, record_key, record, note);
+  }
+  return cat({id.empty() ? info.library : id, "\n", std::to_string(info.version)});
+}
+
+// The name of the first file `text` includes with #include "name" that is
+// not among `headers` (name, source, ...): a file NVRTC would read from disk,
+// whose contents the cache key cannot cover. Empty when there is none.
+// (Conservative: an #include inside a comment counts too.)
+inline std::string_view disk_include(std::string_view text, const StringList& headers) {
+  std::size_t at = 0;
+  while ((at = text.find('#', at)) != std::string_view::npos) {
+    std::size_t i = at + 1;
+    auto blank = [&] {
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    };
+    blank();
+    at = i;
+    if (text.substr(i, 7) != "include") continue;
+    i += 7;
+    blank();
+    if (i >= text.size() || text[i] != '"') continue;
+    const std::size_t close = text.find('"', i + 1);
+    if (close == std::string_view::npos) continue;
+    const std::string_view name = text.substr(i + 1, close - i - 1);
+    bool given = false;
+    std::size_t k = 0;
+    for (std::string_view h : headers)
+      if (k++ % 2 == 0 && h == name) given = true;
+    if (!given) return name;
+  }
+  return {};
+}
+
+// Why the cache cannot serve this compile (the output may depend on files
+// on disk), or empty when it can.
+inline std::string uncachable(std::string_view source, const SourceOptions& o) {
+  if (!o.compile.include_paths.empty()) return "include paths are given";
+  for (std::string_view a : o.compile.extra)
+    for (std::string_view p : {"-I", "--include-path", "-include", "--pre-include"})
+      if (a.substr(0, p.size()) == p) return cat({"the option '", a, "' may read files"});
+  if (const std::string_view f = disk_include(source, o.headers); !f.empty())
+    return cat({"the source includes \"", f, "\", which is not among the headers given"});
+  std::size_t k = 0;
+  for (std::string_view h : o.headers)
+    if (k++ % 2 == 1)
+      if (const std::string_view f = disk_include(h, o.headers); !f.empty())
+        return cat({"a header includes \"", f, "\", which is not among the headers given"});
+  return {};
 }
 
 // The entry's key: everything that makes the compiled image.
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
-                              int nvrtc_version) {
+                              const std::string& compilers) {
   KeyHash h;
-  h.add("oxicuda-source-1").add(source).add(o.name).add(target).add(std::to_string(nvrtc_version));
+  h.add("oxicuda-source-2").add(source).add(o.name).add(target).add(compilers);
   h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
   return h.hex();
 }
@@ -93,12 +156,22 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
   std::string notes, dir, key;
-  if (options.cache) {
+  const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+  if (!why_not.empty()) notes = detail::cat({"kernel cache: not used, since ", why_not});
+  if (options.cache && why_not.empty()) {
     dir = detail::cache_directory(notes);
     if (!dir.empty()) {
-      const int version = detail::nvrtc_version_for_cache(dir);
+      std::string compilers = detail::library_identity_for_cache(
+          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
+          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
+      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
+        compilers = detail::cat({compilers, "\n", device_arch, "\n",
+                                 detail::library_identity_for_cache(
+                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
+                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
+                                     &nvjitlink_info)});
       key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
-                               version);
+                               compilers);
       std::string payload;
       std::string_view in, is_text, names, log, image;
       if (detail::cache_read(dir, key, payload, notes)) {
@@ -132,9 +205,9 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   Compiled c = program.compile(compile, where);
   std::string image = c.code;
   if (c.kind == CodeKind::ltoir) {
-    LtoLinker linker(compile.arch.rfind("compute_", 0) == 0 ? detail::cat({"sm_", compile.arch.substr(8)})
-                                                            : compile.arch,
-                     {}, true, where);
+    // For a virtual architecture (compute_90), the link is for the device's
+    // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    LtoLinker linker(compile.arch.rfind("compute_", 0) == 0 ? device_arch : compile.arch, {}, true, where);
     linker.add(c, options.name, where);
     image = linker.complete(where);
   }

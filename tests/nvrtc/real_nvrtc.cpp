@@ -247,9 +247,86 @@ TEST_CASE("cache: a change of any part of the key is a miss") {
   before = misses();
   (void)load(o);
   CHECK(misses() == before);
-  // NVRTC's version is part of the key.
-  CHECK(detail::source_key(kSource, options(), "sm_90", 13000) != detail::source_key(kSource, options(), "sm_90", 12080));
-  CHECK(detail::source_key(kSource, options(), "sm_90", 13000) == detail::source_key(kSource, options(), "sm_90", 13000));
+  // Which NVRTC compiles (its file and version) is part of the key.
+  CHECK(detail::source_key(kSource, options(), "sm_90", "lib\n13000") !=
+        detail::source_key(kSource, options(), "sm_90", "lib\n12080"));
+  CHECK(detail::source_key(kSource, options(), "sm_90", "lib\n13000") ==
+        detail::source_key(kSource, options(), "sm_90", "lib\n13000"));
+}
+
+namespace {
+int identity_asks = 0;
+std::string identity_file;
+const LibraryInfo& identity_info() noexcept {
+  static LibraryInfo info;
+  ++identity_asks;
+  info.found = true;
+  info.library = info.path = identity_file;
+  info.version = 13000;
+  return info;
+}
+}  // namespace
+
+TEST_CASE("cache: the compiler's identity is its file (path, size, time) and version, read without loading it") {
+  const std::string dir = fresh_cache_dir();
+  identity_file = dir + "-libfake.so";
+  auto write = [](const char* bytes) {
+    std::FILE* f = std::fopen(identity_file.c_str(), "wb");
+    REQUIRE(f);
+    std::fputs(bytes, f);
+    std::fclose(f);
+  };
+  write("one");
+  auto identity = [&] {
+    return detail::library_identity_for_cache(dir, "test", "OXICUDA_TEST_NO_SUCH_VARIABLE", nullptr, 0,
+                                              &identity_info);
+  };
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string first = identity();
+  CHECK(identity_asks == 1);
+  CHECK(first.rfind(identity_file + "\n3\n", 0) == 0);  // path, size, time
+  CHECK(first.substr(first.rfind('\n')) == "\n13000");
+  CHECK(identity() == first);
+  CHECK(identity_asks == 1);  // from the record: the library was not asked again
+  write("a patch release");    // same version, another file
+  const std::string second = identity();
+  CHECK(identity_asks == 2);
+  CHECK(second != first);
+  std::remove(identity_file.c_str());
+}
+
+TEST_CASE("cache: a source that includes files from disk is compiled every time, and says why") {
+  (void)fresh_cache_dir();
+  const unsigned long misses = kernel_cache_stats().misses, hits = kernel_cache_stats().hits;
+  SourceOptions o = options();
+  const std::string source = std::string(kSource) + "#include \"on_disk.cuh\"\n";
+  o.headers.add("on_disk.cuh").add("#define ON_DISK 1");  // given: the cache may serve it
+  (void)load(o, source);
+  (void)load(o, source);
+  CHECK(kernel_cache_stats().misses == misses + 1);
+  CHECK(kernel_cache_stats().hits == hits + 1);
+  // Only on disk (NVRTC finds it beside the program's name): not cached.
+  const std::string where = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/oxicuda-inc-" +
+                            std::to_string(::getpid());
+  REQUIRE(::mkdir(where.c_str(), 0700) == 0);
+  if (std::FILE* f = std::fopen((where + "/disk_only.cuh").c_str(), "wb")) {
+    std::fputs("#define DISK_ONLY 1\n", f);
+    std::fclose(f);
+  }
+  SourceOptions d = options();
+  d.name = where + "/k.cu";
+  const std::string disk_source = std::string(kSource) + "#include \"disk_only.cuh\"\n";
+  Module m = load(d, disk_source);
+  (void)load(d, disk_source);
+  CHECK(kernel_cache_stats().misses == misses + 1);  // neither counted as a miss nor a hit
+  CHECK(kernel_cache_stats().hits == hits + 1);
+  CHECK(std::string(m.info_log()).find("kernel cache: not used, since the source includes \"disk_only.cuh\", which "
+                                       "is not among the headers given") != std::string::npos);
+  d = options();
+  d.compile.include_paths = {where};
+  CHECK(std::string(load(d).info_log()).find("kernel cache: not used, since include paths are given") !=
+        std::string::npos);
+  std::system(("rm -rf '" + where + "'").c_str());
 }
 
 TEST_CASE("cache: a corrupt or truncated entry is discarded and compiled again") {
