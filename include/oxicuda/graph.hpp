@@ -170,6 +170,10 @@ struct KeepOf final : Keep {
   }
 };
 
+// The key an exec's keep list holds the graph it was instantiated from
+// under: no node has this address (nodes are aligned pointers).
+inline CUgraphNode origin_key() noexcept { return reinterpret_cast<CUgraphNode>(std::uintptr_t{1}); }
+
 struct KeepList {
   Keep* head = nullptr;
   KeepList() noexcept = default;

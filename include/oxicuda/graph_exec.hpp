@@ -76,6 +76,9 @@ class GraphExec {
   [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
   // The graph this exec was made from, or last updated from (empty when borrowed).
   [[nodiscard]] const Graph& graph() const noexcept;
+  // The graph this exec was instantiated from, kept for the exec's life:
+  // its nodes are the ones the per-node setters take (empty when borrowed).
+  [[nodiscard]] const Graph& origin() const noexcept;
 
   // Enqueues one run of the graph on `stream` (cuGraphLaunch): one driver
   // call. An exec may be launched any number of times, on any stream; runs
@@ -95,8 +98,9 @@ class GraphExec {
   // still raise): an empty UpdateRefusal when the update took.
   [[nodiscard]] UpdateRefusal try_update(const Graph& graph, SourceLocation where = SourceLocation::current());
 
-  // Per-node setters: `node` is a node of the graph the exec was made (or
-  // updated) from. The kernel's arguments are converted and checked as for
+  // Per-node setters: `node` is a node of the graph the exec was
+  // instantiated from (origin()), also after an update: the driver refuses
+  // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE). The kernel's arguments are converted and checked as for
   // launch(); the copy and fill as copy() and fill() check them.
   // clang-format off
   template <class... Params, class... Args>
@@ -157,6 +161,7 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
   state_ = State::make(graph.context(), raw, true, true);
 #endif
   state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
+  state_->keep.add(detail::origin_key(), graph);
   raw_ = raw;
 }
 
@@ -172,12 +177,26 @@ inline const Context& GraphExec::context() const noexcept {
   return state_ ? state_->ctx : none;
 }
 
+namespace detail {
+// The graph an exec keeps under `key` in its keep list: nullptr for the one
+// it was last made or updated from, origin_key() for the one it was
+// instantiated from.
+inline const Graph& kept_graph(const KeepList& keep, CUgraphNode key) noexcept {
+  static const Graph none;
+  for (const Keep* k = keep.head; k; k = k->next)
+    if (k->node == key && k->kind() == &KeepOf<Graph>::tag) return static_cast<const KeepOf<Graph>*>(k)->handle;
+  return none;
+}
+}  // namespace detail
+
 inline const Graph& GraphExec::graph() const noexcept {
   static const Graph none;
-  if (state_)  // held in the keep list, as the entry for no node
-    for (const detail::Keep* k = state_->keep.head; k; k = k->next)
-      if (!k->node && k->kind() == &detail::KeepOf<Graph>::tag) return static_cast<const detail::KeepOf<Graph>*>(k)->handle;
-  return none;
+  return state_ ? detail::kept_graph(state_->keep, nullptr) : none;
+}
+
+inline const Graph& GraphExec::origin() const noexcept {
+  static const Graph none;
+  return state_ ? detail::kept_graph(state_->keep, detail::origin_key()) : none;
 }
 
 inline void GraphExec::launch(const Stream& stream, SourceLocation where) const {

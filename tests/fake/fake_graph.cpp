@@ -1048,8 +1048,10 @@ CUresult fake_GraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdate
   for (std::size_t i = 0; i < mine.size(); ++i) {
     if (mine[i]->work.type != CU_GRAPH_NODE_TYPE_GRAPH && mine[i]->work.type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
       take_params(mine[i], g->nodes[i]);
-    e->from_graph[g->nodes[i]] = mine[i];
   }
+  // As the H200's driver: the per-node setters still take the nodes of the
+  // graph the exec was instantiated from, not those of `graph` (refused
+  // there with CUDA_ERROR_INVALID_VALUE).
   // As the driver: the exec now holds the new graph's user objects instead of the old ones.
   std::map<UserObject*, long> old = std::move(e->graph->user_refs);
   e->graph->user_refs.clear();

@@ -133,6 +133,16 @@ TEST_CASE("gpu graph: kernel arguments updated between replays, per node and by 
   unsigned bad = 0;
   for (unsigned i = 0; i < n; ++i) bad += hy[i] != sum || ho[i] != 5.0f;
   CHECK(bad == 0);
+  // After the update, a setter takes the node of the graph the exec was
+  // instantiated from, which the exec keeps alive (the driver refuses g2's).
+  g = Graph();
+  exec.set_kernel(k, saxpy, cfg, other, x, 2.0f, n);
+  exec.launch(s);
+  s.synchronize();
+  copy(ho, other);
+  bad = 0;
+  for (unsigned i = 0; i < n; ++i) bad += ho[i] != 7.0f;
+  CHECK(bad == 0);
   // A refused update names the node and leaves the exec working.
   Graph g3{ctx()};
   (void)g3.add_empty({});
