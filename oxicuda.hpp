@@ -7629,22 +7629,38 @@ inline void begin_capture(const Stream& stream, CaptureMode mode, SourceLocation
   detail::on_stream(stream, "oxicuda::begin_capture", where, [&](CUstream q) {
     const detail::Outcome r = OXICUDA_DRIVER(StreamBeginCapture, q, static_cast<ffi::CUstreamCaptureMode>(mode));
     if (r.ok()) return;
-    const bool default_stream = reinterpret_cast<std::uintptr_t>(q) <= 2;
+    const bool legacy = reinterpret_cast<std::uintptr_t>(q) <= 1;  // null or CU_STREAM_LEGACY
     detail::fail(r, where,
-                 default_stream ? "a default stream (legacy or per-thread) cannot be captured: capture a Stream of "
-                                  "your own"
+                 legacy ? "the legacy default stream cannot be captured: capture a Stream of your own (or the "
+                          "per-thread default stream)"
                  : r.result == ffi::CUDA_ERROR_ILLEGAL_STATE ? "the stream is capturing already"
                                                              : "");
   });
 }
 
-inline Graph end_capture(const Stream& stream, SourceLocation where) {
+namespace detail {
+// Ends the capture on `stream`: the graph, or an Error saying why not.
+// `over` tells whether the capture is over (ended, or ended by the driver
+// as invalidated or unjoined), which a failure from the wrong thread, say,
+// is not.
+inline Graph end_capture(const Stream& stream, const char* operation, bool& over, SourceLocation where) {
   CUgraph raw = nullptr;
-  detail::on_stream(stream, "oxicuda::end_capture", where, [&](CUstream q) {
-    const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &raw);
-    if (!r.ok()) detail::fail(r, where, detail::capture_end_reason(r.result));
+  on_stream(stream, operation, where, [&](CUstream q) {
+    const Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &raw);
+    over = r.ok() || r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+           r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    if (!r.ok()) {
+      if (raw) destroy_graph(raw);
+      fail(r, where, capture_end_reason(r.result));
+    }
   });
   return Graph::adopt(raw, stream.context(), where);
+}
+}  // namespace detail
+
+inline Graph end_capture(const Stream& stream, SourceLocation where) {
+  bool over = false;
+  return detail::end_capture(stream, "oxicuda::end_capture", over, where);
 }
 
 inline ScopedCapture::ScopedCapture(const Stream& stream, CaptureMode mode, SourceLocation where) : stream_(stream) {
@@ -7656,8 +7672,17 @@ inline Graph ScopedCapture::end(SourceLocation where) {
   if (!active_)
     detail::raise(Error(ffi::CUDA_ERROR_ILLEGAL_STATE, "oxicuda::ScopedCapture::end",
                         "this capture has ended already", where));
-  active_ = false;
-  return end_capture(stream_, where);
+  // Still active when the driver did not end it (from the wrong thread):
+  // then the destructor tries again.
+  bool over = false;
+  struct Mark {
+    bool& active;
+    bool& over;
+    ~Mark() {
+      if (over) active = false;
+    }
+  } mark{active_, over};
+  return detail::end_capture(stream_, "oxicuda::ScopedCapture::end", over, where);
 }
 
 inline ScopedCapture::~ScopedCapture() {
@@ -7665,6 +7690,10 @@ inline ScopedCapture::~ScopedCapture() {
   // Never throws: the capture ends, its graph (if the driver made one) is
   // destroyed. An invalidated or unjoined capture is over all the same.
   CUstream q = stream_.raw();
+  // A default-stream handle's context must be current (the driver answers
+  // CUDA_ERROR_INVALID_CONTEXT otherwise, as it does for the per-thread one).
+  const detail::ScopedCurrentNothrow current(reinterpret_cast<std::uintptr_t>(q) <= 2 ? stream_.context().raw() : nullptr,
+                                             "ending an abandoned capture (oxicuda::ScopedCapture)");
   CUgraph graph = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &graph);
   if (r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED)

@@ -379,6 +379,17 @@ TEST_CASE_FIXTURE(GraphTest, "capture: an exception never leaves the stream capt
   CHECK(error_of([&] { begin_capture(s); }).detail() == "the stream is capturing already");
   (void)twice.end();
   CHECK(error_of([&] { (void)twice.end(); }).result() == ffi::CUDA_ERROR_ILLEGAL_STATE);
+  // end() from another thread (global mode) is refused and leaves the
+  // capture active: the ScopedCapture still ends it when it goes.
+  {
+    ScopedCapture other_thread{s};
+    std::optional<Error> refused;
+    std::thread([&] { refused.emplace(error_of([&] { (void)other_thread.end(); })); }).join();
+    REQUIRE(refused);
+    CHECK(refused->result() == ffi::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+    CHECK(capture_status(s) == CaptureStatus::active);
+  }
+  CHECK(capture_status(s) == CaptureStatus::none);
 }
 
 TEST_CASE_FIXTURE(GraphTest, "graph: every node kind, dependencies, clone and node count") {
