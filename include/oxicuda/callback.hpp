@@ -78,13 +78,24 @@ inline void retire(HostCall* c) noexcept {
   } while (!finished_host_calls.compare_exchange_weak(head, c, std::memory_order_release, std::memory_order_relaxed));
 }
 
+// A callable may own device memory, and cuMemFree is an unsafe call while
+// a stream captures in global mode (on this thread, or on any thread for a
+// global capture): the driver refuses it and invalidates the capture. So
+// the callables are destroyed with this thread's capture interaction mode
+// relaxed (cuThreadExchangeStreamCaptureMode, the driver's way for a
+// library to free during someone's capture), and the mode restored. Where
+// the driver will not relax it, the callables wait for the next reclaim.
 OXICUDA_COLD inline void reclaim_all() noexcept {
+  ffi::CUstreamCaptureMode mode = ffi::CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (!OXICUDA_DRIVER(ThreadExchangeStreamCaptureMode, &mode).ok()) return;
   HostCall* c = finished_host_calls.exchange(nullptr, std::memory_order_acquire);
   while (c != nullptr) {
     HostCall* next = c->next;
     c->destroy(c);  // may drop handles, and so reach reclaim() again: that takes a list of its own
     c = next;
   }
+  check_nothrow(OXICUDA_DRIVER(ThreadExchangeStreamCaptureMode, &mode),
+                "restoring the thread's stream-capture mode after destroying finished host callables");
 }
 
 // Destroys every finished callable, here and now: on a thread where CUDA

@@ -899,6 +899,7 @@ struct CUgraphExecUpdateResultInfo {
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))                      \
   X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
   X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
+  X(ThreadExchangeStreamCaptureMode, 10010, "cuThreadExchangeStreamCaptureMode", (CUstreamCaptureMode * mode))         \
   X(StreamIsCapturing, 10000, "cuStreamIsCapturing", (CUstream hStream, CUstreamCaptureStatus * captureStatus))        \
   X(StreamGetCaptureInfo, 12030, "cuStreamGetCaptureInfo_v3",                                                          \
     (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out, CUgraph * graph_out,            \

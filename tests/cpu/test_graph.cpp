@@ -361,6 +361,34 @@ TEST_CASE_FIXTURE(GraphTest, "capture: invalidated captures are errors that say 
   }
 }
 
+TEST_CASE_FIXTURE(GraphTest, "capture: a finished host callable that owns device memory is destroyed during a capture without invalidating it") {
+  // Found by review and measured on the H200: cuMemFree during a global
+  // capture is refused and invalidates the capture. oxicuda destroys
+  // finished callables with the thread's capture mode relaxed.
+  Stream other{ctx};
+  std::atomic<bool> ran{false};
+  {
+    DeviceBuffer<float> owned(ctx, N);
+    other.launch_host_func([b = std::move(owned), &ran] { ran = b.size() == N; });
+  }
+  // The callable has run and is retired, not yet destroyed (a raw
+  // synchronize does not reclaim).
+  REQUIRE(detail::api().StreamSynchronize(other.raw()) == ffi::CUDA_SUCCESS);
+  REQUIRE(ran);
+  const long before = fake.live("memory");
+  ScopedCapture scope{s};
+  s.launch_host_func([] {});  // reclaims the finished callable: its buffer is freed here
+  CHECK(fake.live("memory") == before - 1);
+  CHECK(capture_status(s) == CaptureStatus::active);
+  Graph g;
+  CHECK_NOTHROW(g = scope.end());
+  CHECK(g.node_count() == 1);
+  // And the thread's mode is global again: an unsafe call still invalidates.
+  ScopedCapture again{s};
+  CHECK(error_of([&] { DeviceBuffer<float> b(ctx, 4); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CHECK(error_of([&] { (void)again.end(); }).result() == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+
 TEST_CASE_FIXTURE(GraphTest, "capture: an exception never leaves the stream capturing") {
   DeviceBuffer<float> b(ctx, N);
   CHECK_THROWS_AS(

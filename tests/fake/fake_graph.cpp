@@ -418,9 +418,14 @@ CUresult capture_forbids_sync(CUstream s) {
   return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
+// The calling thread's capture interaction mode (cuThreadExchangeStreamCaptureMode).
+thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
 CUresult capture_forbids_unsafe() {
   CUresult r = CUDA_SUCCESS;
+  if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return r;
   for (Capture* c : captures) {
+    if (thread_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && c->thread != std::this_thread::get_id()) continue;
     const bool applies = c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
                          (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && c->thread == std::this_thread::get_id());
     if (!applies) continue;
@@ -541,6 +546,17 @@ CUresult fake_StreamEndCapture(CUstream s, CUgraph* out) {
     return r;
   }
   *out = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_ThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  FAKE_ENTRY(ThreadExchangeStreamCaptureMode);
+  if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+    return CUDA_ERROR_INVALID_VALUE;
+  const CUstreamCaptureMode previous = thread_mode;
+  thread_mode = *mode;
+  *mode = previous;
   return CUDA_SUCCESS;
 }
 

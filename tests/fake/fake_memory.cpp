@@ -92,6 +92,9 @@ CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
 CUresult fake_MemFree(CUdeviceptr p) {
   FAKE_ENTRY(MemFree);
   std::lock_guard lock(mu);
+  // As on the H200: refused (and the capture invalidated) during a global
+  // capture, unless this thread's capture mode is relaxed; nothing freed.
+  if (const CUresult r = capture_forbids_unsafe()) return r;
   auto it = allocations.find(p);
   if (it == allocations.end()) {
     ++invalid_destroys;
