@@ -5726,13 +5726,15 @@ OXICUDA_NAMESPACE_END
 //
 // Environment: OXICUDA_CACHE=0 disables it; OXICUDA_CACHE_DIR names the
 // directory (default $XDG_CACHE_HOME/oxicuda, else ~/.cache/oxicuda);
-// OXICUDA_CACHE_MAX_BYTES its size limit (default 256 MiB). POSIX only: on
+// OXICUDA_CACHE_MAX_BYTES its size limit (default 256 MiB; "512M" works).
+// A writer's temporary file over an hour old is removed. POSIX only: on
 // Windows the cache is off.
 
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <string_view>
 
@@ -5965,8 +5967,18 @@ inline bool cache_scan(const std::string& dir, CacheScan& scan) {
 #if !OXICUDA_WINDOWS
   DIR* d = ::opendir(dir.c_str());
   if (!d) return false;
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
+    if (name.find(".bin.tmp.") != std::string_view::npos) {
+      // A writer's temporary file; one over an hour old was left by a
+      // process that died before its rename: removed.
+      const std::string path = cat({dir, "/", name});
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtim.tv_sec > 3600)
+        ::unlink(path.c_str());
+      continue;
+    }
     if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
     std::string path = cat({dir, "/", name});
     struct stat st {};
@@ -5999,9 +6011,22 @@ inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 #endif
 }
 
+// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with a
+// K, M or G after it ("512M"). Anything else (unset, "lots", "12x") keeps
+// the default, 256 MiB, rather than evicting by a misread number.
 inline std::uint64_t cache_limit() {
+  constexpr std::uint64_t fallback = 256ull << 20;
   const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
-  return v.empty() ? 256ull << 20 : std::strtoull(v.c_str(), nullptr, 10);
+  if (v.empty() || v[0] < '0' || v[0] > '9') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  const std::string_view unit = end;
+  if (unit.empty()) return n;
+  if (unit.size() != 1) return fallback;
+  const int shift = unit[0] == 'K' || unit[0] == 'k' ? 10 : unit[0] == 'M' || unit[0] == 'm' ? 20
+                    : unit[0] == 'G' || unit[0] == 'g' ? 30 : -1;
+  if (shift < 0 || n > (~0ull >> shift)) return fallback;
+  return static_cast<std::uint64_t>(n) << shift;
 }
 
 // Stores `payload` as the entry `key`: written to a temporary file of this

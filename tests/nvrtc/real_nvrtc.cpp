@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dirent.h>
@@ -411,6 +413,31 @@ TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
   CHECK(::stat(first.c_str(), &st) != 0);  // the oldest is gone
   CHECK(files(dir, ".bin").size() >= 2);   // the newest remain
+  // The limit's units; a misread one keeps the default rather than evict all.
+  const std::pair<const char*, std::uint64_t> limits[] = {
+      {"1000", 1000}, {"512K", 512ull << 10}, {"512M", 512ull << 20}, {"2g", 2ull << 30},
+      {"12x", 256ull << 20}, {"lots", 256ull << 20}, {"-5", 256ull << 20}, {"5MB", 256ull << 20}};
+  for (const auto& [text, bytes] : limits) {
+    ::setenv("OXICUDA_CACHE_MAX_BYTES", text, 1);
+    CAPTURE(text);
+    CHECK(kernel_cache_info().limit == bytes);
+  }
+  ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
+  // A writer's temporary file left by a dead process, over an hour old, is
+  // removed at the next eviction scan; a fresh one is left to its writer.
+  const std::string stale = dir + "/0123.bin.tmp.99999.1", fresh = dir + "/0124.bin.tmp.99999.2";
+  for (const std::string& t : {stale, fresh})
+    if (std::FILE* f = std::fopen(t.c_str(), "wb")) {
+      std::fputs("partial", f);
+      std::fclose(f);
+    }
+  const timespec hours_ago[2] = {{std::time(nullptr) - 7200, 0}, {std::time(nullptr) - 7200, 0}};
+  ::utimensat(AT_FDCWD, stale.c_str(), hours_ago, 0);
+  o.compile.defines = {"FACTOR=7"};
+  (void)load(o);  // a miss: written, then the directory scanned for eviction
+  CHECK(::stat(stale.c_str(), &st) != 0);
+  CHECK(::stat(fresh.c_str(), &st) == 0);
+  std::remove(fresh.c_str());
 }
 
 TEST_CASE("cache: one of several writers") {
