@@ -279,6 +279,15 @@ inline bool cache_scan(const std::string& dir, CacheScan& scan) {
 #endif
 }
 
+// Removes the entry for `key`; returns its path (for a note).
+inline std::string cache_remove(const std::string& dir, std::string_view key) {
+  std::string path = cat({dir, "/", key, ".bin"});
+#if !OXICUDA_WINDOWS
+  ::unlink(path.c_str());
+#endif
+  return path;
+}
+
 // Evicts the oldest entries (by time of last use) until the directory's
 // entries take at most `limit` bytes. One scan a removal: eviction is rare,
 // a cache directory small.

@@ -181,9 +181,24 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
         if (detail::take_field(in, is_text) && detail::take_field(in, names) && detail::take_field(in, log) &&
             detail::take_field(in, image) && !image.empty())
         {
+#if OXICUDA_EXCEPTIONS
+          // An entry the driver will not load (made for another driver, say)
+          // is discarded and compiled again, not an error on every run.
+          try {
+            Module m = detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text == "1", options.jit, where,
+                                                  std::string(names), log);
+            detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+            return m;
+          } catch (const Error& e) {
+            const std::string path = detail::cache_remove(dir, key);
+            notes = detail::cat({notes, notes.empty() ? "" : "\n", "oxicuda cache: discarded ", path,
+                                 ": the driver did not load it (", e.what(), ")"});
+          }
+#else
           detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
           return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text == "1", options.jit, where,
                                             std::string(names), log);
+#endif
         }
       }
     }
@@ -212,9 +227,10 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
     image = linker.complete(where);
   }
   std::string names = c.lowered_names.joined();  // expression, lowered name, ...: as Module keeps them
+  // The entry keeps the compile's own log (NVRTC's, the architecture's
+  // fallback); this run's notes on the cache go to this module only.
   std::string log = c.log;
-  for (const std::string* n : {&fallback, &notes})
-    if (!n->empty()) log = log.empty() ? *n : detail::cat({log, "\n", *n});
+  if (!fallback.empty()) log = log.empty() ? fallback : detail::cat({log, "\n", fallback});
   const bool is_text = c.kind == CodeKind::ptx;
   if (!key.empty()) {
     std::string payload;
@@ -223,8 +239,9 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
     detail::put_field(payload, log);
     detail::put_field(payload, image);
     std::string write_note;
-    if (!detail::cache_write(dir, key, payload, write_note)) log = detail::cat({log, log.empty() ? "" : "\n", write_note});
+    if (!detail::cache_write(dir, key, payload, write_note)) notes = detail::cat({notes, notes.empty() ? "" : "\n", write_note});
   }
+  if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
   return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text, options.jit,
                                     where, std::move(names), log);
 }
