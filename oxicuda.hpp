@@ -1277,6 +1277,7 @@ OXICUDA_NAMESPACE_END
 
 #include <cstddef>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -1395,6 +1396,11 @@ struct LibrarySpec {
   std::size_t file_count;
   bool toolkit;                     // also look where a toolkit or a conda environment keeps it
   const char* install;              // how to get it, for the reason when it is not found
+  // Where an entry's plain symbol is missing, "__<symbol><suffix>" is tried
+  // with each suffix in turn: nvJitLink of CUDA 12.0 to 12.2 exports only
+  // such versioned names (__nvJitLinkCreate_12_0).
+  const char* const* versioned_suffixes;
+  std::size_t versioned_count;
 };
 
 // One table's slots as the mechanism fills them: the entries, the function-
@@ -1414,13 +1420,22 @@ inline void set_slot(const TableSlots& t, std::size_t i, void* p) noexcept {
   t.provided[i] = true;
 }
 
-// Fills every slot it can from the library by the entry's exported symbol;
-// an entry already provided (by the driver's cuGetProcAddress_v2) is kept,
-// and one not found keeps its stand-in.
-inline void resolve_symbols(LibHandle h, const TableSlots& t) noexcept {
-  for (std::size_t i = 0; i < t.count; ++i)
-    if (!t.provided[i])
-      if (void* p = lib_symbol(h, t.entries[i].symbol)) set_slot(t, i, p);
+// Fills every slot it can from the library by the entry's exported symbol
+// (or, failing that, its versioned names: LibrarySpec); an entry already
+// provided (by the driver's cuGetProcAddress_v2) is kept, and one not found
+// keeps its stand-in.
+inline void resolve_symbols(LibHandle h, const TableSlots& t, const char* const* suffixes = nullptr,
+                            std::size_t suffix_count = 0) noexcept {
+  for (std::size_t i = 0; i < t.count; ++i) {
+    if (t.provided[i]) continue;
+    void* p = lib_symbol(h, t.entries[i].symbol);
+    for (std::size_t k = 0; !p && k < suffix_count; ++k) {
+      char name[96];
+      const int n = std::snprintf(name, sizeof name, "__%s%s", t.entries[i].symbol, suffixes[k]);
+      if (n > 0 && static_cast<std::size_t>(n) < sizeof name) p = lib_symbol(h, name);
+    }
+    if (p) set_slot(t, i, p);
+  }
 }
 
 // What a search found: the handle (null when nothing could be opened), the
@@ -1516,7 +1531,7 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
   }
   info.library = o.path;
   info.found_by = o.found_by;
-  resolve_symbols(o.handle, table);
+  resolve_symbols(o.handle, table, spec.versioned_suffixes, spec.versioned_count);
   if (!table.provided[0]) {
     info.reason = cat({o.path, " was opened but exports no ", table.entries[0].symbol, ": it is not ", spec.name,
                        ". ", spec.install});
@@ -1683,7 +1698,7 @@ inline Driver* load_driver() {
   d->pid = process_id();
   DriverInfo& info = d->info;
   const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
-                         sizeof default_candidates / sizeof default_candidates[0], false, ""};
+                         sizeof default_candidates / sizeof default_candidates[0], false, "", nullptr, 0};
   Opened o = open_library(spec);
   const LibHandle h = o.handle;
   if (!h) {
@@ -1811,7 +1826,8 @@ inline const Nvrtc& nvrtc() noexcept {
     const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
                            true,
                            "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel "
-                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc."};
+                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc.",
+                           nullptr, 0};
     if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
       int major = 0, minor = 0;
       if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
@@ -1823,6 +1839,10 @@ inline const Nvrtc& nvrtc() noexcept {
   return *lib;
 }
 
+// nvJitLink of CUDA 12.0 to 12.2 exports its entry points only under
+// versioned names (__nvJitLinkCreate_12_0).
+inline const char* const nvjitlink_versions[] = {"_13_0", "_12_0"};
+
 inline const NvJitLink& nvjitlink() noexcept {
   static const NvJitLink* const lib = [] {
     auto* l = new NvJitLink{};
@@ -1830,7 +1850,8 @@ inline const NvJitLink& nvjitlink() noexcept {
                            sizeof nvjitlink_files / sizeof nvjitlink_files[0], true,
                            "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink "
                            "wheel (pip install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its "
-                           "libnvJitLink."};
+                           "libnvJitLink.",
+                           nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
     if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
       l->api = {};
     return l;

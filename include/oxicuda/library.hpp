@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -129,6 +130,11 @@ struct LibrarySpec {
   std::size_t file_count;
   bool toolkit;                     // also look where a toolkit or a conda environment keeps it
   const char* install;              // how to get it, for the reason when it is not found
+  // Where an entry's plain symbol is missing, "__<symbol><suffix>" is tried
+  // with each suffix in turn: nvJitLink of CUDA 12.0 to 12.2 exports only
+  // such versioned names (__nvJitLinkCreate_12_0).
+  const char* const* versioned_suffixes;
+  std::size_t versioned_count;
 };
 
 // One table's slots as the mechanism fills them: the entries, the function-
@@ -148,13 +154,22 @@ inline void set_slot(const TableSlots& t, std::size_t i, void* p) noexcept {
   t.provided[i] = true;
 }
 
-// Fills every slot it can from the library by the entry's exported symbol;
-// an entry already provided (by the driver's cuGetProcAddress_v2) is kept,
-// and one not found keeps its stand-in.
-inline void resolve_symbols(LibHandle h, const TableSlots& t) noexcept {
-  for (std::size_t i = 0; i < t.count; ++i)
-    if (!t.provided[i])
-      if (void* p = lib_symbol(h, t.entries[i].symbol)) set_slot(t, i, p);
+// Fills every slot it can from the library by the entry's exported symbol
+// (or, failing that, its versioned names: LibrarySpec); an entry already
+// provided (by the driver's cuGetProcAddress_v2) is kept, and one not found
+// keeps its stand-in.
+inline void resolve_symbols(LibHandle h, const TableSlots& t, const char* const* suffixes = nullptr,
+                            std::size_t suffix_count = 0) noexcept {
+  for (std::size_t i = 0; i < t.count; ++i) {
+    if (t.provided[i]) continue;
+    void* p = lib_symbol(h, t.entries[i].symbol);
+    for (std::size_t k = 0; !p && k < suffix_count; ++k) {
+      char name[96];
+      const int n = std::snprintf(name, sizeof name, "__%s%s", t.entries[i].symbol, suffixes[k]);
+      if (n > 0 && static_cast<std::size_t>(n) < sizeof name) p = lib_symbol(h, name);
+    }
+    if (p) set_slot(t, i, p);
+  }
 }
 
 // What a search found: the handle (null when nothing could be opened), the
@@ -250,7 +265,7 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
   }
   info.library = o.path;
   info.found_by = o.found_by;
-  resolve_symbols(o.handle, table);
+  resolve_symbols(o.handle, table, spec.versioned_suffixes, spec.versioned_count);
   if (!table.provided[0]) {
     info.reason = cat({o.path, " was opened but exports no ", table.entries[0].symbol, ": it is not ", spec.name,
                        ". ", spec.install});

@@ -118,7 +118,7 @@ inline Driver* load_driver() {
   d->pid = process_id();
   DriverInfo& info = d->info;
   const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
-                         sizeof default_candidates / sizeof default_candidates[0], false, ""};
+                         sizeof default_candidates / sizeof default_candidates[0], false, "", nullptr, 0};
   Opened o = open_library(spec);
   const LibHandle h = o.handle;
   if (!h) {

@@ -63,7 +63,8 @@ inline const Nvrtc& nvrtc() noexcept {
     const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
                            true,
                            "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel "
-                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc."};
+                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc.",
+                           nullptr, 0};
     if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
       int major = 0, minor = 0;
       if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
@@ -75,6 +76,10 @@ inline const Nvrtc& nvrtc() noexcept {
   return *lib;
 }
 
+// nvJitLink of CUDA 12.0 to 12.2 exports its entry points only under
+// versioned names (__nvJitLinkCreate_12_0).
+inline const char* const nvjitlink_versions[] = {"_13_0", "_12_0"};
+
 inline const NvJitLink& nvjitlink() noexcept {
   static const NvJitLink* const lib = [] {
     auto* l = new NvJitLink{};
@@ -82,7 +87,8 @@ inline const NvJitLink& nvjitlink() noexcept {
                            sizeof nvjitlink_files / sizeof nvjitlink_files[0], true,
                            "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink "
                            "wheel (pip install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its "
-                           "libnvJitLink."};
+                           "libnvJitLink.",
+                           nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
     if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
       l->api = {};
     return l;

@@ -32,8 +32,15 @@ nvJitLinkResult enter(nvjitlink::Entry e) {
 
 }  // namespace
 
+// FAKE_NVJITLINK_VERSIONED: exported only as nvJitLink of CUDA 12.0 to 12.2
+// exports them (__nvJitLinkCreate_12_0, ...).
+#ifdef FAKE_NVJITLINK_VERSIONED
+#define FAKE_SYMBOL(symbol) "__" symbol "_12_0"
+#else
+#define FAKE_SYMBOL(symbol) symbol
+#endif
 #define FAKE_DECLARE(member, version, symbol, params) \
-  extern "C" __attribute__((visibility("default"))) nvJitLinkResult fake_nvjitlink_##member params __asm__(symbol);
+  extern "C" __attribute__((visibility("default"))) nvJitLinkResult fake_nvjitlink_##member params __asm__(FAKE_SYMBOL(symbol));
 OXICUDA_NVJITLINK_API(FAKE_DECLARE)
 #undef FAKE_DECLARE
 

@@ -321,6 +321,18 @@ TEST_CASE("loader: nvrtc an old NVRTC lacking an entry point") {
                           ", version 13.0) does not provide nvrtcGetLTOIRSize; this call needs a newer one");
 }
 
+TEST_CASE("loader: nvjitlink with versioned symbols only (CUDA 12.0 to 12.2)") {
+  // That nvJitLink exports __nvJitLinkCreate_12_0 and the like, no plain names.
+  REQUIRE(dlsym(dlopen(env("OXICUDA_LIBNVJITLINK_PATH").c_str(), RTLD_NOW | RTLD_LOCAL), "nvJitLinkCreate") == nullptr);
+  const LibraryInfo& info = nvjitlink_info();
+  CHECK(info.found);
+  CHECK(info.reason.empty());
+  const Compiled c = Program("ok").compile({.arch = "sm_90", .lto = true});
+  LtoLinker l("sm_90");
+  l.add(c, "ok");
+  CHECK_FALSE(l.complete().empty());
+}
+
 TEST_CASE("loader: nvjitlink not found") {
   const LibraryInfo& info = nvjitlink_info();
   CHECK_FALSE(info.found);
