@@ -5827,8 +5827,11 @@ struct KeyHash {
   }
 };
 
-inline std::uint64_t checksum(std::string_view s) noexcept {
+// An entry's checksum covers its key too, so an entry renamed to another
+// key's name does not pass for that key's.
+inline std::uint64_t checksum(std::string_view key, std::string_view s) noexcept {
   KeyHash h;
+  h.bytes(key.data(), key.size());
   h.bytes(s.data(), s.size());
   return h.a ^ (h.b * 0x9e3779b97f4a7c15ull);
 }
@@ -5929,13 +5932,17 @@ inline bool write_all(int fd, std::string_view data) noexcept {
 // The payload of the entry `key`, or false: not there, refused or corrupt
 // (a corrupt entry is removed; `note` says which). A hit counts as a use for
 // eviction (its time is set to now).
+std::uint64_t cache_limit();
+
 inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
 #if OXICUDA_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
   return false;
 #else
   const std::string path = cat({dir, "/", key, ".bin"});
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO by that name must not block the open (fstat then
+  // refuses anything but a regular file).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ELOOP) note = cat({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
     return false;
@@ -5945,6 +5952,11 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
     ::close(fd);
     note = cat({"oxicuda cache: refusing ", path,
                 ": it is not a regular file of yours that only you can write; compiled instead"});
+    return false;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > cache_limit()) {  // (never read into memory)
+    ::close(fd);
+    note = cat({"oxicuda cache: refusing ", path, ": larger than the cache's size limit; compiled instead"});
     return false;
   }
   std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
@@ -5962,7 +5974,7 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
     std::memcpy(&size, bytes.data() + sizeof cache_magic, 8);
     std::memcpy(&sum, bytes.data() + sizeof cache_magic + 8, 8);
     const std::string_view body = std::string_view(bytes).substr(sizeof cache_magic + 16);
-    ok = size == body.size() && sum == checksum(body);
+    ok = size == body.size() && sum == checksum(key, body);
     if (ok) payload.assign(body.data(), body.size());
   }
   if (ok) {
@@ -6077,7 +6089,7 @@ inline bool cache_write(const std::string& dir, const std::string& key, std::str
     return false;
   }
   std::string header(cache_magic, sizeof cache_magic);
-  const std::uint64_t size = payload.size(), sum = checksum(payload);
+  const std::uint64_t size = payload.size(), sum = checksum(key, payload);
   header.append(reinterpret_cast<const char*>(&size), 8).append(reinterpret_cast<const char*>(&sum), 8);
   const bool written = write_all(fd, header) && write_all(fd, payload);
   const bool closed = ::close(fd) == 0;

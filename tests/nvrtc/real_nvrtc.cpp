@@ -373,6 +373,13 @@ TEST_CASE("cache: a corrupt or truncated entry is discarded and compiled again")
   CHECK(std::string(again.info_log()).find("oxicuda cache: discarded " + entry + ": the driver did not load it") !=
         std::string::npos);
   CHECK(again.function("saxpy<float>"));
+  // An entry copied under another key's name is not that key's entry.
+  const std::string other = std::string(16, '0');
+  std::system(("cp '" + entry + "' '" + dir + "/" + other + ".bin'").c_str());
+  std::string read, read_note;
+  CHECK_FALSE(detail::cache_read(dir, other, read, read_note));
+  CHECK(read_note.find("truncated or corrupt") != std::string::npos);
+  CHECK(detail::cache_read(dir, key, read, read_note));
 }
 
 TEST_CASE("cache: a directory or entry others can write, or another user owns, is refused with a message") {
