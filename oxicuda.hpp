@@ -1365,7 +1365,7 @@ inline std::string lib_path(LibHandle h, void*) {
   return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
 }
 inline constexpr const char* toolkit_lib_dirs[] = {"bin", "bin\\x64"};
-inline constexpr char path_separator = '\\';
+inline constexpr const char* path_separator = "\\";
 #else
 using LibHandle = void*;
 inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
@@ -1385,7 +1385,7 @@ inline std::string lib_path(LibHandle, void* symbol) {
   return ::dladdr(symbol, &di) && di.dli_fname ? std::string(di.dli_fname) : std::string();
 }
 inline constexpr const char* toolkit_lib_dirs[] = {"lib64", "lib"};
-inline constexpr char path_separator = '/';
+inline constexpr const char* path_separator = "/";
 #endif
 
 // Where and how to look for one library.
@@ -1444,7 +1444,7 @@ inline void resolve_symbols(LibHandle h, const TableSlots& t, const char* const*
 struct Opened {
   LibHandle handle{};
   std::string path;
-  std::string found_by;
+  const char* found_by = "";
   std::string tried;
   bool from_env = false;  // the environment override named the file (and only it was tried)
 };
@@ -1489,8 +1489,8 @@ inline Opened open_library(const LibrarySpec& spec) {
       }
     if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty())
       for (const char* const* f = files; f != end; ++f)
-        if (attempt(cat({conda, std::string_view(&path_separator, 1), OXICUDA_WINDOWS ? "Library\\bin" : "lib",
-                         std::string_view(&path_separator, 1), *f}),
+        if (attempt(cat({conda, path_separator, OXICUDA_WINDOWS ? "Library\\bin" : "lib",
+                         path_separator, *f}),
                     "$CONDA_PREFIX"))
           return o;
   }
@@ -1503,12 +1503,12 @@ inline Opened open_library(const LibrarySpec& spec) {
     };
     const Root roots[] = {{env_string("CUDA_HOME"), "$CUDA_HOME"},
                           {env_string("CUDA_PATH"), "$CUDA_PATH"},
-                          {OXICUDA_WINDOWS ? std::string() : std::string("/usr/local/cuda"), "/usr/local/cuda"}};
+                          {cat({OXICUDA_WINDOWS ? "" : "/usr/local/cuda"}), "/usr/local/cuda"}};
     for (const Root& r : roots) {
       if (r.dir.empty()) continue;
       for (const char* sub : toolkit_lib_dirs)
         for (const char* const* f = files; f != end; ++f)
-          if (attempt(cat({r.dir, std::string_view(&path_separator, 1), sub, std::string_view(&path_separator, 1), *f}),
+          if (attempt(cat({r.dir, path_separator, sub, path_separator, *f}),
                       r.step))
             return o;
     }
@@ -3240,18 +3240,24 @@ class Event {
   detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
 };
 
-inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where) {
+namespace detail {
+// A new driver event in `ctx` (made current around the call, as
+// cuEventCreate creates in the current context).
+inline CUevent create_event(const Context& ctx, EventOptions options, SourceLocation where) {
   unsigned flags = ffi::CU_EVENT_DEFAULT;
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
   CUevent raw = nullptr;
-  {
-    ScopedCurrent current(ctx, where);
-    detail::check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
-  }
-  event_ = {ctx, raw, &detail::destroy_event, options.timing};
+  ScopedCurrent current(ctx, where);
+  check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
+  return raw;
 }
+}  // namespace detail
+
+// (The handle is built in place: no temporary handle moved into it.)
+inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
+    : event_(ctx, detail::create_event(ctx, options, where), &detail::destroy_event, options.timing) {}
 
 inline void Event::synchronize(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);
@@ -3398,19 +3404,25 @@ class Stream {
   detail::SharedHandle<CUstream_st> queue_;
 };
 
-inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
+namespace detail {
+// A new driver stream in `ctx` (made current around the call, as
+// cuStreamCreate creates in the current context).
+inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceLocation where) {
+  if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
   const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
   CUstream raw = nullptr;
-  {
-    ScopedCurrent current(ctx, where);
-    if (options.priority == 0)
-      detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
-    else
-      detail::check(OXICUDA_DRIVER(StreamCreateWithPriority, &raw, flags, options.priority), where);
-  }
-  queue_ = {ctx, raw, &detail::destroy_stream};
+  ScopedCurrent current(ctx, where);
+  if (options.priority == 0)
+    check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+  else
+    check(OXICUDA_DRIVER(StreamCreateWithPriority, &raw, flags, options.priority), where);
+  return raw;
 }
+}  // namespace detail
+
+// (The handle is built in place: no temporary handle moved into it.)
+inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
+    : queue_(ctx, detail::create_stream(ctx, options, where), &detail::destroy_stream) {}
 
 namespace detail {
 
@@ -3619,6 +3631,7 @@ OXICUDA_NAMESPACE_END
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -3763,6 +3776,9 @@ class Module {
   // compiled from source.
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
                      SourceLocation where, std::string names = {}, std::string_view log = {});
+  // PTX text of n bytes, checked, then loaded (from_ptx and from_image's PTX).
+  static Module load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                         SourceLocation where);
 
   detail::Shared<const State> state_;
 };
@@ -3887,16 +3903,27 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
 }
 
 inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
-  while (!ptx.empty() && ptx.back() == '\0') ptx.remove_suffix(1);  // a terminating NUL (or several) is fine
-  if (ptx.find_first_not_of(" \t\r\n") == std::string_view::npos)
+  return load_ptx(ctx, ptx.data(), ptx.size(), options, where);
+}
+
+// (Pointer and size rather than a std::string_view made from them: that
+// constructor's overload resolution checks the standard's iterator concepts,
+// a large share of this header's compile time.)
+inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                               SourceLocation where) {
+  while (n > 0 && ptx[n - 1] == '\0') --n;  // a terminating NUL (or several) is fine
+  std::size_t text = 0;
+  while (text < n && (ptx[text] == ' ' || ptx[text] == '\t' || ptx[text] == '\r' || ptx[text] == '\n')) ++text;
+  if (text == n)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx", "the PTX source is empty", where));
-  if (const std::size_t nul = ptx.find('\0'); nul != std::string_view::npos)
+  if (const void* nul = n ? std::memchr(ptx, '\0', n) : nullptr)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
-                        detail::cat({"the PTX source of ", std::to_string(ptx.size()), " bytes has a NUL byte at offset ",
-                                     std::to_string(nul), "; the driver would read only the text before it"}),
+                        detail::cat({"the PTX source of ", std::to_string(n), " bytes has a NUL byte at offset ",
+                                     std::to_string(static_cast<const char*>(nul) - ptx),
+                                     "; the driver would read only the text before it"}),
                         where));
-  const std::string text(ptx);  // the driver wants it NUL-terminated
-  return load(ctx, text.c_str(), text.size(), true, options, where);
+  const std::string copy(ptx, n);  // the driver wants it NUL-terminated
+  return load(ctx, copy.c_str(), copy.size(), true, options, where);
 }
 
 inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
@@ -3906,7 +3933,7 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
   const detail::ImageKind kind = detail::image_kind(p, size);
   if (kind == detail::ImageKind::ptx)
-    return from_ptx(ctx, std::string_view(static_cast<const char*>(data), size), options, where);
+    return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
   std::string problem = detail::image_problem(p, size, kind);
   if (!problem.empty())
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
@@ -5368,7 +5395,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &size), where);
     c.code.assign(size, '\0');
     detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (options.arch.rfind("sm_", 0) == 0) {
+  } else if (std::string_view(options.arch).starts_with("sm_")) {
     c.kind = CodeKind::cubin;
     detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &size), where);
     c.code.assign(size, '\0');
@@ -5875,7 +5902,7 @@ inline std::string cache_location(std::string& note) {
     else if (!home.empty())
       dir = cat({home, "/.cache/oxicuda"});
     else {
-      note = "oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache";
+      note = cat({"oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache"});
       return {};
     }
   }
@@ -5907,7 +5934,7 @@ inline std::string cache_directory(std::string& note) {
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     note = cat({"oxicuda cache: refusing ", dir, ": it is ",
                 st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
-                                         : std::string("writable by others"),
+                                         : cat({"writable by others"}),
                 ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
                 "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"});
     return {};
@@ -6109,7 +6136,7 @@ inline KernelCacheInfo kernel_cache_info() {
   KernelCacheInfo info;
   info.limit = detail::cache_limit();
   if (detail::env_string("OXICUDA_CACHE") == "0") {
-    info.note = "disabled by OXICUDA_CACHE=0";
+    info.note = detail::cat({"disabled by OXICUDA_CACHE=0"});
     return info;
   }
   info.directory = detail::cache_location(info.note);
@@ -6351,7 +6378,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   if (c.kind == CodeKind::ltoir) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
-    LtoLinker linker(compile.arch.rfind("compute_", 0) == 0 ? device_arch : compile.arch, {}, true, where);
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true, where);
     linker.add(c, options.name, where);
     image = linker.complete(where);
   }
@@ -6452,14 +6479,10 @@ class Dependencies {
   }
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::initializer_list<GraphNode> nodes, SourceLocation where = SourceLocation::current())
-      : Dependencies(std::span<const GraphNode>(nodes.begin(), nodes.size()), where) {}
+      : Dependencies(nodes.begin(), nodes.size(), where) {}
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::span<const GraphNode> nodes, SourceLocation where = SourceLocation::current())
-      : n_(nodes.size()), where_(where) {
-    if (n_ > kInline) heap_.allocate(n_);
-    CUgraphNode* out = data();
-    for (const GraphNode& d : nodes) *out++ = d.raw();
-  }
+      : Dependencies(nodes.data(), nodes.size(), where) {}
   Dependencies(const Dependencies&) = delete;
   Dependencies& operator=(const Dependencies&) = delete;
 
@@ -6469,6 +6492,15 @@ class Dependencies {
   [[nodiscard]] SourceLocation where() const noexcept { return where_; }
 
  private:
+  // (Not std::span's (pointer, size) constructor: its overload resolution
+  // checks the standard's iterator concepts, which alone cost more to
+  // compile than this whole class.)
+  Dependencies(const GraphNode* nodes, std::size_t n, SourceLocation where) : n_(n), where_(where) {
+    if (n_ > kInline) heap_.allocate(n_);
+    CUgraphNode* out = data();
+    for (std::size_t i = 0; i < n; ++i) out[i] = nodes[i].raw();
+  }
+
   static constexpr std::size_t kInline = 8;
   std::size_t n_ = 0;
   CUgraphNode inline_[kInline] = {};
@@ -7204,7 +7236,7 @@ inline std::string read_file(const std::string& path) {
   if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
     char buf[4096];
     std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(static_cast<const char*>(buf), n);
     std::fclose(f);
   }
   return text;

@@ -137,7 +137,7 @@ inline std::string cache_location(std::string& note) {
     else if (!home.empty())
       dir = cat({home, "/.cache/oxicuda"});
     else {
-      note = "oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache";
+      note = cat({"oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache"});
       return {};
     }
   }
@@ -169,7 +169,7 @@ inline std::string cache_directory(std::string& note) {
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     note = cat({"oxicuda cache: refusing ", dir, ": it is ",
                 st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
-                                         : std::string("writable by others"),
+                                         : cat({"writable by others"}),
                 ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
                 "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"});
     return {};
@@ -371,7 +371,7 @@ inline KernelCacheInfo kernel_cache_info() {
   KernelCacheInfo info;
   info.limit = detail::cache_limit();
   if (detail::env_string("OXICUDA_CACHE") == "0") {
-    info.note = "disabled by OXICUDA_CACHE=0";
+    info.note = detail::cat({"disabled by OXICUDA_CACHE=0"});
     return info;
   }
   info.directory = detail::cache_location(info.note);

@@ -55,18 +55,24 @@ class Event {
   detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
 };
 
-inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where) {
+namespace detail {
+// A new driver event in `ctx` (made current around the call, as
+// cuEventCreate creates in the current context).
+inline CUevent create_event(const Context& ctx, EventOptions options, SourceLocation where) {
   unsigned flags = ffi::CU_EVENT_DEFAULT;
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
   CUevent raw = nullptr;
-  {
-    ScopedCurrent current(ctx, where);
-    detail::check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
-  }
-  event_ = {ctx, raw, &detail::destroy_event, options.timing};
+  ScopedCurrent current(ctx, where);
+  check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
+  return raw;
 }
+}  // namespace detail
+
+// (The handle is built in place: no temporary handle moved into it.)
+inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
+    : event_(ctx, detail::create_event(ctx, options, where), &detail::destroy_event, options.timing) {}
 
 inline void Event::synchronize(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);

@@ -74,14 +74,10 @@ class Dependencies {
   }
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::initializer_list<GraphNode> nodes, SourceLocation where = SourceLocation::current())
-      : Dependencies(std::span<const GraphNode>(nodes.begin(), nodes.size()), where) {}
+      : Dependencies(nodes.begin(), nodes.size(), where) {}
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::span<const GraphNode> nodes, SourceLocation where = SourceLocation::current())
-      : n_(nodes.size()), where_(where) {
-    if (n_ > kInline) heap_.allocate(n_);
-    CUgraphNode* out = data();
-    for (const GraphNode& d : nodes) *out++ = d.raw();
-  }
+      : Dependencies(nodes.data(), nodes.size(), where) {}
   Dependencies(const Dependencies&) = delete;
   Dependencies& operator=(const Dependencies&) = delete;
 
@@ -91,6 +87,15 @@ class Dependencies {
   [[nodiscard]] SourceLocation where() const noexcept { return where_; }
 
  private:
+  // (Not std::span's (pointer, size) constructor: its overload resolution
+  // checks the standard's iterator concepts, which alone cost more to
+  // compile than this whole class.)
+  Dependencies(const GraphNode* nodes, std::size_t n, SourceLocation where) : n_(n), where_(where) {
+    if (n_ > kInline) heap_.allocate(n_);
+    CUgraphNode* out = data();
+    for (std::size_t i = 0; i < n; ++i) out[i] = nodes[i].raw();
+  }
+
   static constexpr std::size_t kInline = 8;
   std::size_t n_ = 0;
   CUgraphNode inline_[kInline] = {};
@@ -826,7 +831,7 @@ inline std::string read_file(const std::string& path) {
   if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
     char buf[4096];
     std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(static_cast<const char*>(buf), n);
     std::fclose(f);
   }
   return text;

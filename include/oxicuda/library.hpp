@@ -99,7 +99,7 @@ inline std::string lib_path(LibHandle h, void*) {
   return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string();
 }
 inline constexpr const char* toolkit_lib_dirs[] = {"bin", "bin\\x64"};
-inline constexpr char path_separator = '\\';
+inline constexpr const char* path_separator = "\\";
 #else
 using LibHandle = void*;
 inline LibHandle lib_open(const char* path) noexcept { return ::dlopen(path, RTLD_NOW | RTLD_LOCAL); }
@@ -119,7 +119,7 @@ inline std::string lib_path(LibHandle, void* symbol) {
   return ::dladdr(symbol, &di) && di.dli_fname ? std::string(di.dli_fname) : std::string();
 }
 inline constexpr const char* toolkit_lib_dirs[] = {"lib64", "lib"};
-inline constexpr char path_separator = '/';
+inline constexpr const char* path_separator = "/";
 #endif
 
 // Where and how to look for one library.
@@ -178,7 +178,7 @@ inline void resolve_symbols(LibHandle h, const TableSlots& t, const char* const*
 struct Opened {
   LibHandle handle{};
   std::string path;
-  std::string found_by;
+  const char* found_by = "";
   std::string tried;
   bool from_env = false;  // the environment override named the file (and only it was tried)
 };
@@ -223,8 +223,8 @@ inline Opened open_library(const LibrarySpec& spec) {
       }
     if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty())
       for (const char* const* f = files; f != end; ++f)
-        if (attempt(cat({conda, std::string_view(&path_separator, 1), OXICUDA_WINDOWS ? "Library\\bin" : "lib",
-                         std::string_view(&path_separator, 1), *f}),
+        if (attempt(cat({conda, path_separator, OXICUDA_WINDOWS ? "Library\\bin" : "lib",
+                         path_separator, *f}),
                     "$CONDA_PREFIX"))
           return o;
   }
@@ -237,12 +237,12 @@ inline Opened open_library(const LibrarySpec& spec) {
     };
     const Root roots[] = {{env_string("CUDA_HOME"), "$CUDA_HOME"},
                           {env_string("CUDA_PATH"), "$CUDA_PATH"},
-                          {OXICUDA_WINDOWS ? std::string() : std::string("/usr/local/cuda"), "/usr/local/cuda"}};
+                          {cat({OXICUDA_WINDOWS ? "" : "/usr/local/cuda"}), "/usr/local/cuda"}};
     for (const Root& r : roots) {
       if (r.dir.empty()) continue;
       for (const char* sub : toolkit_lib_dirs)
         for (const char* const* f = files; f != end; ++f)
-          if (attempt(cat({r.dir, std::string_view(&path_separator, 1), sub, std::string_view(&path_separator, 1), *f}),
+          if (attempt(cat({r.dir, path_separator, sub, path_separator, *f}),
                       r.step))
             return o;
     }

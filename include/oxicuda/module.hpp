@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -151,6 +152,9 @@ class Module {
   // compiled from source.
   static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
                      SourceLocation where, std::string names = {}, std::string_view log = {});
+  // PTX text of n bytes, checked, then loaded (from_ptx and from_image's PTX).
+  static Module load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                         SourceLocation where);
 
   detail::Shared<const State> state_;
 };
@@ -275,16 +279,27 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
 }
 
 inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
-  while (!ptx.empty() && ptx.back() == '\0') ptx.remove_suffix(1);  // a terminating NUL (or several) is fine
-  if (ptx.find_first_not_of(" \t\r\n") == std::string_view::npos)
+  return load_ptx(ctx, ptx.data(), ptx.size(), options, where);
+}
+
+// (Pointer and size rather than a std::string_view made from them: that
+// constructor's overload resolution checks the standard's iterator concepts,
+// a large share of this header's compile time.)
+inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                               SourceLocation where) {
+  while (n > 0 && ptx[n - 1] == '\0') --n;  // a terminating NUL (or several) is fine
+  std::size_t text = 0;
+  while (text < n && (ptx[text] == ' ' || ptx[text] == '\t' || ptx[text] == '\r' || ptx[text] == '\n')) ++text;
+  if (text == n)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx", "the PTX source is empty", where));
-  if (const std::size_t nul = ptx.find('\0'); nul != std::string_view::npos)
+  if (const void* nul = n ? std::memchr(ptx, '\0', n) : nullptr)
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
-                        detail::cat({"the PTX source of ", std::to_string(ptx.size()), " bytes has a NUL byte at offset ",
-                                     std::to_string(nul), "; the driver would read only the text before it"}),
+                        detail::cat({"the PTX source of ", std::to_string(n), " bytes has a NUL byte at offset ",
+                                     std::to_string(static_cast<const char*>(nul) - ptx),
+                                     "; the driver would read only the text before it"}),
                         where));
-  const std::string text(ptx);  // the driver wants it NUL-terminated
-  return load(ctx, text.c_str(), text.size(), true, options, where);
+  const std::string copy(ptx, n);  // the driver wants it NUL-terminated
+  return load(ctx, copy.c_str(), copy.size(), true, options, where);
 }
 
 inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
@@ -294,7 +309,7 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
   const detail::ImageKind kind = detail::image_kind(p, size);
   if (kind == detail::ImageKind::ptx)
-    return from_ptx(ctx, std::string_view(static_cast<const char*>(data), size), options, where);
+    return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
   std::string problem = detail::image_problem(p, size, kind);
   if (!problem.empty())
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));

@@ -304,7 +304,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &size), where);
     c.code.assign(size, '\0');
     detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (options.arch.rfind("sm_", 0) == 0) {
+  } else if (std::string_view(options.arch).starts_with("sm_")) {
     c.kind = CodeKind::cubin;
     detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &size), where);
     c.code.assign(size, '\0');

@@ -222,7 +222,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   if (c.kind == CodeKind::ltoir) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
-    LtoLinker linker(compile.arch.rfind("compute_", 0) == 0 ? device_arch : compile.arch, {}, true, where);
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true, where);
     linker.add(c, options.name, where);
     image = linker.complete(where);
   }

@@ -109,19 +109,25 @@ class Stream {
   detail::SharedHandle<CUstream_st> queue_;
 };
 
-inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
+namespace detail {
+// A new driver stream in `ctx` (made current around the call, as
+// cuStreamCreate creates in the current context).
+inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceLocation where) {
+  if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
   const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
   CUstream raw = nullptr;
-  {
-    ScopedCurrent current(ctx, where);
-    if (options.priority == 0)
-      detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
-    else
-      detail::check(OXICUDA_DRIVER(StreamCreateWithPriority, &raw, flags, options.priority), where);
-  }
-  queue_ = {ctx, raw, &detail::destroy_stream};
+  ScopedCurrent current(ctx, where);
+  if (options.priority == 0)
+    check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+  else
+    check(OXICUDA_DRIVER(StreamCreateWithPriority, &raw, flags, options.priority), where);
+  return raw;
 }
+}  // namespace detail
+
+// (The handle is built in place: no temporary handle moved into it.)
+inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
+    : queue_(ctx, detail::create_stream(ctx, options, where), &detail::destroy_stream) {}
 
 namespace detail {
 
