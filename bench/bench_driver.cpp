@@ -190,6 +190,23 @@ TEST_CASE("creation, raw and oxicuda interleaved") {
     check(raw().EventCreate(&e, ffi::CU_EVENT_DEFAULT));
     check(raw().EventDestroy(e));
   });
+  // ... and keeping the event's context alive, as every oxicuda handle does
+  // (a Context copy: one atomic increment of its count, one decrement): the
+  // floor of any wrapper whose events keep their context, before the handle's
+  // own state.
+  interleaved("event create + destroy, raw with cuCtxGetCurrent and a Context copy", 1001, 64, [] {
+    CUevent e = nullptr;
+    check(raw().EventCreate(&e, ffi::CU_EVENT_DEFAULT));
+    check(raw().EventDestroy(e));
+  }, [&f] {
+    CUcontext c = nullptr;
+    check(raw().CtxGetCurrent(&c));
+    CUevent e = nullptr;
+    check(raw().EventCreate(&e, ffi::CU_EVENT_DEFAULT));
+    const Context keep = f.ctx;
+    (void)keep;  // (atomic operations: not elided)
+    check(raw().EventDestroy(e));
+  });
   interleaved("stream create + destroy", 501, 16, [] {
     CUstream s = nullptr;
     check(raw().StreamCreate(&s, ffi::CU_STREAM_NON_BLOCKING));
