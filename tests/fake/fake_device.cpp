@@ -81,7 +81,7 @@ CUresult fake_DeviceGetUuid(CUuuid* uuid, CUdevice dev) {
 CUresult fake_DeviceGetPCIBusId(char* id, int len, CUdevice dev) {
   FAKE_ENTRY(DeviceGetPCIBusId);
   if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
-  char text[16];
+  char text[24];  // (room for any int: no truncation warning)
   std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x18 + dev);
   if (!id || len < static_cast<int>(std::strlen(text)) + 1) return CUDA_ERROR_INVALID_VALUE;
   std::strcpy(id, text);
