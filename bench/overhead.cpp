@@ -10,6 +10,8 @@
 //   raw-record / record: cuEventRecord directly, Stream::record;
 //   raw-copy / copy: copy and drop a std::shared_ptr, a Stream handle;
 //   raw-event / event: create and destroy an event, in the current context;
+//   floor-event: raw-event plus what any wrapper whose events keep their
+//     context must add (cuCtxGetCurrent, a Context copy held meanwhile);
 //   all: each of them in turn (a smoke test, run by meson test).
 #include <cstdio>
 #include <cstdlib>
@@ -47,9 +49,119 @@ void keep(T& v) {
 #endif
 }
 
-}  // namespace
+// What every mode works on, made once per run.
+struct Setup {
+  Context ctx = Context::primary(Device::get(0));
+  Stream s{ctx};
+  Event e{ctx, {.timing = false}};
+  Module m = Module::from_ptx(ctx, kPtx);
+  Function fn = m.function("dbl");
+  Kernel<void(float*, unsigned)> kernel = m.kernel<void(float*, unsigned)>("dbl");
+  DeviceBuffer<float> buf{ctx, 64};
+  const ffi::DriverApi& api = detail::api();  // the driver's own entry points, as a raw program would hold them
+  std::shared_ptr<int> shared = std::make_shared<int>(0);
+};
 
-int run(const char* mode, long n);
+// Each mode's loop is a function of its own, never inlined: the code the
+// compiler makes for one mode cannot then change with another's (in one
+// large function, a change to event creation moved a register and added an
+// instruction to the record loop).
+#if defined(__GNUC__) || defined(__clang__)
+#define OVERHEAD_LOOP __attribute__((noinline)) void
+#else
+#define OVERHEAD_LOOP __declspec(noinline) void
+#endif
+
+OVERHEAD_LOOP raw_launch(Setup& x, long n) {
+  CUfunction raw_fn = x.fn.raw();
+  CUstream raw_s = x.s.raw();
+  for (long i = 0; i < n; ++i) {
+    float* p = x.buf.data();
+    unsigned count = 64;
+    void* params[] = {&p, &count};
+    check(x.api.LaunchKernel(raw_fn, 1, 1, 1, 64, 1, 1, 0, raw_s, params, nullptr));
+  }
+}
+OVERHEAD_LOOP typed_launch(Setup& x, long n) {
+  for (long i = 0; i < n; ++i) launch(x.s, x.kernel, {.grid = 1, .block = 64}, x.buf, 64);
+}
+OVERHEAD_LOOP untyped_launch(Setup& x, long n) {
+  for (long i = 0; i < n; ++i) {
+    float* p = x.buf.data();
+    unsigned count = 64;
+    launch(x.s, x.fn, 1, 64, 0, p, count);
+  }
+}
+OVERHEAD_LOOP raw_record(Setup& x, long n) {
+  CUevent raw_e = x.e.raw();
+  CUstream raw_s = x.s.raw();
+  for (long i = 0; i < n; ++i) check(x.api.EventRecord(raw_e, raw_s));
+}
+OVERHEAD_LOOP record(Setup& x, long n) {
+  for (long i = 0; i < n; ++i) x.s.record(x.e);
+}
+OVERHEAD_LOOP raw_copy(Setup& x, long n) {
+  for (long i = 0; i < n; ++i) {
+    std::shared_ptr<int> copy = x.shared;
+    keep(copy);
+  }
+}
+OVERHEAD_LOOP copy(Setup& x, long n) {
+  for (long i = 0; i < n; ++i) {
+    Stream c = x.s;
+    keep(c);
+  }
+}
+OVERHEAD_LOOP raw_event(Setup& x, long n) {
+  const ScopedCurrent current(x.ctx);
+  for (long i = 0; i < n; ++i) {
+    CUevent ev = nullptr;
+    check(x.api.EventCreate(&ev, ffi::CU_EVENT_DEFAULT));
+    check(x.api.EventDestroy(ev));
+  }
+}
+OVERHEAD_LOOP floor_event(Setup& x, long n) {
+  const ScopedCurrent current(x.ctx);
+  for (long i = 0; i < n; ++i) {
+    CUcontext c = nullptr;
+    check(x.api.CtxGetCurrent(&c));
+    CUevent ev = nullptr;
+    check(x.api.EventCreate(&ev, ffi::CU_EVENT_DEFAULT));
+    Context held = x.ctx;
+    keep(held);
+    check(x.api.EventDestroy(ev));
+  }
+}
+OVERHEAD_LOOP event(Setup& x, long n) {
+  const ScopedCurrent current(x.ctx);
+  for (long i = 0; i < n; ++i) {
+    Event ev(x.ctx);
+    keep(ev);
+  }
+}
+
+struct Mode {
+  const char* name;
+  void (*loop)(Setup&, long);
+};
+constexpr Mode modes[] = {{"raw-launch", raw_launch}, {"launch", typed_launch}, {"untyped-launch", untyped_launch},
+                          {"raw-record", raw_record}, {"record", record},        {"raw-copy", raw_copy},
+                          {"copy", copy},             {"raw-event", raw_event}, {"floor-event", floor_event},
+                          {"event", event}};
+
+int run(const char* mode, long n) {
+  for (const Mode& m : modes)
+    if (!std::strcmp(mode, m.name)) {
+      Setup x;
+      m.loop(x, n);
+      x.s.synchronize();
+      return 0;
+    }
+  std::fprintf(stderr, "unknown mode %s\n", mode);
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -58,73 +170,8 @@ int main(int argc, char** argv) {
   }
   const long n = std::atol(argv[2]);
   if (std::strcmp(argv[1], "all") != 0) return run(argv[1], n);
-  for (const char* mode : {"raw-launch", "launch", "untyped-launch", "raw-record", "record", "raw-copy", "copy", "raw-event",
-                           "event"})
-    if (const int status = run(mode, n); status != 0) return status;
+  for (const Mode& m : modes)
+    if (const int status = run(m.name, n); status != 0) return status;
   std::printf("every mode ran %ld operations\n", n);
-  return 0;
-}
-
-int run(const char* mode, long n) {
-  Context ctx = Context::primary(Device::get(0));
-  Stream s(ctx);
-  Event e(ctx, {.timing = false});
-  Module m = Module::from_ptx(ctx, kPtx);
-  Function fn = m.function("dbl");
-  Kernel<void(float*, unsigned)> kernel = m.kernel<void(float*, unsigned)>("dbl");
-  DeviceBuffer<float> buf(ctx, 64);
-  const auto& api = detail::api();  // the driver's own entry points, as a raw program would hold them
-  CUfunction raw_fn = fn.raw();
-  CUstream raw_s = s.raw();
-  CUevent raw_e = e.raw();
-  std::shared_ptr<int> shared = std::make_shared<int>(0);
-
-  if (!std::strcmp(mode, "raw-launch")) {
-    for (long i = 0; i < n; ++i) {
-      float* p = buf.data();
-      unsigned count = 64;
-      void* params[] = {&p, &count};
-      check(api.LaunchKernel(raw_fn, 1, 1, 1, 64, 1, 1, 0, raw_s, params, nullptr));
-    }
-  } else if (!std::strcmp(mode, "launch")) {
-    for (long i = 0; i < n; ++i) launch(s, kernel, {.grid = 1, .block = 64}, buf, 64);
-  } else if (!std::strcmp(mode, "untyped-launch")) {
-    for (long i = 0; i < n; ++i) {
-      float* p = buf.data();
-      unsigned count = 64;
-      launch(s, fn, 1, 64, 0, p, count);
-    }
-  } else if (!std::strcmp(mode, "raw-record")) {
-    for (long i = 0; i < n; ++i) check(api.EventRecord(raw_e, raw_s));
-  } else if (!std::strcmp(mode, "record")) {
-    for (long i = 0; i < n; ++i) s.record(e);
-  } else if (!std::strcmp(mode, "raw-copy")) {
-    for (long i = 0; i < n; ++i) {
-      std::shared_ptr<int> copy = shared;
-      keep(copy);
-    }
-  } else if (!std::strcmp(mode, "copy")) {
-    for (long i = 0; i < n; ++i) {
-      Stream copy = s;
-      keep(copy);
-    }
-  } else if (!std::strcmp(mode, "raw-event")) {
-    const ScopedCurrent current(ctx);
-    for (long i = 0; i < n; ++i) {
-      CUevent ev = nullptr;
-      check(api.EventCreate(&ev, ffi::CU_EVENT_DEFAULT));
-      check(api.EventDestroy(ev));
-    }
-  } else if (!std::strcmp(mode, "event")) {
-    const ScopedCurrent current(ctx);
-    for (long i = 0; i < n; ++i) {
-      Event ev(ctx);
-      keep(ev);
-    }
-  } else {
-    std::fprintf(stderr, "unknown mode %s\n", mode);
-    return 2;
-  }
-  s.synchronize();
   return 0;
 }

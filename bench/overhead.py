@@ -23,6 +23,8 @@ PAIRS = [
     ("event record", "raw-record", "record"),
     ("Stream handle copy + drop (raw: std::shared_ptr)", "raw-copy", "copy"),
     ("event create + destroy (context current)", "raw-event", "event"),
+    ("event create + destroy: the floor (cuCtxGetCurrent, a Context copy)", "raw-event", "floor-event"),
+    ("event create + destroy: oxicuda over that floor", "floor-event", "event"),
 ]
 N = 20000
 
