@@ -3426,6 +3426,11 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
 
 namespace detail {
 
+// Whether a stream's raw handle is empty (0) or a default stream (1, the
+// legacy one; 2, the per-thread one): the handles whose calls need the
+// stream's context current.
+inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std::uintptr_t>(q) <= 2; }
+
 // A default stream's call, with the stream's context current around it.
 // (The call is taken by value so that the hot path, which calls it in
 // place, need not give its captures an address.)
@@ -3444,7 +3449,7 @@ OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, 
 template <class Call>
 decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
   CUstream q = stream.raw();
-  if (OXICUDA_UNLIKELY(reinterpret_cast<std::uintptr_t>(q) <= 2)) {
+  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
     return on_default_stream(stream, q, where, call);
   }
@@ -5140,6 +5145,14 @@ class StringList {
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   // Every entry, each followed by its NUL.
   [[nodiscard]] const std::string& joined() const noexcept { return joined_; }
+  // The entries separated by spaces, for messages.
+  [[nodiscard]] std::string spaced() const {
+    std::string s = joined_;
+    if (!s.empty()) s.pop_back();
+    for (char& c : s)
+      if (c == '\0') c = ' ';
+    return s;
+  }
 
   class iterator {
    public:
@@ -5366,8 +5379,6 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string options_text;
-    for (std::string_view a : args) options_text = detail::cat({options_text, " ", a});
     std::string log;
     std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
     if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
@@ -5377,7 +5388,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     }
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
-                              options_text.empty() ? "" : "; options:", options_text, ")",
+                              args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
                               log.empty() ? "" : "; NVRTC log:\n", log}));
   }
 
@@ -5538,9 +5549,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   // destructor of a throwing constructor would not.
   std::string log = raw_ ? error_log() : std::string();
   destroy();
-  std::string options_text;
-  for (std::string_view o : all) options_text = detail::cat({options_text, options_text.empty() ? "" : " ", o});
-  detail::fail(r, where, detail::cat({"creating a link (options: ", options_text, ")", log}));
+  detail::fail(r, where, detail::cat({"creating a link (options: ", all.spaced(), ")", log}));
 }
 
 inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,
@@ -5956,11 +5965,27 @@ inline bool write_all(int fd, std::string_view data) noexcept {
 }
 #endif
 
+// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with a
+// K, M or G after it ("512M"). Anything else (unset, "lots", "12x") keeps
+// the default, 256 MiB, rather than evicting by a misread number.
+inline std::uint64_t cache_limit() {
+  constexpr std::uint64_t fallback = 256ull << 20;
+  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
+  if (v.empty() || v[0] < '0' || v[0] > '9') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  const std::string_view unit = end;
+  if (unit.empty()) return n;
+  if (unit.size() != 1) return fallback;
+  const int shift = unit[0] == 'K' || unit[0] == 'k' ? 10 : unit[0] == 'M' || unit[0] == 'm' ? 20
+                    : unit[0] == 'G' || unit[0] == 'g' ? 30 : -1;
+  if (shift < 0 || n > (~0ull >> shift)) return fallback;
+  return static_cast<std::uint64_t>(n) << shift;
+}
+
 // The payload of the entry `key`, or false: not there, refused or corrupt
 // (a corrupt entry is removed; `note` says which). A hit counts as a use for
 // eviction (its time is set to now).
-std::uint64_t cache_limit();
-
 inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
 #if OXICUDA_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
@@ -6078,24 +6103,6 @@ inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 #else
   (void)dir, (void)limit;
 #endif
-}
-
-// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with a
-// K, M or G after it ("512M"). Anything else (unset, "lots", "12x") keeps
-// the default, 256 MiB, rather than evicting by a misread number.
-inline std::uint64_t cache_limit() {
-  constexpr std::uint64_t fallback = 256ull << 20;
-  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
-  if (v.empty() || v[0] < '0' || v[0] > '9') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  const std::string_view unit = end;
-  if (unit.empty()) return n;
-  if (unit.size() != 1) return fallback;
-  const int shift = unit[0] == 'K' || unit[0] == 'k' ? 10 : unit[0] == 'M' || unit[0] == 'm' ? 20
-                    : unit[0] == 'G' || unit[0] == 'g' ? 30 : -1;
-  if (shift < 0 || n > (~0ull >> shift)) return fallback;
-  return static_cast<std::uint64_t>(n) << shift;
 }
 
 // Stores `payload` as the entry `key`: written to a temporary file of this
@@ -7402,8 +7409,9 @@ class GraphExec {
 
   // Per-node setters: `node` is a node of the graph the exec was
   // instantiated from (origin()), also after an update: the driver refuses
-  // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE). The kernel's arguments are converted and checked as for
-  // launch(); the copy and fill as copy() and fill() check them.
+  // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE).
+  // The kernel's arguments are converted and checked as for launch(); the
+  // copy and fill as copy() and fill() check them.
   // clang-format off
   template <class... Params, class... Args>
     requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
@@ -7480,25 +7488,23 @@ inline const Context& GraphExec::context() const noexcept {
 }
 
 namespace detail {
-// The graph an exec keeps under `key` in its keep list: nullptr for the one
-// it was last made or updated from, origin_key() for the one it was
-// instantiated from.
-inline const Graph& kept_graph(const KeepList& keep, CUgraphNode key) noexcept {
+// The graph an exec keeps under `key` in its keep list (none for an exec
+// without one): nullptr for the one it was last made or updated from,
+// origin_key() for the one it was instantiated from.
+inline const Graph& kept_graph(const KeepList* keep, CUgraphNode key) noexcept {
   static const Graph none;
-  for (const Keep* k = keep.head; k; k = k->next)
+  for (const Keep* k = keep ? keep->head : nullptr; k; k = k->next)
     if (k->node == key && k->kind() == &KeepOf<Graph>::tag) return static_cast<const KeepOf<Graph>*>(k)->handle;
   return none;
 }
 }  // namespace detail
 
 inline const Graph& GraphExec::graph() const noexcept {
-  static const Graph none;
-  return state_ ? detail::kept_graph(state_->keep, nullptr) : none;
+  return detail::kept_graph(state_ ? &state_->keep : nullptr, nullptr);
 }
 
 inline const Graph& GraphExec::origin() const noexcept {
-  static const Graph none;
-  return state_ ? detail::kept_graph(state_->keep, detail::origin_key()) : none;
+  return detail::kept_graph(state_ ? &state_->keep : nullptr, detail::origin_key());
 }
 
 inline void GraphExec::launch(const Stream& stream, SourceLocation where) const {
@@ -7820,7 +7826,7 @@ inline ScopedCapture::~ScopedCapture() {
   CUstream q = stream_.raw();
   // A default-stream handle's context must be current (the driver answers
   // CUDA_ERROR_INVALID_CONTEXT otherwise, as it does for the per-thread one).
-  const detail::ScopedCurrentNothrow current(reinterpret_cast<std::uintptr_t>(q) <= 2 ? stream_.context().raw() : nullptr,
+  const detail::ScopedCurrentNothrow current(detail::default_or_empty(q) ? stream_.context().raw() : nullptr,
                                              "ending an abandoned capture (oxicuda::ScopedCapture)");
   CUgraph graph = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &graph);

@@ -191,11 +191,27 @@ inline bool write_all(int fd, std::string_view data) noexcept {
 }
 #endif
 
+// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with a
+// K, M or G after it ("512M"). Anything else (unset, "lots", "12x") keeps
+// the default, 256 MiB, rather than evicting by a misread number.
+inline std::uint64_t cache_limit() {
+  constexpr std::uint64_t fallback = 256ull << 20;
+  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
+  if (v.empty() || v[0] < '0' || v[0] > '9') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  const std::string_view unit = end;
+  if (unit.empty()) return n;
+  if (unit.size() != 1) return fallback;
+  const int shift = unit[0] == 'K' || unit[0] == 'k' ? 10 : unit[0] == 'M' || unit[0] == 'm' ? 20
+                    : unit[0] == 'G' || unit[0] == 'g' ? 30 : -1;
+  if (shift < 0 || n > (~0ull >> shift)) return fallback;
+  return static_cast<std::uint64_t>(n) << shift;
+}
+
 // The payload of the entry `key`, or false: not there, refused or corrupt
 // (a corrupt entry is removed; `note` says which). A hit counts as a use for
 // eviction (its time is set to now).
-std::uint64_t cache_limit();
-
 inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
 #if OXICUDA_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
@@ -313,24 +329,6 @@ inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 #else
   (void)dir, (void)limit;
 #endif
-}
-
-// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with a
-// K, M or G after it ("512M"). Anything else (unset, "lots", "12x") keeps
-// the default, 256 MiB, rather than evicting by a misread number.
-inline std::uint64_t cache_limit() {
-  constexpr std::uint64_t fallback = 256ull << 20;
-  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
-  if (v.empty() || v[0] < '0' || v[0] > '9') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  const std::string_view unit = end;
-  if (unit.empty()) return n;
-  if (unit.size() != 1) return fallback;
-  const int shift = unit[0] == 'K' || unit[0] == 'k' ? 10 : unit[0] == 'M' || unit[0] == 'm' ? 20
-                    : unit[0] == 'G' || unit[0] == 'g' ? 30 : -1;
-  if (shift < 0 || n > (~0ull >> shift)) return fallback;
-  return static_cast<std::uint64_t>(n) << shift;
 }
 
 // Stores `payload` as the entry `key`: written to a temporary file of this

@@ -187,7 +187,7 @@ inline ScopedCapture::~ScopedCapture() {
   CUstream q = stream_.raw();
   // A default-stream handle's context must be current (the driver answers
   // CUDA_ERROR_INVALID_CONTEXT otherwise, as it does for the per-thread one).
-  const detail::ScopedCurrentNothrow current(reinterpret_cast<std::uintptr_t>(q) <= 2 ? stream_.context().raw() : nullptr,
+  const detail::ScopedCurrentNothrow current(detail::default_or_empty(q) ? stream_.context().raw() : nullptr,
                                              "ending an abandoned capture (oxicuda::ScopedCapture)");
   CUgraph graph = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &graph);

@@ -100,8 +100,9 @@ class GraphExec {
 
   // Per-node setters: `node` is a node of the graph the exec was
   // instantiated from (origin()), also after an update: the driver refuses
-  // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE). The kernel's arguments are converted and checked as for
-  // launch(); the copy and fill as copy() and fill() check them.
+  // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE).
+  // The kernel's arguments are converted and checked as for launch(); the
+  // copy and fill as copy() and fill() check them.
   // clang-format off
   template <class... Params, class... Args>
     requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
@@ -178,25 +179,23 @@ inline const Context& GraphExec::context() const noexcept {
 }
 
 namespace detail {
-// The graph an exec keeps under `key` in its keep list: nullptr for the one
-// it was last made or updated from, origin_key() for the one it was
-// instantiated from.
-inline const Graph& kept_graph(const KeepList& keep, CUgraphNode key) noexcept {
+// The graph an exec keeps under `key` in its keep list (none for an exec
+// without one): nullptr for the one it was last made or updated from,
+// origin_key() for the one it was instantiated from.
+inline const Graph& kept_graph(const KeepList* keep, CUgraphNode key) noexcept {
   static const Graph none;
-  for (const Keep* k = keep.head; k; k = k->next)
+  for (const Keep* k = keep ? keep->head : nullptr; k; k = k->next)
     if (k->node == key && k->kind() == &KeepOf<Graph>::tag) return static_cast<const KeepOf<Graph>*>(k)->handle;
   return none;
 }
 }  // namespace detail
 
 inline const Graph& GraphExec::graph() const noexcept {
-  static const Graph none;
-  return state_ ? detail::kept_graph(state_->keep, nullptr) : none;
+  return detail::kept_graph(state_ ? &state_->keep : nullptr, nullptr);
 }
 
 inline const Graph& GraphExec::origin() const noexcept {
-  static const Graph none;
-  return state_ ? detail::kept_graph(state_->keep, detail::origin_key()) : none;
+  return detail::kept_graph(state_ ? &state_->keep : nullptr, detail::origin_key());
 }
 
 inline void GraphExec::launch(const Stream& stream, SourceLocation where) const {

@@ -81,9 +81,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   // destructor of a throwing constructor would not.
   std::string log = raw_ ? error_log() : std::string();
   destroy();
-  std::string options_text;
-  for (std::string_view o : all) options_text = detail::cat({options_text, options_text.empty() ? "" : " ", o});
-  detail::fail(r, where, detail::cat({"creating a link (options: ", options_text, ")", log}));
+  detail::fail(r, where, detail::cat({"creating a link (options: ", all.spaced(), ")", log}));
 }
 
 inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,

@@ -49,6 +49,14 @@ class StringList {
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   // Every entry, each followed by its NUL.
   [[nodiscard]] const std::string& joined() const noexcept { return joined_; }
+  // The entries separated by spaces, for messages.
+  [[nodiscard]] std::string spaced() const {
+    std::string s = joined_;
+    if (!s.empty()) s.pop_back();
+    for (char& c : s)
+      if (c == '\0') c = ' ';
+    return s;
+  }
 
   class iterator {
    public:
@@ -275,8 +283,6 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string options_text;
-    for (std::string_view a : args) options_text = detail::cat({options_text, " ", a});
     std::string log;
     std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
     if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
@@ -286,7 +292,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     }
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
-                              options_text.empty() ? "" : "; options:", options_text, ")",
+                              args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
                               log.empty() ? "" : "; NVRTC log:\n", log}));
   }
 

@@ -131,6 +131,11 @@ inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation 
 
 namespace detail {
 
+// Whether a stream's raw handle is empty (0) or a default stream (1, the
+// legacy one; 2, the per-thread one): the handles whose calls need the
+// stream's context current.
+inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std::uintptr_t>(q) <= 2; }
+
 // A default stream's call, with the stream's context current around it.
 // (The call is taken by value so that the hot path, which calls it in
 // place, need not give its captures an address.)
@@ -149,7 +154,7 @@ OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, 
 template <class Call>
 decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
   CUstream q = stream.raw();
-  if (OXICUDA_UNLIKELY(reinterpret_cast<std::uintptr_t>(q) <= 2)) {
+  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
     return on_default_stream(stream, q, where, call);
   }
