@@ -97,7 +97,7 @@ class Context {
     ffi::CUdevice device;
     Kind kind;
     Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
-    ~Owner() override {
+    ~Owner() {
       if (kind == Kind::primary)
         detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");

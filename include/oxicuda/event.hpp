@@ -52,7 +52,7 @@ class Event {
 
  private:
 
-  detail::SharedHandle<CUevent_st, bool> event_;  // extra: timing
+  detail::SharedHandle<CUevent_st, detail::destroy_event, bool> event_;  // extra: timing
 };
 
 namespace detail {
@@ -72,7 +72,7 @@ inline CUevent create_event(const Context& ctx, EventOptions options, SourceLoca
 
 // (The handle is built in place: no temporary handle moved into it.)
 inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
-    : event_(ctx, detail::create_event(ctx, options, where), &detail::destroy_event, options.timing) {}
+    : event_(ctx, detail::create_event(ctx, options, where), true, options.timing) {}
 
 inline void Event::synchronize(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -253,7 +252,7 @@ inline void destroy_graph_exec(CUgraphExec e) noexcept {
 }
 
 // The state of a graph or of an exec (one type for both, so that the header
-// instantiates one std::make_shared family for them, not two): the driver's
+// instantiates one Shared<T> for them, not two): the driver's
 // handle (destroyed with the state when owned), its context, and what its
 // nodes keep alive (for an exec: the graph it was made or last updated
 // from, and what per-node setters gave it).
@@ -264,7 +263,7 @@ struct GraphState : Owned {
   bool exec;
   KeepList keep;
   GraphState(Context c, void* r, bool o, bool e) noexcept : ctx(std::move(c)), raw(r), owns(o), exec(e) {}
-  ~GraphState() override {
+  ~GraphState() {
     if (!owns) return;
     if (exec)
       destroy_graph_exec(static_cast<CUgraphExec>(raw));

@@ -12,43 +12,34 @@ OXICUDA_NAMESPACE_BEGIN
 namespace detail {
 
 // The state behind a driver object that lives in a context (a stream, an
-// event): the raw handle, the context it keeps alive, and how to destroy it
-// (null: borrowed, never destroyed). Destroying the state destroys the
-// object first, then releases the context.
-template <class Object, class Extra>
+// event): the raw handle, the context it keeps alive, and whether it owns
+// the object (false: borrowed, never destroyed). Destroying the state
+// destroys an owned object first (Destroy, a direct call), then releases
+// the context.
+template <class Object, void (*Destroy)(Object*) noexcept, class Extra>
 struct InContext : Owned {
   Context ctx;
   Object* raw;
-  void (*destroy)(Object*) noexcept;
+  bool owns;
   Extra extra;
-  InContext(Context c, Object* r, void (*d)(Object*) noexcept, Extra e) noexcept
-      : ctx(std::move(c)), raw(r), destroy(d), extra(e) {}
-  ~InContext() override {
-    if (destroy) destroy(raw);
+  InContext(const Context& c, Object* r, bool o, Extra e) noexcept : ctx(c), raw(r), owns(o), extra(e) {}
+  ~InContext() {
+    if (owns) Destroy(raw);
   }
 };
 
 // A shared handle to such an object: the shared InContext state (the last
 // copy's drop runs the destroy exactly once) and the raw handle beside it, so
 // that a copy is one atomic increment and get() reads no indirection.
-template <class Object, class Extra = bool>
+template <class Object, void (*Destroy)(Object*) noexcept, class Extra = bool>
 class SharedHandle {
  public:
   SharedHandle() noexcept = default;
-  // Takes ownership of `raw` (or borrows it when `destroy` is null). If the
-  // state cannot be allocated, `raw` is destroyed before the error leaves.
-  SharedHandle(Context ctx, Object* raw, void (*destroy)(Object*) noexcept, Extra extra = {}) : raw_(raw) {
-#if OXICUDA_EXCEPTIONS
-    try {
-      state_ = State::make(std::move(ctx), raw, destroy, extra);
-    } catch (...) {
-      if (destroy) destroy(raw);
-      throw;
-    }
-#else
-    state_ = State::make(std::move(ctx), raw, destroy, extra);
-#endif
-  }
+  // Takes ownership of `raw` (or borrows it when `owns` is false). If the
+  // state cannot be allocated, an owned `raw` is destroyed before the error
+  // leaves.
+  SharedHandle(const Context& ctx, Object* raw, bool owns, Extra extra = {})
+      : state_(State::make_in(claim_block(raw, owns), ctx, raw, owns, extra)), raw_(raw) {}
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
   SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
@@ -63,11 +54,27 @@ class SharedHandle {
   [[nodiscard]] Object* get() const noexcept { return raw_; }
   [[nodiscard]] const Context& context() const noexcept { return state_ ? state_->ctx : empty(); }
   [[nodiscard]] Extra extra() const noexcept { return state_ ? state_->extra : Extra{}; }
-  [[nodiscard]] bool owns() const noexcept { return state_ && state_->destroy; }
+  [[nodiscard]] bool owns() const noexcept { return state_ && state_->owns; }
   [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
 
  private:
-  using State = Shared<InContext<Object, Extra>>;
+  using State = Shared<InContext<Object, Destroy, Extra>>;
+  // A block for the state; if there is none, `raw` is destroyed (when owned)
+  // before the error leaves.
+  static void* claim_block(Object* raw, bool owns) {
+#if OXICUDA_EXCEPTIONS
+    try {
+      return allocate_block();
+    } catch (...) {
+      if (owns) Destroy(raw);
+      throw;
+    }
+#else
+    (void)raw;
+    (void)owns;
+    return allocate_block();
+#endif
+  }
   static const Context& empty() noexcept {
     static const Context none;
     return none;

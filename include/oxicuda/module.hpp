@@ -141,7 +141,7 @@ class Module {
     std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
     State(Context c, CUmodule r, std::string log, std::string n) noexcept
         : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
-    ~State() override {
+    ~State() {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
   };

@@ -34,9 +34,9 @@ struct StreamOptions {
 // is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
 // subsystems that each hold "their" stream can be given one queue, and their
 // work is ordered by stream order alone. Every handle keeps the stream's
-// context alive. The handle is a std::shared_ptr whose control block owns
-// the queue and its context, and the raw CUstream beside it: a copy costs one
-// atomic increment, raw() reads no indirection.
+// context alive. The handle is a pointer to a counted state (handle.hpp)
+// that owns the queue and its context, and the raw CUstream beside it: a
+// copy costs one atomic increment, raw() reads no indirection.
 //
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
@@ -106,7 +106,7 @@ class Stream {
   [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
 
  private:
-  detail::SharedHandle<CUstream_st> queue_;
+  detail::SharedHandle<CUstream_st, detail::destroy_stream> queue_;
 };
 
 namespace detail {
@@ -127,7 +127,7 @@ inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceL
 
 // (The handle is built in place: no temporary handle moved into it.)
 inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
-    : queue_(ctx, detail::create_stream(ctx, options, where), &detail::destroy_stream) {}
+    : queue_(ctx, detail::create_stream(ctx, options, where), true) {}
 
 namespace detail {
 
@@ -165,7 +165,7 @@ decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLoca
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
   Stream s;
-  s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), nullptr};
+  s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), false};
   return s;
 }
 

@@ -169,3 +169,32 @@ TEST_CASE_FIXTURE(StreamTest, "stream: host functions run, and their exceptions 
   CHECK_THROWS_AS(s.launch_host_func([] {}), Error);
   CHECK(fake.host_funcs_run() == 2);
 }
+
+TEST_CASE_FIXTURE(ContextTest, "handles: copy, move and self-assignment keep the counts; a stream or event handle is two pointers") {
+  // The counted state (handle.hpp) and the raw handle beside it, no more.
+  static_assert(sizeof(Stream) == 2 * sizeof(void*));
+  static_assert(sizeof(Event) == 2 * sizeof(void*));
+  const long destroys = fake.calls("cuStreamDestroy");
+  Stream a(ctx), b(ctx);
+  const CUstream b_raw = b.raw();
+  a = b;  // a's own queue had one handle: it goes now
+  CHECK(fake.calls("cuStreamDestroy") == destroys + 1);
+  CHECK((a.raw() == b_raw && a.use_count() == 2 && b.use_count() == 2));
+  Stream& same = a;
+  a = same;  // self-copy: nothing changes
+  CHECK((a.raw() == b_raw && a.use_count() == 2));
+  a = std::move(same);  // self-move: the handle stays what it was
+  CHECK((a.raw() == b_raw && a.use_count() == 2));
+  Stream c = std::move(a);  // a is empty, its count gone to c
+  CHECK((!a && a.use_count() == 0 && c.use_count() == 2));
+  b = Stream();  // b drops its count; c is the last handle
+  CHECK((c.use_count() == 1 && fake.calls("cuStreamDestroy") == destroys + 1));
+  c = std::move(a);  // the last handle replaced by an empty one: the queue goes
+  CHECK((!c && fake.calls("cuStreamDestroy") == destroys + 2));
+
+  Event e(ctx);
+  Event f = e;
+  e = Event(ctx);  // e's old state still has f
+  CHECK((f.use_count() == 1 && e.use_count() == 1 && e.raw() != f.raw()));
+  CHECK(fake.live("event") == at_start.event + 2);
+}
