@@ -2694,8 +2694,10 @@ struct Owned {
   Owned() noexcept = default;
   Owned(const Owned&) = delete;
   Owned& operator=(const Owned&) = delete;
-  ~Owned() = default;
   mutable std::atomic<long> refs{1};  // the handles sharing this state
+
+ protected:
+  ~Owned() = default;  // (not virtual: a state is destroyed as its own type, by Shared<T>)
 };
 
 // Every state lives in one block of state_bytes.
@@ -2713,9 +2715,13 @@ inline constexpr std::size_t state_bytes = 128;
 // `room` is 0 until the thread's first free: that free takes the slow path,
 // which registers BlockCacheCloser (a thread_local with a destructor) and
 // opens the cache. At thread exit the closer gives the cached blocks back
-// and sets `room` to 0 for good, so a handle dropped later (a static one,
+// and closes the cache for good, so a handle dropped later (a static one,
 // after the main thread's thread_local objects are gone) frees its block
-// directly. The fast paths are a pop and a compare-and-push.
+// directly. (One exception: when the main thread's very first free comes
+// after its thread_local objects are gone, from a static destructor, the
+// closer registered then never runs, and what that thread caches from then
+// on, at most block_cache_limit blocks, is left to the process's exit.) The
+// fast paths are a pop and a compare-and-push.
 inline constexpr unsigned block_cache_limit = 64;
 struct BlockCache {
   void* head = nullptr;  // a singly linked list through the blocks' first bytes
@@ -2775,7 +2781,7 @@ inline void free_block(void* b) noexcept {
 }
 
 // A shared handle to a T (derived from Owned, built in a block of its own):
-// copies share the one T, destroyed when the last copy drops. The counts are
+// copies share the one T, destroyed when the last copy drops. The count is
 // atomic, as std::shared_ptr's: copies may live and drop on any threads.
 template <class T>
 class Shared {
@@ -2811,15 +2817,26 @@ class Shared {
   [[nodiscard]] static Shared make(A&&... args) {
     return make_in(allocate_block(), static_cast<A&&>(args)...);
   }
-  // The same in a block from allocate_block(), which it takes over.
-  template <class... A>
-  [[nodiscard]] static Shared make_in(void* block, A&&... args) noexcept {
-    static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
-                  "a handle's shared state must fit its block: hold what is larger indirectly");
-    static_assert(std::is_base_of_v<Owned, U>, "a handle's shared state derives from detail::Owned");
-    static_assert(noexcept(::new (block) U(static_cast<A&&>(args)...)),
-                  "a handle's state is constructed without throwing");
-    return Shared(::new (block) U(static_cast<A&&>(args)...));
+  // The same for a T that will own a driver object made just before: if
+  // there is no block for it, release() gives the object back before the
+  // allocation's error leaves. (OXICUDA_HAS_EXCEPTIONS, not
+  // OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
+  // exceptions, also where oxicuda reports its own errors by handler.)
+  template <class Release, class... A>
+  [[nodiscard]] static Shared make_owning(Release&& release, A&&... args) {
+#if OXICUDA_HAS_EXCEPTIONS
+    void* block = nullptr;
+    try {
+      block = allocate_block();
+    } catch (...) {
+      release();
+      throw;
+    }
+    return make_in(block, static_cast<A&&>(args)...);
+#else
+    (void)release;
+    return make(static_cast<A&&>(args)...);
+#endif
   }
 
   [[nodiscard]] T* get() const noexcept { return state_; }
@@ -2835,6 +2852,16 @@ class Shared {
   }
 
  private:
+  // A T built in `block` (from allocate_block(), which it takes over).
+  template <class... A>
+  [[nodiscard]] static Shared make_in(void* block, A&&... args) noexcept {
+    static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
+                  "a handle's shared state must fit its block: hold what is larger indirectly");
+    static_assert(std::is_base_of_v<Owned, U>, "a handle's shared state derives from detail::Owned");
+    static_assert(noexcept(::new (block) U(static_cast<A&&>(args)...)),
+                  "a handle's state is constructed without throwing");
+    return Shared(::new (block) U(static_cast<A&&>(args)...));
+  }
   explicit Shared(U* state) noexcept : state_(state) {}
   static void destroy(U* state) noexcept {
     state->~U();
@@ -3034,19 +3061,12 @@ class ScopedCurrentNothrow {
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
-  detail::Shared<Owner> owner;
-#if OXICUDA_EXCEPTIONS
-  try {
-    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device.raw()),
+  const ffi::CUdevice d = device.raw();
+  auto release = [d] {
+    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, d),
                           "releasing the primary context after a failed oxicuda::Context::primary");
-    throw;
-  }
-#else
-  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
-#endif
-  return Context(raw, device.raw(), std::move(owner));
+  };
+  return Context(raw, d, detail::Shared<Owner>::make_owning(release, raw, d, Kind::primary));
 }
 
 inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
@@ -3063,19 +3083,10 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
                           "destroying the context of a failed oxicuda::Context::create");
     detail::fail(pop, where);
   }
-  detail::Shared<Owner> owner;
-#if OXICUDA_EXCEPTIONS
-  try {
-    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
-                          "destroying the context of a failed oxicuda::Context::create");
-    throw;
-  }
-#else
-  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
-#endif
-  return Context(raw, device.raw(), std::move(owner));
+  auto destroy = [raw] {
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying the context of a failed oxicuda::Context::create");
+  };
+  return Context(raw, device.raw(), detail::Shared<Owner>::make_owning(destroy, raw, device.raw(), Kind::created));
 }
 
 inline Context Context::current(SourceLocation where) {
@@ -3164,7 +3175,12 @@ class SharedHandle {
   // state cannot be allocated, an owned `raw` is destroyed before the error
   // leaves.
   SharedHandle(const Context& ctx, Object* raw, bool owns, Extra extra = {})
-      : state_(State::make_in(claim_block(raw, owns), ctx, raw, owns, extra)), raw_(raw) {}
+      : state_(State::make_owning(
+            [raw, owns] {
+              if (owns) Destroy(raw);
+            },
+            ctx, raw, owns, extra)),
+        raw_(raw) {}
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
   SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
@@ -3184,22 +3200,6 @@ class SharedHandle {
 
  private:
   using State = Shared<InContext<Object, Destroy, Extra>>;
-  // A block for the state; if there is none, `raw` is destroyed (when owned)
-  // before the error leaves.
-  static void* claim_block(Object* raw, bool owns) {
-#if OXICUDA_EXCEPTIONS
-    try {
-      return allocate_block();
-    } catch (...) {
-      if (owns) Destroy(raw);
-      throw;
-    }
-#else
-    (void)raw;
-    (void)owns;
-    return allocate_block();
-#endif
-  }
   static const Context& empty() noexcept {
     static const Context none;
     return none;
@@ -3921,18 +3921,11 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
                               jit.error_log()}));
   std::string log = jit.info_log();
   if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
+  auto unload = [raw] {
+    detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading the module of a failed oxicuda::Module load");
+  };
   Module m;
-#if OXICUDA_EXCEPTIONS
-  try {
-    m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw),
-                          "unloading the module of a failed oxicuda::Module load");
-    throw;
-  }
-#else
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
-#endif
+  m.state_ = detail::Shared<const State>::make_owning(unload, ctx, raw, std::move(log), std::move(names));
   return m;
 }
 
@@ -6977,16 +6970,7 @@ inline Graph Graph::borrow(CUgraph raw, Context ctx) {
 
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
-#if OXICUDA_EXCEPTIONS
-  try {
-    return Graph(raw, State::make(std::move(ctx), raw, true, false));
-  } catch (...) {
-    detail::destroy_graph(raw);
-    throw;
-  }
-#else
-  return Graph(raw, State::make(std::move(ctx), raw, true, false));
-#endif
+  return Graph(raw, State::make_owning([raw] { detail::destroy_graph(raw); }, std::move(ctx), raw, true, false));
 }
 
 inline const Context& Graph::context() const noexcept {
@@ -7488,16 +7472,7 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
                      ? std::string()
                      : detail::cat({"instantiating the graph failed: ", detail::instantiate_result_text(p.result_out),
                                     "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
-#if OXICUDA_EXCEPTIONS
-  try {
-    state_ = State::make(graph.context(), raw, true, true);
-  } catch (...) {
-    detail::destroy_graph_exec(raw);
-    throw;
-  }
-#else
-  state_ = State::make(graph.context(), raw, true, true);
-#endif
+  state_ = State::make_owning([raw] { detail::destroy_graph_exec(raw); }, graph.context(), raw, true, true);
   state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
   state_->keep.add(detail::origin_key(), graph);
   raw_ = raw;

@@ -176,19 +176,12 @@ class ScopedCurrentNothrow {
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
-  detail::Shared<Owner> owner;
-#if OXICUDA_EXCEPTIONS
-  try {
-    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device.raw()),
+  const ffi::CUdevice d = device.raw();
+  auto release = [d] {
+    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, d),
                           "releasing the primary context after a failed oxicuda::Context::primary");
-    throw;
-  }
-#else
-  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::primary);
-#endif
-  return Context(raw, device.raw(), std::move(owner));
+  };
+  return Context(raw, d, detail::Shared<Owner>::make_owning(release, raw, d, Kind::primary));
 }
 
 inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
@@ -205,19 +198,10 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
                           "destroying the context of a failed oxicuda::Context::create");
     detail::fail(pop, where);
   }
-  detail::Shared<Owner> owner;
-#if OXICUDA_EXCEPTIONS
-  try {
-    owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
-  } catch (...) {
-    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
-                          "destroying the context of a failed oxicuda::Context::create");
-    throw;
-  }
-#else
-  owner = detail::Shared<Owner>::make(raw, device.raw(), Kind::created);
-#endif
-  return Context(raw, device.raw(), std::move(owner));
+  auto destroy = [raw] {
+    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying the context of a failed oxicuda::Context::create");
+  };
+  return Context(raw, device.raw(), detail::Shared<Owner>::make_owning(destroy, raw, device.raw(), Kind::created));
 }
 
 inline Context Context::current(SourceLocation where) {

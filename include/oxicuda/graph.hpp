@@ -536,16 +536,7 @@ inline Graph Graph::borrow(CUgraph raw, Context ctx) {
 
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
-#if OXICUDA_EXCEPTIONS
-  try {
-    return Graph(raw, State::make(std::move(ctx), raw, true, false));
-  } catch (...) {
-    detail::destroy_graph(raw);
-    throw;
-  }
-#else
-  return Graph(raw, State::make(std::move(ctx), raw, true, false));
-#endif
+  return Graph(raw, State::make_owning([raw] { detail::destroy_graph(raw); }, std::move(ctx), raw, true, false));
 }
 
 inline const Context& Graph::context() const noexcept {

@@ -151,16 +151,7 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
                      ? std::string()
                      : detail::cat({"instantiating the graph failed: ", detail::instantiate_result_text(p.result_out),
                                     "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
-#if OXICUDA_EXCEPTIONS
-  try {
-    state_ = State::make(graph.context(), raw, true, true);
-  } catch (...) {
-    detail::destroy_graph_exec(raw);
-    throw;
-  }
-#else
-  state_ = State::make(graph.context(), raw, true, true);
-#endif
+  state_ = State::make_owning([raw] { detail::destroy_graph_exec(raw); }, graph.context(), raw, true, true);
   state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
   state_->keep.add(detail::origin_key(), graph);
   raw_ = raw;

@@ -28,8 +28,10 @@ struct Owned {
   Owned() noexcept = default;
   Owned(const Owned&) = delete;
   Owned& operator=(const Owned&) = delete;
-  ~Owned() = default;
   mutable std::atomic<long> refs{1};  // the handles sharing this state
+
+ protected:
+  ~Owned() = default;  // (not virtual: a state is destroyed as its own type, by Shared<T>)
 };
 
 // Every state lives in one block of state_bytes.
@@ -47,9 +49,13 @@ inline constexpr std::size_t state_bytes = 128;
 // `room` is 0 until the thread's first free: that free takes the slow path,
 // which registers BlockCacheCloser (a thread_local with a destructor) and
 // opens the cache. At thread exit the closer gives the cached blocks back
-// and sets `room` to 0 for good, so a handle dropped later (a static one,
+// and closes the cache for good, so a handle dropped later (a static one,
 // after the main thread's thread_local objects are gone) frees its block
-// directly. The fast paths are a pop and a compare-and-push.
+// directly. (One exception: when the main thread's very first free comes
+// after its thread_local objects are gone, from a static destructor, the
+// closer registered then never runs, and what that thread caches from then
+// on, at most block_cache_limit blocks, is left to the process's exit.) The
+// fast paths are a pop and a compare-and-push.
 inline constexpr unsigned block_cache_limit = 64;
 struct BlockCache {
   void* head = nullptr;  // a singly linked list through the blocks' first bytes
@@ -109,7 +115,7 @@ inline void free_block(void* b) noexcept {
 }
 
 // A shared handle to a T (derived from Owned, built in a block of its own):
-// copies share the one T, destroyed when the last copy drops. The counts are
+// copies share the one T, destroyed when the last copy drops. The count is
 // atomic, as std::shared_ptr's: copies may live and drop on any threads.
 template <class T>
 class Shared {
@@ -145,15 +151,26 @@ class Shared {
   [[nodiscard]] static Shared make(A&&... args) {
     return make_in(allocate_block(), static_cast<A&&>(args)...);
   }
-  // The same in a block from allocate_block(), which it takes over.
-  template <class... A>
-  [[nodiscard]] static Shared make_in(void* block, A&&... args) noexcept {
-    static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
-                  "a handle's shared state must fit its block: hold what is larger indirectly");
-    static_assert(std::is_base_of_v<Owned, U>, "a handle's shared state derives from detail::Owned");
-    static_assert(noexcept(::new (block) U(static_cast<A&&>(args)...)),
-                  "a handle's state is constructed without throwing");
-    return Shared(::new (block) U(static_cast<A&&>(args)...));
+  // The same for a T that will own a driver object made just before: if
+  // there is no block for it, release() gives the object back before the
+  // allocation's error leaves. (OXICUDA_HAS_EXCEPTIONS, not
+  // OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
+  // exceptions, also where oxicuda reports its own errors by handler.)
+  template <class Release, class... A>
+  [[nodiscard]] static Shared make_owning(Release&& release, A&&... args) {
+#if OXICUDA_HAS_EXCEPTIONS
+    void* block = nullptr;
+    try {
+      block = allocate_block();
+    } catch (...) {
+      release();
+      throw;
+    }
+    return make_in(block, static_cast<A&&>(args)...);
+#else
+    (void)release;
+    return make(static_cast<A&&>(args)...);
+#endif
   }
 
   [[nodiscard]] T* get() const noexcept { return state_; }
@@ -169,6 +186,16 @@ class Shared {
   }
 
  private:
+  // A T built in `block` (from allocate_block(), which it takes over).
+  template <class... A>
+  [[nodiscard]] static Shared make_in(void* block, A&&... args) noexcept {
+    static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
+                  "a handle's shared state must fit its block: hold what is larger indirectly");
+    static_assert(std::is_base_of_v<Owned, U>, "a handle's shared state derives from detail::Owned");
+    static_assert(noexcept(::new (block) U(static_cast<A&&>(args)...)),
+                  "a handle's state is constructed without throwing");
+    return Shared(::new (block) U(static_cast<A&&>(args)...));
+  }
   explicit Shared(U* state) noexcept : state_(state) {}
   static void destroy(U* state) noexcept {
     state->~U();

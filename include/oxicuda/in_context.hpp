@@ -39,7 +39,12 @@ class SharedHandle {
   // state cannot be allocated, an owned `raw` is destroyed before the error
   // leaves.
   SharedHandle(const Context& ctx, Object* raw, bool owns, Extra extra = {})
-      : state_(State::make_in(claim_block(raw, owns), ctx, raw, owns, extra)), raw_(raw) {}
+      : state_(State::make_owning(
+            [raw, owns] {
+              if (owns) Destroy(raw);
+            },
+            ctx, raw, owns, extra)),
+        raw_(raw) {}
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
   SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
@@ -59,22 +64,6 @@ class SharedHandle {
 
  private:
   using State = Shared<InContext<Object, Destroy, Extra>>;
-  // A block for the state; if there is none, `raw` is destroyed (when owned)
-  // before the error leaves.
-  static void* claim_block(Object* raw, bool owns) {
-#if OXICUDA_EXCEPTIONS
-    try {
-      return allocate_block();
-    } catch (...) {
-      if (owns) Destroy(raw);
-      throw;
-    }
-#else
-    (void)raw;
-    (void)owns;
-    return allocate_block();
-#endif
-  }
   static const Context& empty() noexcept {
     static const Context none;
     return none;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -466,4 +467,44 @@ TEST_CASE_FIXTURE(ContextTest, "bad input: thread_local handles destroyed at thr
     s.launch_host_func([] {});
   });
   t.join();
+}
+
+void watch_allocations_of(std::size_t bytes, long fail_nth);  // main.cpp
+long watched_allocations();
+
+TEST_CASE_FIXTURE(ContextTest, "out of memory: a handle whose state cannot be allocated gives its driver object back") {
+  // Empty this thread's cache of state blocks, so that each new state needs
+  // operator new. For each kind of handle, a first one is made and held (so
+  // its block stays taken), counting the allocations of a state's size on
+  // the way: the state's block is the last of them. Making a second one,
+  // that allocation fails: the driver object made just before must be
+  // given back. The fixture checks at the end that the fake is balanced.
+  std::vector<Event> drain;
+  for (unsigned i = 0; i <= oxicuda::detail::block_cache_limit; ++i) drain.emplace_back(ctx, EventOptions{.timing = false});
+  const LiveCounts before = LiveCounts::take(fake);
+  auto fails_cleanly = [](auto make) {
+    watch_allocations_of(oxicuda::detail::state_bytes, 0);
+    auto held = make();
+    const long nth = watched_allocations();
+    INFO("allocations of a state's size while making the first: " << nth);
+    watch_allocations_of(oxicuda::detail::state_bytes, nth);
+    CHECK_THROWS_AS((void)make(), std::bad_alloc);
+    watch_allocations_of(0, 0);
+    return held;
+  };
+  const Event e = fails_cleanly([&] { return Event{ctx}; });
+  const Stream s = fails_cleanly([&] { return Stream{ctx}; });
+  const Context created = fails_cleanly([] { return Context::create(Device::get(0)); });
+  const Context primary = fails_cleanly([] { return Context::primary(Device::get(0)); });
+  const Module m = fails_cleanly([&] { return Module::from_ptx(ctx, kFakePtx); });
+  const Graph g = fails_cleanly([&] { return Graph{ctx}; });
+  const GraphExec x = fails_cleanly([&] { return GraphExec{g}; });
+  const LiveCounts after = LiveCounts::take(fake);
+  CHECK(after.event == before.event + 1);
+  CHECK(after.stream == before.stream + 1);
+  CHECK(after.context == before.context + 1);
+  CHECK(after.primary == before.primary + 1);
+  CHECK(after.module == before.module + 1);
+  CHECK(after.graph == before.graph + 1);
+  CHECK(after.graph_exec == before.graph_exec + 1);
 }
