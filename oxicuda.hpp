@@ -6623,23 +6623,65 @@ struct KeepList {
       delete k;
     }
   }
+  // Holding a handle for a node, in two steps: what can fail (the entry's
+  // allocation) when made, before the driver call that adds or changes the
+  // node; commit(node) after it succeeds, which cannot fail. Dropped
+  // uncommitted (the call failed, or threw), it holds nothing. So a node
+  // never exists, nor uses a new kernel, without what it uses being held.
   template <class H>
-  void add(CUgraphNode node, H handle) {
-    auto* k = new KeepOf<H>(std::move(handle));
-    k->node = node;
-    k->next = head;
-    head = k;
-  }
-  // Holds `handle` for `node` instead of what it held for it (a per-node
-  // setter called in a loop holds one entry per node, not one per call).
-  template <class H>
-  void replace(CUgraphNode node, H handle) {
-    for (Keep* k = head; k; k = k->next)
-      if (k->node == node && k->kind() == &KeepOf<H>::tag) {
-        static_cast<KeepOf<H>*>(k)->handle = std::move(handle);
+  class Pending {
+   public:
+    // For a node the driver call will add.
+    Pending(KeepList& list, const H& handle) : list_(&list), handle_(&handle), fresh_(new KeepOf<H>(handle)) {}
+    // For `node`, instead of what the list holds for it now (a per-node
+    // setter called in a loop holds one entry per node, not one per call,
+    // and allocates only the first time).
+    Pending(KeepList& list, const H& handle, CUgraphNode node) : list_(&list), handle_(&handle) {
+      for (Keep* k = list.head; k; k = k->next)
+        if (k->node == node && k->kind() == &KeepOf<H>::tag) {
+          existing_ = static_cast<KeepOf<H>*>(k);
+          return;
+        }
+      fresh_ = new KeepOf<H>(handle);
+    }
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+    ~Pending() { delete fresh_; }
+    // `handle` must still be alive.
+    void commit(CUgraphNode node) noexcept {
+      static_assert(std::is_nothrow_copy_assignable_v<H>, "a kept handle is copied without throwing");
+      if (existing_) {
+        existing_->handle = *handle_;
         return;
       }
-    add(node, std::move(handle));
+      fresh_->node = node;
+      fresh_->next = list_->head;
+      list_->head = fresh_;
+      fresh_ = nullptr;
+    }
+
+   private:
+    KeepList* list_;
+    const H* handle_;
+    KeepOf<H>* existing_ = nullptr;
+    KeepOf<H>* fresh_ = nullptr;
+  };
+  template <class H>
+  void add(CUgraphNode node, const H& handle) {
+    Pending<H>(*this, handle).commit(node);
+  }
+  template <class H>
+  void replace(CUgraphNode node, const H& handle) {
+    Pending<H>(*this, handle, node).commit(node);
+  }
+  // Takes over what `other` holds (made before the driver call, as Pending).
+  void take_all(KeepList& other) noexcept {
+    if (!other.head) return;
+    Keep* tail = other.head;
+    while (tail->next) tail = tail->next;
+    tail->next = head;
+    head = other.head;
+    other.head = nullptr;
   }
   // Holds what `other` holds too (for a graph copied from it, whose nodes differ).
   void copy_from(const KeepList& other) {
@@ -7014,10 +7056,11 @@ inline GraphNode Graph::kernel_node(Dependencies& after, const Function& fn, con
   CUgraph g = checked(op, after.where());
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, after.where());
   const ScopedCurrent current(fn.module().context(), after.where());  // (see kernel_params)
+  detail::KeepList::Pending<Function> keep(state_->keep, fn);
   CUgraphNode node = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, after.where());
-  state_->keep.add(node, fn);
+  keep.commit(node);
   return GraphNode(node);
 }
 
@@ -7110,12 +7153,13 @@ inline GraphNode Graph::event_node(Dependencies& after, const Event& event, bool
   const char* op = record ? "oxicuda::Graph::add_event_record" : "oxicuda::Graph::add_event_wait";
   CUgraph g = checked(op, after.where());
   CUevent e = detail::checked(event, "oxicuda::Event", op, after.where());
+  detail::KeepList::Pending<Event> keep(state_->keep, event);
   CUgraphNode node = nullptr;
   if (record)
     detail::check(OXICUDA_DRIVER(GraphAddEventRecordNode, &node, g, after.data(), after.size(), e), after.where());
   else
     detail::check(OXICUDA_DRIVER(GraphAddEventWaitNode, &node, g, after.data(), after.size(), e), after.where());
-  state_->keep.add(node, event);
+  keep.commit(node);
   return GraphNode(node);
 }
 
@@ -7129,9 +7173,11 @@ inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) c
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
   CUgraph g = checked("oxicuda::Graph::add_child", after.where());
   CUgraph c = child.checked("oxicuda::Graph::add_child", after.where());
+  detail::KeepList copies;
+  copies.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddChildGraphNode, &node, g, after.data(), after.size(), c), after.where());
-  state_->keep.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
+  state_->keep.take_all(copies);
   detail::check(child.state_->keep.retain_user_objects(g), after.where());
   return GraphNode(node);
 }
@@ -7527,12 +7573,13 @@ inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation wh
   CUgraphExec e = checked(op, where);
   CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
   ffi::CUgraphExecUpdateResultInfo info{};
+  detail::KeepList::Pending<Graph> keep(state_->keep, graph, nullptr);
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecUpdate, e, g, &info);
   if (r.result == ffi::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
     return {info.result == ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS ? ffi::CU_GRAPH_EXEC_UPDATE_ERROR : info.result,
             GraphNode(info.errorNode), GraphNode(info.errorFromNode)};
   detail::check(r, where);
-  state_->keep.replace(nullptr, graph);  // what the exec's nodes use now
+  keep.commit(nullptr);  // what the exec's nodes use now
   return {};
 }
 
@@ -7552,10 +7599,11 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  detail::KeepList::Pending<Function> keep(state_->keep, fn, node.raw());
   const ScopedCurrent current(fn.module().context(), where);  // (see kernel_params)
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, where);
-  state_->keep.replace(node.raw(), fn);
+  keep.commit(node.raw());
 }
 
 // clang-format off

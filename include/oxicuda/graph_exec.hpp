@@ -206,12 +206,13 @@ inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation wh
   CUgraphExec e = checked(op, where);
   CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
   ffi::CUgraphExecUpdateResultInfo info{};
+  detail::KeepList::Pending<Graph> keep(state_->keep, graph, nullptr);
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecUpdate, e, g, &info);
   if (r.result == ffi::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
     return {info.result == ffi::CU_GRAPH_EXEC_UPDATE_SUCCESS ? ffi::CU_GRAPH_EXEC_UPDATE_ERROR : info.result,
             GraphNode(info.errorNode), GraphNode(info.errorFromNode)};
   detail::check(r, where);
-  state_->keep.replace(nullptr, graph);  // what the exec's nodes use now
+  keep.commit(nullptr);  // what the exec's nodes use now
   return {};
 }
 
@@ -231,10 +232,11 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  detail::KeepList::Pending<Function> keep(state_->keep, fn, node.raw());
   const ScopedCurrent current(fn.module().context(), where);  // (see kernel_params)
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, where);
-  state_->keep.replace(node.raw(), fn);
+  keep.commit(node.raw());
 }
 
 // clang-format off

@@ -698,3 +698,49 @@ TEST_CASE_FIXTURE(GraphTest, "graph: bad inputs are errors that say why, and not
   CHECK(std::string(reported[0].what()).find("destroying an oxicuda::Graph") != std::string::npos);
   REQUIRE(detail::api().GraphDestroy(leaked) == ffi::CUDA_SUCCESS);
 }
+
+void watch_allocations_of(std::size_t bytes, long fail_nth);  // main.cpp
+
+TEST_CASE_FIXTURE(GraphTest, "graph: out of memory while adding or setting a node leaves no node using what nothing holds") {
+  // What a node uses (its kernel's module, its event, a child's kernels) is
+  // held before the driver call that adds or changes the node: failing the
+  // first allocation of a kept entry's size (which must then come before any
+  // the driver makes) leaves the graph, and the exec, as they were.
+  constexpr std::size_t entry = sizeof(detail::KeepOf<Function>);
+  static_assert(sizeof(detail::KeepOf<Event>) == entry);
+  DeviceBuffer<float> x(ctx, N);
+  Event e(ctx);
+  Graph child{ctx};
+  (void)child.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N);
+  Graph g{ctx};
+  auto refused = [&](auto add) {
+    watch_allocations_of(entry, 1);
+    CHECK_THROWS_AS(add(), std::bad_alloc);
+    watch_allocations_of(0, 0);
+    CHECK(g.node_count() == 0);
+  };
+  refused([&] { (void)g.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N); });
+  refused([&] { (void)g.add_event_record({}, e); });
+  refused([&] { (void)g.add_child({}, child); });
+  GraphNode k = g.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N);  // with memory, as usual
+  CHECK(g.node_count() == 1);
+
+  // The exec holds nothing for k yet: setting it to saxpy needs an entry,
+  // and with none to be had, the node still runs dbl.
+  GraphExec exec(g);
+  DeviceBuffer<float> y(ctx, N);
+  copy(x, iota(1.0f));
+  copy(y, iota(0.0f));
+  watch_allocations_of(entry, 1);
+  CHECK_THROWS_AS(exec.set_kernel(k, saxpy, {.grid = 1, .block = N}, y, x, 3.0f, N), std::bad_alloc);
+  watch_allocations_of(0, 0);
+  exec.launch(s);
+  s.synchronize();
+  std::vector<float> got(N);
+  copy(got, x);
+  std::vector<float> doubled = iota(1.0f);
+  for (float& f : doubled) f *= 2;
+  CHECK(got == doubled);
+  copy(got, y);
+  CHECK(got == iota(0.0f));
+}
