@@ -3749,7 +3749,11 @@ struct BlockSizeSuggestion {
 };
 
 // A loaded module. Copies share it; it is unloaded (cuModuleUnload) when the
-// last Module or Function that uses it drops.
+// last Module or Function that uses it drops. The driver does not promise to
+// wait for kernels of the module still running then: synchronize the work
+// that uses them before the last handle goes (a Graph or GraphExec holds
+// its kernel nodes' modules; set_kernel and update let go of the ones they
+// replace).
 class Module {
  public:
   Module() noexcept = default;
@@ -7469,7 +7473,10 @@ class GraphExec {
   // instantiated from (origin()), also after an update: the driver refuses
   // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE).
   // The kernel's arguments are converted and checked as for launch(); the
-  // copy and fill as copy() and fill() check them.
+  // copy and fill as copy() and fill() check them. set_kernel lets go of the
+  // kernel the node held (and update of the graph the exec was made or last
+  // updated from): if that was its module's last handle, the module is
+  // unloaded, so let the exec's launches that may still run it finish first.
   // clang-format off
   template <class... Params, class... Args>
     requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))

@@ -102,7 +102,10 @@ class GraphExec {
   // instantiated from (origin()), also after an update: the driver refuses
   // the nodes of the graph it was updated from (CUDA_ERROR_INVALID_VALUE).
   // The kernel's arguments are converted and checked as for launch(); the
-  // copy and fill as copy() and fill() check them.
+  // copy and fill as copy() and fill() check them. set_kernel lets go of the
+  // kernel the node held (and update of the graph the exec was made or last
+  // updated from): if that was its module's last handle, the module is
+  // unloaded, so let the exec's launches that may still run it finish first.
   // clang-format off
   template <class... Params, class... Args>
     requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))

@@ -91,7 +91,11 @@ struct BlockSizeSuggestion {
 };
 
 // A loaded module. Copies share it; it is unloaded (cuModuleUnload) when the
-// last Module or Function that uses it drops.
+// last Module or Function that uses it drops. The driver does not promise to
+// wait for kernels of the module still running then: synchronize the work
+// that uses them before the last handle goes (a Graph or GraphExec holds
+// its kernel nodes' modules; set_kernel and update let go of the ones they
+// replace).
 class Module {
  public:
   Module() noexcept = default;
