@@ -2748,16 +2748,6 @@ struct BlockCacheCloser {
 };
 inline thread_local BlockCacheCloser block_cache_closer;
 
-[[nodiscard]] inline void* allocate_block() {
-  BlockCache& c = block_cache;
-  if (void* b = c.head) {
-    c.head = *static_cast<void**>(b);
-    --c.count;
-    return b;
-  }
-  return ::operator new(state_bytes);
-}
-
 // The thread's first free, a full cache, or a closed one.
 inline void free_block_slow(void* b) noexcept {
   BlockCache& c = block_cache;
@@ -2811,32 +2801,23 @@ class Shared {
       destroy(state_);
   }
 
-  // A T made from args, shared: one block from the cache holds it. If the
-  // allocation fails, no T was made.
+  // A T made from args, shared: one block holds it, from the thread's
+  // cache, else from operator new. A state owns what its arguments hand it
+  // (a driver object made just before) and its destructor gives that back:
+  // so if operator new fails, new_block makes a T from copies of the same
+  // arguments only to destroy it, before the error leaves, and nothing
+  // handed over leaks.
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
-    return make_in(allocate_block(), static_cast<A&&>(args)...);
-  }
-  // The same for a T that will own a driver object made just before: if
-  // there is no block for it, release() gives the object back before the
-  // allocation's error leaves. (OXICUDA_HAS_EXCEPTIONS, not
-  // OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
-  // exceptions, also where oxicuda reports its own errors by handler.)
-  template <class Release, class... A>
-  [[nodiscard]] static Shared make_owning(Release&& release, A&&... args) {
-#if OXICUDA_HAS_EXCEPTIONS
-    void* block = nullptr;
-    try {
-      block = allocate_block();
-    } catch (...) {
-      release();
-      throw;
+    BlockCache& c = block_cache;
+    void* block = c.head;
+    if (OXICUDA_LIKELY(block != nullptr)) {  // the cache's pop
+      c.head = *static_cast<void**>(block);
+      --c.count;
+    } else {
+      block = new_block(args...);
     }
     return make_in(block, static_cast<A&&>(args)...);
-#else
-    (void)release;
-    return make(static_cast<A&&>(args)...);
-#endif
   }
 
   [[nodiscard]] T* get() const noexcept { return state_; }
@@ -2852,7 +2833,7 @@ class Shared {
   }
 
  private:
-  // A T built in `block` (from allocate_block(), which it takes over).
+  // A T built in `block` (from the cache or new_block), which it takes over.
   template <class... A>
   [[nodiscard]] static Shared make_in(void* block, A&&... args) noexcept {
     static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
@@ -2861,6 +2842,25 @@ class Shared {
     static_assert(noexcept(::new (block) U(static_cast<A&&>(args)...)),
                   "a handle's state is constructed without throwing");
     return Shared(::new (block) U(static_cast<A&&>(args)...));
+  }
+  // A block from operator new; if there is none, a T made from `args` and
+  // destroyed at once gives back what they hand it. (Arguments by value: the
+  // caller's hot path need not keep them in memory. OXICUDA_HAS_EXCEPTIONS,
+  // not OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
+  // exceptions, also where oxicuda reports its own errors by handler.)
+  template <class... B>
+  OXICUDA_COLD static void* new_block(const B&... args) {
+#if OXICUDA_HAS_EXCEPTIONS
+    try {
+      return ::operator new(state_bytes);
+    } catch (...) {
+      const U give_back(args...);
+      throw;
+    }
+#else
+    ((void)args, ...);  // (operator new cannot throw here)
+    return ::operator new(state_bytes);
+#endif
   }
   explicit Shared(U* state) noexcept : state_(state) {}
   static void destroy(U* state) noexcept {
@@ -3061,12 +3061,7 @@ class ScopedCurrentNothrow {
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
-  const ffi::CUdevice d = device.raw();
-  auto release = [d] {
-    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, d),
-                          "releasing the primary context after a failed oxicuda::Context::primary");
-  };
-  return Context(raw, d, detail::Shared<Owner>::make_owning(release, raw, d, Kind::primary));
+  return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::primary));
 }
 
 inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
@@ -3083,10 +3078,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
                           "destroying the context of a failed oxicuda::Context::create");
     detail::fail(pop, where);
   }
-  auto destroy = [raw] {
-    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying the context of a failed oxicuda::Context::create");
-  };
-  return Context(raw, device.raw(), detail::Shared<Owner>::make_owning(destroy, raw, device.raw(), Kind::created));
+  return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::created));
 }
 
 inline Context Context::current(SourceLocation where) {
@@ -3175,12 +3167,7 @@ class SharedHandle {
   // state cannot be allocated, an owned `raw` is destroyed before the error
   // leaves.
   SharedHandle(const Context& ctx, Object* raw, bool owns, Extra extra = {})
-      : state_(State::make_owning(
-            [raw, owns] {
-              if (owns) Destroy(raw);
-            },
-            ctx, raw, owns, extra)),
-        raw_(raw) {}
+      : state_(State::make(ctx, raw, owns, extra)), raw_(raw) {}
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
   SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
@@ -3489,7 +3476,7 @@ decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLoca
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
   Stream s;
-  s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), false};
+  s.queue_ = {ctx, raw ? raw : ffi::stream_legacy(), false};
   return s;
 }
 
@@ -3925,11 +3912,8 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
                               jit.error_log()}));
   std::string log = jit.info_log();
   if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
-  auto unload = [raw] {
-    detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading the module of a failed oxicuda::Module load");
-  };
   Module m;
-  m.state_ = detail::Shared<const State>::make_owning(unload, ctx, raw, std::move(log), std::move(names));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
   return m;
 }
 
@@ -7016,7 +7000,7 @@ inline Graph Graph::borrow(CUgraph raw, Context ctx) {
 
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
-  return Graph(raw, State::make_owning([raw] { detail::destroy_graph(raw); }, std::move(ctx), raw, true, false));
+  return Graph(raw, State::make(std::move(ctx), raw, true, false));
 }
 
 inline const Context& Graph::context() const noexcept {
@@ -7525,7 +7509,7 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
                      ? std::string()
                      : detail::cat({"instantiating the graph failed: ", detail::instantiate_result_text(p.result_out),
                                     "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
-  state_ = State::make_owning([raw] { detail::destroy_graph_exec(raw); }, graph.context(), raw, true, true);
+  state_ = State::make(graph.context(), raw, true, true);  // (if there is no block, the exec is destroyed)
   state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
   state_->keep.add(detail::origin_key(), graph);
   raw_ = raw;

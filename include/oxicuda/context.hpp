@@ -176,12 +176,7 @@ class ScopedCurrentNothrow {
 inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
-  const ffi::CUdevice d = device.raw();
-  auto release = [d] {
-    detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, d),
-                          "releasing the primary context after a failed oxicuda::Context::primary");
-  };
-  return Context(raw, d, detail::Shared<Owner>::make_owning(release, raw, d, Kind::primary));
+  return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::primary));
 }
 
 inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
@@ -198,10 +193,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
                           "destroying the context of a failed oxicuda::Context::create");
     detail::fail(pop, where);
   }
-  auto destroy = [raw] {
-    detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying the context of a failed oxicuda::Context::create");
-  };
-  return Context(raw, device.raw(), detail::Shared<Owner>::make_owning(destroy, raw, device.raw(), Kind::created));
+  return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::created));
 }
 
 inline Context Context::current(SourceLocation where) {

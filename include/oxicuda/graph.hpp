@@ -578,7 +578,7 @@ inline Graph Graph::borrow(CUgraph raw, Context ctx) {
 
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
-  return Graph(raw, State::make_owning([raw] { detail::destroy_graph(raw); }, std::move(ctx), raw, true, false));
+  return Graph(raw, State::make(std::move(ctx), raw, true, false));
 }
 
 inline const Context& Graph::context() const noexcept {

@@ -154,7 +154,7 @@ inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, Sour
                      ? std::string()
                      : detail::cat({"instantiating the graph failed: ", detail::instantiate_result_text(p.result_out),
                                     "; at ", detail::describe_node(g, p.hErrNode_out, detail::GraphAccess::keep(graph))}));
-  state_ = State::make_owning([raw] { detail::destroy_graph_exec(raw); }, graph.context(), raw, true, true);
+  state_ = State::make(graph.context(), raw, true, true);  // (if there is no block, the exec is destroyed)
   state_->keep.replace(nullptr, graph);  // (if this throws, the state destroys the exec)
   state_->keep.add(detail::origin_key(), graph);
   raw_ = raw;

@@ -82,16 +82,6 @@ struct BlockCacheCloser {
 };
 inline thread_local BlockCacheCloser block_cache_closer;
 
-[[nodiscard]] inline void* allocate_block() {
-  BlockCache& c = block_cache;
-  if (void* b = c.head) {
-    c.head = *static_cast<void**>(b);
-    --c.count;
-    return b;
-  }
-  return ::operator new(state_bytes);
-}
-
 // The thread's first free, a full cache, or a closed one.
 inline void free_block_slow(void* b) noexcept {
   BlockCache& c = block_cache;
@@ -145,32 +135,23 @@ class Shared {
       destroy(state_);
   }
 
-  // A T made from args, shared: one block from the cache holds it. If the
-  // allocation fails, no T was made.
+  // A T made from args, shared: one block holds it, from the thread's
+  // cache, else from operator new. A state owns what its arguments hand it
+  // (a driver object made just before) and its destructor gives that back:
+  // so if operator new fails, new_block makes a T from copies of the same
+  // arguments only to destroy it, before the error leaves, and nothing
+  // handed over leaks.
   template <class... A>
   [[nodiscard]] static Shared make(A&&... args) {
-    return make_in(allocate_block(), static_cast<A&&>(args)...);
-  }
-  // The same for a T that will own a driver object made just before: if
-  // there is no block for it, release() gives the object back before the
-  // allocation's error leaves. (OXICUDA_HAS_EXCEPTIONS, not
-  // OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
-  // exceptions, also where oxicuda reports its own errors by handler.)
-  template <class Release, class... A>
-  [[nodiscard]] static Shared make_owning(Release&& release, A&&... args) {
-#if OXICUDA_HAS_EXCEPTIONS
-    void* block = nullptr;
-    try {
-      block = allocate_block();
-    } catch (...) {
-      release();
-      throw;
+    BlockCache& c = block_cache;
+    void* block = c.head;
+    if (OXICUDA_LIKELY(block != nullptr)) {  // the cache's pop
+      c.head = *static_cast<void**>(block);
+      --c.count;
+    } else {
+      block = new_block(args...);
     }
     return make_in(block, static_cast<A&&>(args)...);
-#else
-    (void)release;
-    return make(static_cast<A&&>(args)...);
-#endif
   }
 
   [[nodiscard]] T* get() const noexcept { return state_; }
@@ -186,7 +167,7 @@ class Shared {
   }
 
  private:
-  // A T built in `block` (from allocate_block(), which it takes over).
+  // A T built in `block` (from the cache or new_block), which it takes over.
   template <class... A>
   [[nodiscard]] static Shared make_in(void* block, A&&... args) noexcept {
     static_assert(sizeof(U) <= state_bytes && alignof(U) <= alignof(std::max_align_t),
@@ -195,6 +176,25 @@ class Shared {
     static_assert(noexcept(::new (block) U(static_cast<A&&>(args)...)),
                   "a handle's state is constructed without throwing");
     return Shared(::new (block) U(static_cast<A&&>(args)...));
+  }
+  // A block from operator new; if there is none, a T made from `args` and
+  // destroyed at once gives back what they hand it. (Arguments by value: the
+  // caller's hot path need not keep them in memory. OXICUDA_HAS_EXCEPTIONS,
+  // not OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
+  // exceptions, also where oxicuda reports its own errors by handler.)
+  template <class... B>
+  OXICUDA_COLD static void* new_block(const B&... args) {
+#if OXICUDA_HAS_EXCEPTIONS
+    try {
+      return ::operator new(state_bytes);
+    } catch (...) {
+      const U give_back(args...);
+      throw;
+    }
+#else
+    ((void)args, ...);  // (operator new cannot throw here)
+    return ::operator new(state_bytes);
+#endif
   }
   explicit Shared(U* state) noexcept : state_(state) {}
   static void destroy(U* state) noexcept {

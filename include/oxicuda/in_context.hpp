@@ -39,12 +39,7 @@ class SharedHandle {
   // state cannot be allocated, an owned `raw` is destroyed before the error
   // leaves.
   SharedHandle(const Context& ctx, Object* raw, bool owns, Extra extra = {})
-      : state_(State::make_owning(
-            [raw, owns] {
-              if (owns) Destroy(raw);
-            },
-            ctx, raw, owns, extra)),
-        raw_(raw) {}
+      : state_(State::make(ctx, raw, owns, extra)), raw_(raw) {}
   SharedHandle(const SharedHandle&) noexcept = default;
   SharedHandle& operator=(const SharedHandle&) noexcept = default;
   SharedHandle(SharedHandle&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }

@@ -267,11 +267,8 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
                               jit.error_log()}));
   std::string log = jit.info_log();
   if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
-  auto unload = [raw] {
-    detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading the module of a failed oxicuda::Module load");
-  };
   Module m;
-  m.state_ = detail::Shared<const State>::make_owning(unload, ctx, raw, std::move(log), std::move(names));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
   return m;
 }
 

@@ -165,7 +165,7 @@ decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLoca
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
   Stream s;
-  s.queue_ = {std::move(ctx), raw ? raw : ffi::stream_legacy(), false};
+  s.queue_ = {ctx, raw ? raw : ffi::stream_legacy(), false};
   return s;
 }
 
