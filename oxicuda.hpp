@@ -7401,7 +7401,11 @@ const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept;
 // exec, destroyed (cuGraphExecDestroy) when the last handle drops. It keeps
 // alive the graph it was instantiated (or last updated) from, and so the
 // modules of its kernels, its events and its host callables; a raw borrowed
-// exec keeps nothing.
+// exec keeps nothing. Not thread-safe, as in the driver ("no API or pair of
+// APIs is guaranteed to be safe to call on the same graph object from two
+// threads"): calls on one exec (launch, upload, update, the setters) through
+// any of its copies are serialized by the caller. Copying and dropping
+// handles is safe on any thread.
 class GraphExec {
  public:
   GraphExec() noexcept = default;
