@@ -162,6 +162,13 @@ inline std::string cache_directory(std::string& note) {
     if (slash == std::string::npos) break;
   }
   struct stat st {};
+  // A link another user made (in /tmp, say) could point at a directory of
+  // yours, whose files eviction would then treat as entries.
+  if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != ::geteuid() && st.st_uid != 0) {
+    note = cat({"oxicuda cache: refusing ", dir, ": it is a symbolic link owned by uid ", std::to_string(st.st_uid),
+                ", not by you; compiled without the cache"});
+    return {};
+  }
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     note = cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"});
     return {};
@@ -266,6 +273,15 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
 #endif
 }
 
+// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
+// digits) and ".bin". Eviction touches no other file.
+inline bool entry_name(std::string_view name) noexcept {
+  if (name.size() != 36 || name.substr(32) != ".bin") return false;
+  for (const char c : name.substr(0, 32))
+    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
+  return true;
+}
+
 // What the directory's entries take, and the entry used longest ago.
 struct CacheScan {
   unsigned long entries = 0;
@@ -281,19 +297,21 @@ inline bool cache_scan(const std::string& dir, CacheScan& scan) {
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
-    if (name.find(".bin.tmp.") != std::string_view::npos) {
-      // A writer's temporary file; one over an hour old was left by a
-      // process that died before its rename: removed.
+    if (name.size() > 41 && entry_name(name.substr(0, 36)) && name.substr(36, 5) == ".tmp.") {
+      // A writer's temporary file (an entry's name, ".tmp.", its process and
+      // count); one over an hour old was left by a process that died before
+      // its rename: removed.
       const std::string path = cat({dir, "/", name});
       struct stat st {};
-      if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtim.tv_sec > 3600)
+      if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+          now - st.st_mtim.tv_sec > 3600)
         ::unlink(path.c_str());
       continue;
     }
-    if (name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
+    if (!entry_name(name)) continue;
     std::string path = cat({dir, "/", name});
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
     ++scan.entries;
     scan.bytes += static_cast<std::uint64_t>(st.st_size);
     const std::int64_t time = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -316,6 +334,24 @@ inline std::string cache_remove(const std::string& dir, std::string_view key) {
   return path;
 }
 
+// Whether the file at `path` begins as an entry does (cache_magic): what
+// eviction removes was written by a cache, not merely named like it (else
+// eviction stops, over the limit).
+inline bool starts_as_entry(const std::string& path) noexcept {
+#if !OXICUDA_WINDOWS
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char head[sizeof cache_magic] = {};
+  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
+                  std::memcmp(head, cache_magic, sizeof head) == 0;
+  ::close(fd);
+  return ok;
+#else
+  (void)path;
+  return false;
+#endif
+}
+
 // Evicts the oldest entries (by time of last use) until the directory's
 // entries take at most `limit` bytes. One scan a removal: eviction is rare,
 // a cache directory small.
@@ -323,7 +359,8 @@ inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 #if !OXICUDA_WINDOWS
   for (;;) {
     CacheScan scan;
-    if (!cache_scan(dir, scan) || scan.bytes <= limit || scan.oldest.empty() || ::unlink(scan.oldest.c_str()) != 0)
+    if (!cache_scan(dir, scan) || scan.bytes <= limit || scan.oldest.empty() || !starts_as_entry(scan.oldest) ||
+        ::unlink(scan.oldest.c_str()) != 0)
       return;
   }
 #else

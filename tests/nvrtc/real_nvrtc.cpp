@@ -70,6 +70,14 @@ std::vector<std::string> files(const std::string& dir, const std::string& suffix
   return out;
 }
 
+// Writes `text` to a new file at `path`.
+void write_file(const std::string& path, const char* text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fputs(text, f);
+  std::fclose(f);
+}
+
 // The cache entry that is not the NVRTC version record: the largest one.
 std::string entry_of(const std::string& dir) {
   std::string best;
@@ -415,6 +423,29 @@ TEST_CASE("cache: a directory or entry others can write, or another user owns, i
   }
 }
 
+TEST_CASE("cache: a directory reached by a link of yours is used; a link another user made is refused") {
+  const std::string target = fresh_cache_dir();
+  (void)load();  // creates the directory, with one entry
+  const std::string link = target + "-link";
+  std::remove(link.c_str());
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  ::setenv("OXICUDA_CACHE_DIR", link.c_str(), 1);
+  unsigned long hits = kernel_cache_stats().hits;
+  Module m = load();
+  CHECK(kernel_cache_stats().hits == hits + 1);  // ~/.cache -> /scratch/... works
+  if (::geteuid() == 0) {  // only root can give a link away
+    REQUIRE(::lchown(link.c_str(), 4242, 4242) == 0);
+    hits = kernel_cache_stats().hits;
+    m = load();
+    CHECK(kernel_cache_stats().hits == hits);  // compiled, the cache not looked at
+    CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + link +
+                                         ": it is a symbolic link owned by uid 4242, not by you") != std::string::npos);
+  } else {
+    MESSAGE("not root: a link owned by another user not tried");
+  }
+  std::remove(link.c_str());
+}
+
 TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   const std::string dir = fresh_cache_dir();
   SourceOptions o = options();
@@ -426,13 +457,32 @@ TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   ::setenv("OXICUDA_CACHE_MAX_BYTES", std::to_string(st.st_size * 5 / 2 + 200).c_str(), 1);
   const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
   ::utimensat(AT_FDCWD, first.c_str(), old, 0);
+  // A file of the user's that is not an entry, older still: never evicted.
+  const std::string notes = dir + "/notes.bin";
+  write_file(notes, "the user's own file");
+  const timespec older[2] = {{500000000, 0}, {500000000, 0}};
+  ::utimensat(AT_FDCWD, notes.c_str(), older, 0);
   o.compile.defines = {"FACTOR=5"};
   (void)load(o);
   o.compile.defines = {"FACTOR=6"};
   (void)load(o);
   ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
   CHECK(::stat(first.c_str(), &st) != 0);  // the oldest is gone
-  CHECK(files(dir, ".bin").size() >= 2);   // the newest remain
+  CHECK(::stat(notes.c_str(), &st) == 0);  // not an entry: left alone
+  CHECK(files(dir, ".bin").size() >= 3);   // the newest remain, and the notes
+  // Named like an entry but not written by a cache (no magic), and the
+  // oldest: eviction stops there rather than remove it.
+  const std::string lookalike = dir + "/" + std::string(32, 'a') + ".bin";
+  write_file(lookalike, "not an entry");
+  ::utimensat(AT_FDCWD, lookalike.c_str(), older, 0);
+  ::setenv("OXICUDA_CACHE_MAX_BYTES", "1000", 1);
+  o.compile.defines = {"FACTOR=8"};
+  (void)load(o);
+  ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
+  CHECK(::stat(lookalike.c_str(), &st) == 0);
+  CHECK(::stat(notes.c_str(), &st) == 0);
+  std::remove(lookalike.c_str());
+  std::remove(notes.c_str());
   // The limit's units; a misread one keeps the default rather than evict all.
   const std::pair<const char*, std::uint64_t> limits[] = {
       {"1000", 1000}, {"512K", 512ull << 10}, {"512M", 512ull << 20}, {"2g", 2ull << 30},
@@ -445,19 +495,20 @@ TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
   // A writer's temporary file left by a dead process, over an hour old, is
   // removed at the next eviction scan; a fresh one is left to its writer.
-  const std::string stale = dir + "/0123.bin.tmp.99999.1", fresh = dir + "/0124.bin.tmp.99999.2";
-  for (const std::string& t : {stale, fresh})
-    if (std::FILE* f = std::fopen(t.c_str(), "wb")) {
-      std::fputs("partial", f);
-      std::fclose(f);
-    }
+  const std::string stale = dir + "/" + std::string(32, '1') + ".bin.tmp.99999.1",
+                    fresh = dir + "/" + std::string(32, '2') + ".bin.tmp.99999.2",
+                    other = dir + "/data.bin.tmp.99999.3";  // not a writer's: kept
+  for (const std::string& t : {stale, fresh, other}) write_file(t, "partial");
   const timespec hours_ago[2] = {{std::time(nullptr) - 7200, 0}, {std::time(nullptr) - 7200, 0}};
   ::utimensat(AT_FDCWD, stale.c_str(), hours_ago, 0);
+  ::utimensat(AT_FDCWD, other.c_str(), hours_ago, 0);
   o.compile.defines = {"FACTOR=7"};
   (void)load(o);  // a miss: written, then the directory scanned for eviction
   CHECK(::stat(stale.c_str(), &st) != 0);
   CHECK(::stat(fresh.c_str(), &st) == 0);
+  CHECK(::stat(other.c_str(), &st) == 0);
   std::remove(fresh.c_str());
+  std::remove(other.c_str());
 }
 
 TEST_CASE("cache: one of several writers") {
