@@ -3740,7 +3740,9 @@ struct BlockSizeSuggestion {
 // wait for kernels of the module still running then: synchronize the work
 // that uses them before the last handle goes (a Graph or GraphExec holds
 // its kernel nodes' modules; set_kernel and update let go of the ones they
-// replace).
+// replace). Driver 580 on an H200 was seen to wait: the drop blocked until
+// the kernel finished (1 s for a kernel of 1 s), which is its own reason
+// not to drop a module whose kernels still run.
 class Module {
  public:
   Module() noexcept = default;
