@@ -1354,8 +1354,15 @@ inline void lib_close_loaded(LibHandle h) noexcept { ::FreeLibrary(h); }
 inline void* lib_symbol(LibHandle h, const char* name) noexcept {
   return reinterpret_cast<void*>(::GetProcAddress(h, name));
 }
+// "Windows error 126: The specified module could not be found".
 inline std::string lib_error() {
-  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
+  const DWORD code = ::GetLastError();
+  char text[256];
+  DWORD n = ::FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, code, 0, text,
+                             sizeof text, nullptr);
+  while (n > 0 && (text[n - 1] == '\r' || text[n - 1] == '\n' || text[n - 1] == '.' || text[n - 1] == ' ')) --n;
+  text[n < sizeof text ? n : 0] = '\0';
+  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(code)), n ? ": " : "", text});
 }
 inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 // The full path of the opened library.
@@ -1653,10 +1660,13 @@ static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_cop
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
+// The files to try, and the driver's file as messages name it.
 #if OXICUDA_WINDOWS
 inline const char* const default_candidates[] = {"nvcuda.dll"};
+inline constexpr const char* driver_file = "nvcuda.dll";
 #else
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
+inline constexpr const char* driver_file = "libcuda.so.1";
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -1704,9 +1714,10 @@ inline Driver* load_driver() {
   if (!h) {
     info.status = DriverStatus::no_library;
     info.reason = o.from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", o.tried,
-                                    ". Point it at the driver's libcuda.so.1 or unset it."})
+                                    ". Point it at the driver's ", driver_file, " or unset it."})
                              : cat({"no CUDA driver library could be opened (tried ", o.tried,
-                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
+                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its ", driver_file,
+                                    "."});
     return d;
   }
   info.library = std::move(o.path);
@@ -1801,12 +1812,25 @@ OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
 
 namespace detail {
 
+// The file names to try, newest first, and what to do when none is found.
 #if OXICUDA_WINDOWS
 inline const char* const nvrtc_files[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"};
 inline const char* const nvjitlink_files[] = {"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"};
+inline constexpr const char* nvrtc_hint =
+  "Install the CUDA toolkit (its bin\\x64 holds NVRTC) or the nvidia-cuda-nvrtc wheel (pip install "
+  "nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its nvrtc64_*.dll.";
+inline constexpr const char* nvjitlink_hint =
+  "Install the CUDA toolkit (its bin\\x64 holds nvJitLink) or the nvidia-nvjitlink wheel (pip install "
+  "nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its nvJitLink_*.dll.";
 #else
 inline const char* const nvrtc_files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
 inline const char* const nvjitlink_files[] = {"libnvJitLink.so.13", "libnvJitLink.so.12"};
+inline constexpr const char* nvrtc_hint =
+  "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel (pip install "
+  "nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc.";
+inline constexpr const char* nvjitlink_hint =
+  "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink wheel (pip "
+  "install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its libnvJitLink.";
 #endif
 
 // One lazily loaded toolkit library: its table and what loading it found.
@@ -1824,10 +1848,7 @@ inline const Nvrtc& nvrtc() noexcept {
   static const Nvrtc* const lib = [] {
     auto* l = new Nvrtc{};
     const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
-                           true,
-                           "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel "
-                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc.",
-                           nullptr, 0};
+                           true, nvrtc_hint, nullptr, 0};
     if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
       int major = 0, minor = 0;
       if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
@@ -1847,10 +1868,7 @@ inline const NvJitLink& nvjitlink() noexcept {
   static const NvJitLink* const lib = [] {
     auto* l = new NvJitLink{};
     const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
-                           sizeof nvjitlink_files / sizeof nvjitlink_files[0], true,
-                           "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink "
-                           "wheel (pip install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its "
-                           "libnvJitLink.",
+                           sizeof nvjitlink_files / sizeof nvjitlink_files[0], true, nvjitlink_hint,
                            nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
     if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
       l->api = {};

@@ -88,8 +88,15 @@ inline void lib_close_loaded(LibHandle h) noexcept { ::FreeLibrary(h); }
 inline void* lib_symbol(LibHandle h, const char* name) noexcept {
   return reinterpret_cast<void*>(::GetProcAddress(h, name));
 }
+// "Windows error 126: The specified module could not be found".
 inline std::string lib_error() {
-  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(::GetLastError()))});
+  const DWORD code = ::GetLastError();
+  char text[256];
+  DWORD n = ::FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, code, 0, text,
+                             sizeof text, nullptr);
+  while (n > 0 && (text[n - 1] == '\r' || text[n - 1] == '\n' || text[n - 1] == '.' || text[n - 1] == ' ')) --n;
+  text[n < sizeof text ? n : 0] = '\0';
+  return cat({"Windows error ", std::to_string(static_cast<unsigned long>(code)), n ? ": " : "", text});
 }
 inline long process_id() noexcept { return static_cast<long>(::GetCurrentProcessId()); }
 // The full path of the opened library.

@@ -73,10 +73,13 @@ static_assert(std::is_standard_layout_v<ffi::DriverApi> && std::is_trivially_cop
 static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
+// The files to try, and the driver's file as messages name it.
 #if OXICUDA_WINDOWS
 inline const char* const default_candidates[] = {"nvcuda.dll"};
+inline constexpr const char* driver_file = "nvcuda.dll";
 #else
 inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
+inline constexpr const char* driver_file = "libcuda.so.1";
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).
@@ -124,9 +127,10 @@ inline Driver* load_driver() {
   if (!h) {
     info.status = DriverStatus::no_library;
     info.reason = o.from_env ? cat({"OXICUDA_LIBCUDA_PATH names a driver library that cannot be opened: ", o.tried,
-                                    ". Point it at the driver's libcuda.so.1 or unset it."})
+                                    ". Point it at the driver's ", driver_file, " or unset it."})
                              : cat({"no CUDA driver library could be opened (tried ", o.tried,
-                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its libcuda.so.1."});
+                                    "). Install the NVIDIA driver, or set OXICUDA_LIBCUDA_PATH to its ", driver_file,
+                                    "."});
     return d;
   }
   info.library = std::move(o.path);

@@ -38,12 +38,25 @@ OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
 
 namespace detail {
 
+// The file names to try, newest first, and what to do when none is found.
 #if OXICUDA_WINDOWS
 inline const char* const nvrtc_files[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"};
 inline const char* const nvjitlink_files[] = {"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"};
+inline constexpr const char* nvrtc_hint =
+  "Install the CUDA toolkit (its bin\\x64 holds NVRTC) or the nvidia-cuda-nvrtc wheel (pip install "
+  "nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its nvrtc64_*.dll.";
+inline constexpr const char* nvjitlink_hint =
+  "Install the CUDA toolkit (its bin\\x64 holds nvJitLink) or the nvidia-nvjitlink wheel (pip install "
+  "nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its nvJitLink_*.dll.";
 #else
 inline const char* const nvrtc_files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
 inline const char* const nvjitlink_files[] = {"libnvJitLink.so.13", "libnvJitLink.so.12"};
+inline constexpr const char* nvrtc_hint =
+  "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel (pip install "
+  "nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc.";
+inline constexpr const char* nvjitlink_hint =
+  "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink wheel (pip "
+  "install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its libnvJitLink.";
 #endif
 
 // One lazily loaded toolkit library: its table and what loading it found.
@@ -61,10 +74,7 @@ inline const Nvrtc& nvrtc() noexcept {
   static const Nvrtc* const lib = [] {
     auto* l = new Nvrtc{};
     const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
-                           true,
-                           "Install the CUDA toolkit's NVRTC (the cuda-nvrtc package) or the nvidia-cuda-nvrtc wheel "
-                           "(pip install nvidia-cuda-nvrtc), or set OXICUDA_LIBNVRTC_PATH to its libnvrtc.",
-                           nullptr, 0};
+                           true, nvrtc_hint, nullptr, 0};
     if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
       int major = 0, minor = 0;
       if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
@@ -84,10 +94,7 @@ inline const NvJitLink& nvjitlink() noexcept {
   static const NvJitLink* const lib = [] {
     auto* l = new NvJitLink{};
     const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
-                           sizeof nvjitlink_files / sizeof nvjitlink_files[0], true,
-                           "Install the CUDA toolkit's nvJitLink (the libnvjitlink package) or the nvidia-nvjitlink "
-                           "wheel (pip install nvidia-nvjitlink), or set OXICUDA_LIBNVJITLINK_PATH to its "
-                           "libnvJitLink.",
+                           sizeof nvjitlink_files / sizeof nvjitlink_files[0], true, nvjitlink_hint,
                            nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
     if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
       l->api = {};
