@@ -5985,6 +5985,22 @@ inline std::string cache_directory(std::string& note) {
                 "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"});
     return {};
   }
+  // Its parent: whoever may write there could swap the directory for another
+  // after these checks; in a sticky one (/tmp) no one renames what is not
+  // theirs. It must be yours or root's, and writable by no one else unless
+  // sticky.
+  const std::size_t end = dir.find_last_not_of('/');
+  const std::size_t slash = end == std::string::npos ? std::string::npos : dir.find_last_of('/', end);
+  const std::string parent = slash == std::string::npos ? cat({"."}) : slash == 0 ? cat({"/"}) : dir.substr(0, slash);
+  if (::stat(parent.c_str(), &st) == 0 &&
+      ((st.st_uid != ::geteuid() && st.st_uid != 0) || ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))) {
+    note = cat({"oxicuda cache: refusing ", dir, ": its parent ", parent, " is ",
+                st.st_uid != ::geteuid() && st.st_uid != 0
+                    ? cat({"owned by uid ", std::to_string(st.st_uid)})
+                    : cat({"writable by others and not sticky"}),
+                ", who could replace the cache with a directory of their choice. Compiled without the cache"});
+    return {};
+  }
   return dir;
 #endif
 }

@@ -423,6 +423,35 @@ TEST_CASE("cache: a directory or entry others can write, or another user owns, i
   }
 }
 
+TEST_CASE("cache: a directory whose parent others could change is refused; a sticky parent (/tmp) is not") {
+  const std::string parent = fresh_cache_dir();  // a directory of this user's, made here
+  REQUIRE(::mkdir(parent.c_str(), 0700) == 0);
+  const std::string dir = parent + "/cache";
+  ::setenv("OXICUDA_CACHE_DIR", dir.c_str(), 1);
+  unsigned long hits = kernel_cache_stats().hits;
+  (void)load();
+  Module m = load();
+  CHECK(kernel_cache_stats().hits == hits + 1);
+  REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+  hits = kernel_cache_stats().hits;
+  m = load();
+  CHECK(kernel_cache_stats().hits == hits);  // compiled, the cache not looked at
+  CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + dir + ": its parent " + parent +
+                                       " is writable by others and not sticky") != std::string::npos);
+  REQUIRE(::chmod(parent.c_str(), 01777) == 0);
+  hits = kernel_cache_stats().hits;
+  m = load();
+  CHECK(kernel_cache_stats().hits == hits + 1);
+  REQUIRE(::chmod(parent.c_str(), 0700) == 0);
+  if (::geteuid() == 0) {  // only root can give a directory away
+    REQUIRE(::chown(parent.c_str(), 4242, 4242) == 0);
+    m = load();
+    CHECK(std::string(m.info_log()).find("its parent " + parent + " is owned by uid 4242") != std::string::npos);
+  } else {
+    MESSAGE("not root: a parent owned by another user not tried");
+  }
+}
+
 TEST_CASE("cache: a directory reached by a link of yours is used; a link another user made is refused") {
   const std::string target = fresh_cache_dir();
   (void)load();  // creates the directory, with one entry
