@@ -149,7 +149,7 @@ class Shared {
       c.head = *static_cast<void**>(block);
       --c.count;
     } else {
-      block = new_block(args...);
+      block = new_block(static_cast<A&&>(args)...);  // (moves from args only when it throws)
     }
     return make_in(block, static_cast<A&&>(args)...);
   }
@@ -178,17 +178,20 @@ class Shared {
     return Shared(::new (block) U(static_cast<A&&>(args)...));
   }
   // A block from operator new; if there is none, a T made from `args` and
-  // destroyed at once gives back what they hand it. (Arguments by value: the
-  // caller's hot path need not keep them in memory. OXICUDA_HAS_EXCEPTIONS,
-  // not OXICUDA_EXCEPTIONS: operator new throws wherever the compiler has
-  // exceptions, also where oxicuda reports its own errors by handler.)
+  // destroyed at once gives back what they hand it. The T takes the
+  // arguments as make_in would (moved, never copied: a copy of a string
+  // could itself fail for want of memory, and the driver object would leak).
+  // OXICUDA_HAS_EXCEPTIONS, not OXICUDA_EXCEPTIONS: operator new throws
+  // wherever the compiler has exceptions, also where oxicuda reports its own
+  // errors by handler.
   template <class... B>
-  OXICUDA_COLD static void* new_block(const B&... args) {
+  OXICUDA_COLD static void* new_block(B&&... args) {
 #if OXICUDA_HAS_EXCEPTIONS
     try {
       return ::operator new(state_bytes);
     } catch (...) {
-      const U give_back(args...);
+      static_assert(noexcept(U(static_cast<B&&>(args)...)), "a handle's state is constructed without throwing");
+      const U give_back(static_cast<B&&>(args)...);
       throw;
     }
 #else

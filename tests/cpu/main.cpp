@@ -17,6 +17,7 @@ std::atomic<long> allocations{0};
 std::atomic<std::size_t> watched_size{0};
 std::atomic<long> watched_count{0};
 std::atomic<long> fail_at{0};
+std::atomic<bool> fail_all{false};
 }  // namespace
 
 long heap_allocations() { return allocations.load(); }
@@ -30,9 +31,12 @@ void watch_allocations_of(std::size_t bytes, long fail_nth) {
   watched_size.store(bytes);
 }
 long watched_allocations() { return watched_count.load(); }
+// While on, every operator new throws std::bad_alloc (out of memory).
+void fail_every_allocation(bool on) { fail_all.store(on); }
 
 void* operator new(std::size_t n) {
   allocations.fetch_add(1, std::memory_order_relaxed);
+  if (fail_all.load(std::memory_order_relaxed)) throw std::bad_alloc();
   if (n != 0 && n == watched_size.load(std::memory_order_relaxed) && watched_count.fetch_add(1) + 1 == fail_at.load())
     throw std::bad_alloc();
   if (void* p = std::malloc(n ? n : 1)) return p;

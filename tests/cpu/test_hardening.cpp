@@ -470,6 +470,46 @@ TEST_CASE_FIXTURE(ContextTest, "bad input: thread_local handles destroyed at thr
 }
 
 void watch_allocations_of(std::size_t bytes, long fail_nth);  // main.cpp
+void fail_every_allocation(bool on);                           // main.cpp
+
+namespace {
+// A state that owns a string and reports its destruction (what a Module's
+// state is: a driver object and its log, taken by value).
+struct Probe : oxicuda::detail::Owned {
+  std::string text;
+  int* released;
+  Probe(std::string t, int* r) noexcept : text(std::move(t)), released(r) {}
+  ~Probe() { ++*released; }
+};
+}  // namespace
+
+TEST_CASE("out of memory everywhere: a state that cannot be allocated still gives back what it owns") {
+  // With the thread's cache of blocks empty and every allocation failing,
+  // Shared<T>::make must give back what its arguments hand over without
+  // allocating again: a copy of the string would fail too, and the state
+  // that releases would never be made.
+  auto& cache = oxicuda::detail::block_cache;
+  std::vector<void*> taken;
+  taken.reserve(oxicuda::detail::block_cache_limit);
+  while (void* b = cache.head) {
+    cache.head = *static_cast<void**>(b);
+    --cache.count;
+    taken.push_back(b);
+  }
+  int released = 0;
+  std::string text(100, 'x');  // not a short string: copying it allocates
+  bool threw = false;
+  fail_every_allocation(true);
+  try {
+    (void)oxicuda::detail::Shared<Probe>::make(std::move(text), &released);
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  fail_every_allocation(false);
+  for (void* b : taken) oxicuda::detail::free_block(b);
+  CHECK(threw);
+  CHECK(released == 1);
+}
 long watched_allocations();
 
 TEST_CASE_FIXTURE(ContextTest, "out of memory: a handle whose state cannot be allocated gives its driver object back") {
