@@ -75,11 +75,11 @@ static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
 // The files to try, and the driver's file as messages name it.
 #if OXICUDA_WINDOWS
-inline const char* const default_candidates[] = {"nvcuda.dll"};
 inline constexpr const char* driver_file = "nvcuda.dll";
+inline const char* const default_candidates[] = {driver_file};
 #else
-inline const char* const default_candidates[] = {"libcuda.so.1", "libcuda.so"};
 inline constexpr const char* driver_file = "libcuda.so.1";
+inline const char* const default_candidates[] = {driver_file, "libcuda.so"};
 #endif
 
 // The header's own text for a result (the driver may be absent or the stub).

@@ -280,12 +280,7 @@ const LibraryInfo& identity_info() noexcept {
 TEST_CASE("cache: the compiler's identity is its file (path, size, time) and version, read without loading it") {
   const std::string dir = fresh_cache_dir();
   identity_file = dir + "-libfake.so";
-  auto write = [](const char* bytes) {
-    std::FILE* f = std::fopen(identity_file.c_str(), "wb");
-    REQUIRE(f);
-    std::fputs(bytes, f);
-    std::fclose(f);
-  };
+  auto write = [](const char* bytes) { write_file(identity_file, bytes); };
   write("one");
   auto identity = [&] {
     return detail::library_identity_for_cache(dir, "test", "OXICUDA_TEST_NO_SUCH_VARIABLE", nullptr, 0,
@@ -319,10 +314,7 @@ TEST_CASE("cache: a source that includes files from disk is compiled every time,
   const std::string where = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/oxicuda-inc-" +
                             std::to_string(::getpid());
   REQUIRE(::mkdir(where.c_str(), 0700) == 0);
-  if (std::FILE* f = std::fopen((where + "/disk_only.cuh").c_str(), "wb")) {
-    std::fputs("#define DISK_ONLY 1\n", f);
-    std::fclose(f);
-  }
+  write_file(where + "/disk_only.cuh", "#define DISK_ONLY 1\n");
   SourceOptions d = options();
   d.name = where + "/k.cu";
   const std::string disk_source = std::string(kSource) + "#include \"disk_only.cuh\"\n";
