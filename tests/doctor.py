@@ -10,7 +10,10 @@ argument. Each --json run's output must parse as JSON (python's json, so
 the escaping is checked) and hold the fields README documents, and each
 exit status must be the documented one; the text form must agree. On a
 machine without a driver library, README's "## oxicuda-doctor" output (both
-forms) must be what the doctor prints.
+forms) must be what the doctor prints. Every sample in that section (the
+machine without a driver; the H200) must hold every JSON key and every text
+line the doctor prints, so a field added to the doctor cannot be missing
+from README.
 """
 import json
 import os
@@ -102,6 +105,61 @@ def check_readme(doctor, readme):
     expect("README shows what the doctor prints without a driver (--json)", readme_json == printed_json)
 
 
+def key_paths(value, path=""):
+    """Every key of a JSON value, as a path ("devices[].two_stream_check.passed")."""
+    if isinstance(value, dict):
+        return {p for k, v in value.items() for p in {f"{path}{k}"} | key_paths(v, f"{path}{k}.")}
+    if isinstance(value, list):
+        return {p for v in value for p in key_paths(v, path.rstrip(".") + "[].")}
+    return set()
+
+
+def text_labels(text):
+    """The text form's line labels: what comes before the first ': ' (device ordinals as N)."""
+    return {re.sub(r"^device \d+$", "device N", line.split(": ")[0].strip()) for line in text.splitlines()
+            if ": " in line}
+
+
+def check_readme_samples(doctor, fake, readme):
+    """Every sample in README's "## oxicuda-doctor" section, from whichever machine, must show every key the
+    doctor's --json prints and every line its text form prints: a sample with devices against the fake driver
+    with one device, one without against a missing driver. In each, NVRTC's and nvJitLink's version is the
+    same in both forms (the text's "(13.0)" when the JSON's version is "13.0"; none when it is null)."""
+    with open(readme, encoding="utf-8") as f:
+        section = re.search(r"^## oxicuda-doctor\n(.*?)(?=^## )", f.read(), re.M | re.S)
+    samples = re.findall(r"^```\n\$ oxicuda-doctor\n(.*?)^\$ oxicuda-doctor --json\n(.*?)^```\n",
+                         section.group(1) if section else "", re.M | re.S)
+    expect("README's oxicuda-doctor section has two samples (no driver; a GPU)", len(samples) == 2)
+    runs = {}
+    for shown_text, shown_json in samples:
+        try:
+            shown = json.loads(shown_json)
+        except json.JSONDecodeError as e:
+            expect(f"README's --json sample parses ({e})", False)
+            continue
+        kind = "with devices" if shown.get("devices") else "without a driver"
+        if kind not in runs:
+            env = {"OXICUDA_LIBCUDA_PATH": fake, "FAKE_CUDA_DEVICES": "1"} if shown.get("devices") else \
+                {"OXICUDA_LIBCUDA_PATH": MISSING}
+            text, data = run(doctor, env), run(doctor, env, "--json")
+            runs[kind] = (text.stdout, json.loads(data.stdout))
+        text, data = runs[kind]
+        missing, extra = key_paths(data) - key_paths(shown), key_paths(shown) - key_paths(data)
+        expect(f"README's --json sample {kind} has every key the doctor prints (missing: {sorted(missing)})",
+               not missing)
+        expect(f"README's --json sample {kind} has no key the doctor does not print (extra: {sorted(extra)})",
+               not extra)
+        lacking = text_labels(text) - text_labels(shown_text)
+        expect(f"README's text sample {kind} has every line the doctor prints (lacking: {sorted(lacking)})",
+               not lacking)
+        for key, label in (("nvrtc", "NVRTC"), ("nvjitlink", "nvJitLink")):
+            version = shown.get(key, {}).get("version")
+            line = next((l for l in shown_text.splitlines() if l.startswith(label + ": ")), "")
+            shows = re.search(r" \((\d+\.\d+)\), found by ", line)
+            expect(f"README's sample {kind}: {label}'s version is the same in the text ({line!r}) and the JSON "
+                   f"({version!r})", (shows.group(1) if shows else None) == version)
+
+
 def check_toolkit(doctor, env, tmp):
     """NVRTC, nvJitLink and the kernel cache: found or not, and what the cache holds; none changes the exit status."""
     missing = os.path.join(tmp, "no-such-libnvrtc.so")
@@ -181,6 +239,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_toolkit(doctor, dict(on_fake, FAKE_CUDA_DEVICES="1"), tmp)
     check_readme(doctor, sys.argv[3])
+    check_readme_samples(doctor, fake, sys.argv[3])
 
     print("FAILED: " + "; ".join(problems) if problems else "OK")
     return 1 if problems else 0
