@@ -33,8 +33,10 @@ oxicuda.pc as pkg-config reads it (the same variables and fields, and the
 same `pkg-config --modversion --cflags --libs` output, each tree's prefix
 aside). Then the CMake project and the Makefile build against the CMake
 install. FetchContent, add_subdirectory: tests/consumers/subproject takes
-oxicuda from a .tar.gz of this checkout (FetchContent, URL with its SHA256:
-no network) or from the checkout itself (add_subdirectory); oxicuda must
+oxicuda from a .tar.gz of this checkout (FetchContent: README's example for
+an archive, its URL and SHA256 filled in; no network) or from the checkout
+itself (add_subdirectory); CMake must configure it without a warning (so
+README's example sets CMP0135); oxicuda must
 then define no oxicuda-doctor and install nothing, unless OXICUDA_INSTALL is
 set (add_subdirectory: then it installs the header and the package).
 
@@ -72,6 +74,7 @@ def run(cmd, env=None):
     print(p.stdout + p.stderr, flush=True)
     if p.returncode != 0:
         raise Failed(f"exit status {p.returncode}: {' '.join(cmd)}")
+    return p.stdout + p.stderr
 
 
 def meson_install(root, tmp, *setup_args):
@@ -265,6 +268,26 @@ def source_archive(root, tmp, version):
     return archive
 
 
+def readme_fetch_example(root, archive, sha256):
+    """README's FetchContent example for an archive (the ```cmake block of
+    "## Using from CMake" with a URL line), its URL and SHA256 replaced by
+    the archive's and its last line, the target app's, left out."""
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        section = re.search(r"^## Using from CMake: add_subdirectory and FetchContent\n(.*?)(?=^## )", f.read(),
+                            re.M | re.S)
+    blocks = [b for b in re.findall(r"^```cmake\n(.*?)^```\n", section.group(1) if section else "", re.M | re.S)
+              if re.search(r"^\s*URL\s", b, re.M)]
+    app = "target_link_libraries(app PRIVATE oxicuda::oxicuda)\n"
+    if len(blocks) != 1 or not blocks[0].endswith(app) or len(re.findall(r"^\s*URL\s+\S+", blocks[0], re.M)) != 1 \
+            or len(re.findall(r"URL_HASH SHA256=<[^>]*>", blocks[0])) != 1:
+        raise Failed("README's CMake section needs one ```cmake FetchContent example with one URL line and "
+                     "URL_HASH SHA256=<...>, ending with " + app.strip())
+    code = re.sub(r"^(\s*URL\s+)\S+", lambda m: m.group(1) + archive, blocks[0][:-len(app)], flags=re.M)
+    code = re.sub(r"URL_HASH SHA256=<[^>]*>", "URL_HASH SHA256=" + sha256, code)
+    print("README's FetchContent example, filled in:\n" + code, flush=True)
+    return code
+
+
 def build_subproject(root, tmp, consumers, version, via):
     """Builds tests/consumers/subproject with oxicuda taken through via;
     returns the program."""
@@ -273,10 +296,15 @@ def build_subproject(root, tmp, consumers, version, via):
         archive = source_archive(root, tmp, version)
         with open(archive, "rb") as f:
             sha256 = hashlib.sha256(f.read()).hexdigest()
-        source = ["-DOXICUDA_URL=" + archive, "-DOXICUDA_URL_HASH=SHA256=" + sha256]
+        fetch = os.path.join(tmp, "fetch.cmake")
+        with open(fetch, "w", encoding="utf-8") as f:
+            f.write(readme_fetch_example(root, archive, sha256))
+        source = ["-DOXICUDA_FETCH=" + fetch]
     else:
         source = ["-DOXICUDA_SOURCE_DIR=" + root]
-    run(["cmake", "-S", src, "-B", build, "-DOXICUDA_VIA=" + via, *source])
+    out = run(["cmake", "-S", src, "-B", build, "-DOXICUDA_VIA=" + via, *source])
+    if "CMake Warning" in out or "CMP0135" in out:
+        raise Failed("CMake warned while configuring (README's examples must configure cleanly)")
     run(["cmake", "--build", build])
     stage = os.path.join(tmp, "consumer-stage")
     run(["cmake", "--install", build, "--prefix", stage])
