@@ -72,7 +72,7 @@ Error raised_by(F&& f) {
   } catch (const Error& e) {
     return e;
   }
-  FAIL("no error");
+  FAIL_CHECK("no error");
   return Error(ffi::CUDA_SUCCESS, "");
 }
 
@@ -413,6 +413,37 @@ TEST_CASE("gpu graph: a captured graph gives its nodes, their kinds, dependencie
   const GraphNodes last = next[0].dependents();
   REQUIRE(last.size() == 1);
   CHECK(last[0].dependents().empty());
+}
+
+TEST_CASE("gpu graph: clone, child, second exec and update of a graph with allocation nodes") {
+  // What README says the driver does with such graphs (its documented rules).
+  auto build = [] {
+    Graph g{ctx()};
+    GraphAllocation<float> tmp = g.add_alloc<float>({}, 1024);
+    GraphNode set = g.add_fill(tmp.node, tmp.span, 1.0f);
+    (void)g.add_free(set, tmp.span);
+    return g;
+  };
+  Stream s{ctx()};
+  Graph g = build();
+  GraphExec exec{g};
+  exec.launch(s);
+  s.synchronize();
+  const Error clone = raised_by([&] { (void)g.clone(); });
+  MESSAGE("clone: " << std::string(clone.what()));
+  CHECK(clone.call() == "cuGraphClone");
+  Graph parent{ctx()};
+  const Error child = raised_by([&] { (void)parent.add_child({}, g); });
+  MESSAGE("add_child: " << std::string(child.what()));
+  CHECK(child.call() == "cuGraphAddChildGraphNode");
+  const Error second = raised_by([&] { GraphExec again{g}; });
+  MESSAGE("second exec: " << std::string(second.what()));
+  CHECK(second.call() == "cuGraphInstantiateWithParams");
+  const UpdateRefusal refused = exec.try_update(build());
+  MESSAGE("update from another graph with allocation nodes: reason " << static_cast<int>(refused.reason));
+  CHECK(refused.reason == ffi::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
+  exec.launch(s);  // unchanged, still runs
+  s.synchronize();
 }
 
 #endif  // gpu_fixtures.inc
