@@ -4,7 +4,8 @@
 //   graph replay              exec.launch vs cuGraphLaunch of the same exec
 //   graph vs direct           one replay vs 100 direct cuLaunchKernel (the per-kernel factor)
 //   capture + instantiate     ScopedCapture + launch() x100 + GraphExec vs the raw calls
-//   update one node           exec.set_kernel vs cuGraphExecKernelNodeSetParams;
+//   update one node           exec.set_kernel vs cuGraphExecKernelNodeSetParams
+//                             (and vs that call plus cuCtxGetCurrent, the floor);
 //                             and set_kernel vs re-instantiating the graph (raw)
 //   step                      GraphedStep vs 100 direct raw launches, and vs a
 //                             hand-built raw graph's cuGraphLaunch
@@ -177,6 +178,22 @@ TEST_CASE("updating one kernel node", "[graph]") {
   }, {
     exec.set_kernel(nodes[50], f.take, {}, ++value);
   });
+  // Against the floor for any wrapper that must not crash the driver when
+  // no context is current (driver 580 does, in this call): the raw call
+  // and one cuCtxGetCurrent ("raw" here). The ratio is what set_kernel
+  // adds beyond that check.
+  BENCHMARK("set one kernel node's argument, against raw + cuCtxGetCurrent: raw") {
+    ++value;
+    CUcontext c = nullptr;
+    ok(raw().CtxGetCurrent(&c));
+    void* params[] = {&value};
+    const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = take_node(fn, params);
+    ok(raw().GraphExecKernelNodeSetParams(e, node, &p));
+    return c;
+  };
+  BENCHMARK("set one kernel node's argument, against raw + cuCtxGetCurrent: oxicuda") {
+    exec.set_kernel(nodes[50], f.take, {}, ++value);
+  };
   // Re-instantiating ("raw") against updating one node in place.
   CUgraph rg = g.raw();
   BENCHMARK("one node, re-instantiate vs update: raw") {

@@ -12,6 +12,9 @@
 //   raw-event / event: create and destroy an event, in the current context;
 //   floor-event: raw-event plus what any wrapper whose events keep their
 //     context must add (cuCtxGetCurrent, a Context copy held meanwhile);
+//   raw-set-kernel / set-kernel: one kernel node's arguments in an exec of
+//     100 kernel nodes, cuGraphExecKernelNodeSetParams directly,
+//     GraphExec::set_kernel (the context current, as in a loop of them);
 //   all: each of them in turn (a smoke test, run by meson test).
 #include <cstdio>
 #include <cstdlib>
@@ -140,6 +143,47 @@ OVERHEAD_LOOP event(Setup& x, long n) {
   }
 }
 
+// A graph of 100 kernel nodes of `dbl`, instantiated: set-kernel modes
+// set node 50's arguments, as bench_graph.cpp's pair does on the GPU.
+struct GraphSetup {
+  Graph g;
+  GraphNode nodes[100];
+  GraphExec exec;
+  explicit GraphSetup(Setup& x) : g(x.ctx) {
+    for (int i = 0; i < 100; ++i)
+      nodes[i] = i == 0 ? g.add_kernel({}, x.kernel, {.grid = 1, .block = 64}, x.buf, 64)
+                        : g.add_kernel(nodes[i - 1], x.kernel, {.grid = 1, .block = 64}, x.buf, 64);
+    exec = GraphExec(g);
+    // As in a loop that has run a while: the node's kernel is held already.
+    exec.set_kernel(nodes[50], x.kernel, {.grid = 1, .block = 64}, x.buf, 64);
+  }
+};
+OVERHEAD_LOOP raw_set_kernel(Setup& x, long n) {
+  GraphSetup gs(x);
+  const ScopedCurrent current(x.ctx);
+  CUgraphExec e = gs.exec.raw();
+  CUgraphNode node = gs.nodes[50].raw();
+  CUfunction raw_fn = x.fn.raw();
+  for (long i = 0; i < n; ++i) {
+    float* p = x.buf.data();
+    unsigned count = static_cast<unsigned>(i & 63);
+    void* params[] = {&p, &count};
+    ffi::CUDA_KERNEL_NODE_PARAMS_v2 kp{};
+    kp.func = raw_fn;
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 64;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = params;
+    check(x.api.GraphExecKernelNodeSetParams(e, node, &kp));
+  }
+}
+OVERHEAD_LOOP set_kernel(Setup& x, long n) {
+  GraphSetup gs(x);
+  const ScopedCurrent current(x.ctx);
+  for (long i = 0; i < n; ++i)
+    gs.exec.set_kernel(gs.nodes[50], x.kernel, {.grid = 1, .block = 64}, x.buf, static_cast<unsigned>(i & 63));
+}
+
 struct Mode {
   const char* name;
   void (*loop)(Setup&, long);
@@ -147,7 +191,8 @@ struct Mode {
 constexpr Mode modes[] = {{"raw-launch", raw_launch}, {"launch", typed_launch}, {"untyped-launch", untyped_launch},
                           {"raw-record", raw_record}, {"record", record},        {"raw-copy", raw_copy},
                           {"copy", copy},             {"raw-event", raw_event}, {"floor-event", floor_event},
-                          {"event", event}};
+                          {"event", event},           {"raw-set-kernel", raw_set_kernel},
+                          {"set-kernel", set_kernel}};
 
 int run(const char* mode, long n) {
   for (const Mode& m : modes)

@@ -25,6 +25,7 @@ PAIRS = [
     ("event create + destroy (context current)", "raw-event", "event"),
     ("event create + destroy: the floor (cuCtxGetCurrent, a Context copy)", "raw-event", "floor-event"),
     ("event create + destroy: oxicuda over that floor", "floor-event", "event"),
+    ("GraphExec::set_kernel (one node of 100, context current)", "raw-set-kernel", "set-kernel"),
 ]
 N = 20000
 

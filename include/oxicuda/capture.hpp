@@ -217,6 +217,29 @@ namespace detail {
 class StepCore {
  public:
   explicit StepCore(StepOptions options) noexcept : options_(std::move(options)) {}
+  // Moved, the exec goes with the step; the step moved from is empty.
+  StepCore(StepCore&& o) noexcept
+      : graph_(std::move(o.graph_)), exec_(std::move(o.exec_)), stats_(o.stats_), options_(std::move(o.options_)),
+        key_(std::move(o.key_)), captured_(o.captured_), live_(o.live_) {
+    o.captured_ = false;
+    o.live_ = false;
+  }
+  StepCore& operator=(StepCore&& o) noexcept {
+    if (this == &o) return *this;
+    graph_ = std::move(o.graph_);
+    exec_ = std::move(o.exec_);
+    stats_ = o.stats_;
+    options_ = std::move(o.options_);
+    key_ = std::move(o.key_);
+    captured_ = o.captured_;
+    live_ = o.live_;
+    o.captured_ = false;
+    o.live_ = false;
+    return *this;
+  }
+  StepCore(const StepCore&) = delete;
+  StepCore& operator=(const StepCore&) = delete;
+  ~StepCore() = default;
   using Enqueue = void (*)(void* callable, const Stream& stream);
   void run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue, void* callable,
            SourceLocation where);
@@ -229,10 +252,20 @@ class StepCore {
   StepOptions options_;
   std::string key_;
   bool captured_ = false;
+  bool live_ = true;  // false once moved from
+};
+
+// A tag whose address names the list of a step's argument types: the first
+// bytes of its key, so that arguments of other types with the same bytes
+// (1.0f and 0x3f800000) are another key.
+template <class... A>
+struct StepArgTypes {
+  static constexpr char tag = 0;
 };
 
 inline void StepCore::run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue,
                           void* callable, SourceLocation where) {
+  if (!live_) empty_handle("oxicuda::GraphedStep", "oxicuda::GraphedStep::operator()", where);
   const bool same = captured_ && key_.size() == key_size && (key_size == 0 || std::memcmp(key_.data(), key, key_size) == 0);
   if (!same) {
     Graph graph;
@@ -267,8 +300,8 @@ inline void StepCore::run(const Stream& stream, const unsigned char* key, std::s
 //
 // What may change between calls, exactly:
 // - The contents of device memory: always (the graph reads it when it runs).
-// - `args...` (trivially copyable values, compared by their bytes, so zero
-//   the padding of a struct): when they differ from the last capture's, the
+// - `args...` (trivially copyable values, compared by their types and
+//   bytes, so zero the padding of a struct): when they differ from the last capture's, the
 //   callable is captured again with the new ones; a graph of the same
 //   topology updates the exec in place (cuGraphExecUpdate), another topology
 //   (other kernels, more or fewer nodes, other dependencies) is instantiated
@@ -284,13 +317,25 @@ template <class F>
 class GraphedStep {
  public:
   explicit GraphedStep(F fn, StepOptions options = {}) : fn_(std::move(fn)), core_(std::move(options)) {}
+  // Move-only: the step owns its exec, which an update rewrites in place,
+  // so two copies would replay each other's arguments. A moved-from step is
+  // empty (calling it is an Error); to run one step from two places, share
+  // a reference to it, or make two steps (each captures for itself).
+  GraphedStep(const GraphedStep&) = delete;
+  GraphedStep& operator=(const GraphedStep&) = delete;
+  GraphedStep(GraphedStep&&) noexcept(std::is_nothrow_move_constructible_v<F>) = default;
+  GraphedStep& operator=(GraphedStep&&) = default;  // (deleted when F cannot be assigned: a lambda)
+  ~GraphedStep() = default;
 
   template <class... A>
   void operator()(detail::Located<const Stream&> stream, const A&... args) {
     static_assert((std::is_trivially_copyable_v<A> && ...),
                   "GraphedStep: its arguments are compared by their bytes, so they must be trivially copyable");
-    unsigned char key[(sizeof(A) + ... + 0) + 1];
-    std::size_t at = 0;
+    // The key: which types (a tag's address), then their bytes; every byte written.
+    const void* const types = &detail::StepArgTypes<A...>::tag;
+    unsigned char key[sizeof(types) + (sizeof(A) + ... + 0)];
+    std::memcpy(key, &types, sizeof(types));
+    std::size_t at = sizeof(types);
     ((std::memcpy(key + at, &args, sizeof(A)), at += sizeof(A)), ...);
     auto enqueue = [&](const Stream& s) { fn_(s, args...); };
     core_.run(

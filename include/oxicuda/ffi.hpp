@@ -909,6 +909,11 @@ struct CUgraphExecUpdateResultInfo {
   X(GraphClone, 10000, "cuGraphClone", (CUgraph * phGraphClone, CUgraph originalGraph))                                \
   X(GraphGetNodes, 10000, "cuGraphGetNodes", (CUgraph hGraph, CUgraphNode * nodes, std::size_t * numNodes))            \
   X(GraphNodeGetType, 10000, "cuGraphNodeGetType", (CUgraphNode hNode, CUgraphNodeType * type))                        \
+  X(GraphNodeGetDependencies, 10000, "cuGraphNodeGetDependencies",                                                     \
+    (CUgraphNode hNode, CUgraphNode * dependencies, std::size_t * numDependencies))                                    \
+  X(GraphNodeGetDependentNodes, 10000, "cuGraphNodeGetDependentNodes",                                                 \
+    (CUgraphNode hNode, CUgraphNode * dependentNodes, std::size_t * numDependentNodes))                                \
+  X(GraphChildGraphNodeGetGraph, 10000, "cuGraphChildGraphNodeGetGraph", (CUgraphNode hNode, CUgraph * phGraph))       \
   X(GraphAddDependencies, 10000, "cuGraphAddDependencies",                                                             \
     (CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, std::size_t numDependencies))                     \
   X(GraphAddKernelNode, 12000, "cuGraphAddKernelNode_v2",                                                              \

@@ -20,6 +20,8 @@
 
 OXICUDA_NAMESPACE_BEGIN
 
+class GraphNodes;
+
 // A node of a graph: valid while its graph lives. Copies are the same node.
 class GraphNode {
  public:
@@ -29,10 +31,52 @@ class GraphNode {
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
   // The node's kind (cuGraphNodeGetType).
   [[nodiscard]] ffi::CUgraphNodeType type(SourceLocation where = SourceLocation::current()) const;
+  // The nodes this one runs after, and the nodes that run after it
+  // (cuGraphNodeGetDependencies, cuGraphNodeGetDependentNodes), in the
+  // driver's order; for any node, whoever built its graph.
+  [[nodiscard]] GraphNodes dependencies(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] GraphNodes dependents(SourceLocation where = SourceLocation::current()) const;
   friend bool operator==(const GraphNode& a, const GraphNode& b) noexcept { return a.raw_ == b.raw_; }
 
  private:
   CUgraphNode raw_ = nullptr;
+};
+
+// Nodes the driver listed (a graph's, a node's dependencies or dependents):
+// an array that owns its storage, move-only; iterate it, or copy it into a
+// container of your own.
+class GraphNodes {
+ public:
+  GraphNodes() noexcept = default;
+  explicit GraphNodes(std::size_t n) : p_(n ? new GraphNode[n] : nullptr), n_(n) {}
+  GraphNodes(GraphNodes&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  GraphNodes& operator=(GraphNodes&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  GraphNodes(const GraphNodes&) = delete;
+  GraphNodes& operator=(const GraphNodes&) = delete;
+  ~GraphNodes() { delete[] p_; }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
+  [[nodiscard]] const GraphNode& operator[](std::size_t i) const noexcept { return p_[i]; }
+  [[nodiscard]] const GraphNode* begin() const noexcept { return p_; }
+  [[nodiscard]] const GraphNode* end() const noexcept { return p_ + n_; }
+  [[nodiscard]] GraphNode* data() noexcept { return p_; }
+  // Whether `node` is one of them.
+  [[nodiscard]] bool contains(GraphNode node) const noexcept {
+    for (std::size_t i = 0; i < n_; ++i)
+      if (p_[i] == node) return true;
+    return false;
+  }
+
+ private:
+  GraphNode* p_ = nullptr;
+  std::size_t n_ = 0;
 };
 
 // The nodes a new node depends on, and the caller's source line:
@@ -180,6 +224,9 @@ inline CUgraphNode origin_key() noexcept { return reinterpret_cast<CUgraphNode>(
 
 struct KeepList {
   Keep* head = nullptr;
+  // The entry a per-node setter found or made last (entries live as long
+  // as the list): a loop setting one node finds it without a walk.
+  Keep* last = nullptr;
   KeepList() noexcept = default;
   KeepList(const KeepList&) = delete;
   KeepList& operator=(const KeepList&) = delete;
@@ -203,12 +250,24 @@ struct KeepList {
     // setter called in a loop holds one entry per node, not one per call,
     // and allocates only the first time).
     Pending(KeepList& list, const H& handle, CUgraphNode node) : list_(&list), handle_(&handle) {
+      if (Keep* k = list.last; k && k->node == node && k->kind() == &KeepOf<H>::tag) {
+        existing_ = static_cast<KeepOf<H>*>(k);
+        return;
+      }
       for (Keep* k = list.head; k; k = k->next)
         if (k->node == node && k->kind() == &KeepOf<H>::tag) {
           existing_ = static_cast<KeepOf<H>*>(k);
+          list.last = k;
           return;
         }
       fresh_ = new KeepOf<H>(handle);
+    }
+    // The entry for the node holds `handle` (a copy of it) already.
+    [[nodiscard]] bool holds(const void* identity) const noexcept {
+      if constexpr (requires(const H& h) { FunctionAccess::identity(h); })
+        return existing_ && FunctionAccess::identity(existing_->handle) == identity;
+      else
+        return false;
     }
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
@@ -223,6 +282,7 @@ struct KeepList {
       fresh_->node = node;
       fresh_->next = list_->head;
       list_->head = fresh_;
+      if (node) list_->last = fresh_;
       fresh_ = nullptr;
     }
 
@@ -364,6 +424,14 @@ class Graph {
   [[nodiscard]] Graph clone(SourceLocation where = SourceLocation::current()) const;
   // The number of nodes (not counting those inside child graphs or bodies).
   [[nodiscard]] std::size_t node_count(SourceLocation where = SourceLocation::current()) const;
+  // The nodes (cuGraphGetNodes; not those inside child graphs or bodies), in
+  // the driver's order: for any graph, built node by node, captured, cloned
+  // or borrowed. Their kinds, dependencies and dependents come from each
+  // GraphNode.
+  [[nodiscard]] GraphNodes nodes(SourceLocation where = SourceLocation::current()) const;
+  // Whether this graph is the body of a conditional node (add_if,
+  // add_while), where the driver allows only some node kinds (see add_if).
+  [[nodiscard]] bool is_conditional_body() const noexcept { return state_ && state_->raw != raw_; }
   // Makes `to` depend on `from` (both nodes of this graph).
   void depend(GraphNode from, GraphNode to, SourceLocation where = SourceLocation::current()) const;
 
@@ -434,6 +502,13 @@ class Graph {
   // `if`: the body runs once when the handle is non-zero. `while`: the body
   // runs as long as the handle is non-zero (checked before each run; a
   // kernel in the body sets it). Needs a CUDA 12.4 driver.
+  // The driver's rule for a body: it may hold only kernel, empty, memset,
+  // memcpy, child graph and conditional nodes, and so may a child graph in
+  // it, at any depth. The driver accepts other nodes there and refuses the
+  // whole graph at instantiation (CUDA_ERROR_INVALID_VALUE, naming no node);
+  // oxicuda refuses them when they are added to a body: add_host,
+  // add_event_record, add_event_wait, add_alloc and add_free, and add_child
+  // of a graph holding such a node, raise an Error naming the rule.
   ConditionalNode add_if(Dependencies after, ConditionalHandle handle) const;
   ConditionalNode add_while(Dependencies after, ConditionalHandle handle) const;
 
@@ -463,6 +538,8 @@ class Graph {
   [[nodiscard]] GraphNode free_node(Dependencies& after, ffi::CUdeviceptr ptr) const;
   [[nodiscard]] ConditionalNode conditional_node(Dependencies& after, ConditionalHandle handle,
                                                  ffi::CUgraphConditionalNodeType type, const char* operation) const;
+  // Raises when this graph is a conditional body, which cannot hold a node of `kind`.
+  void allowed_in_body(const char* kind, const char* operation, SourceLocation where) const;
 
   State state_;
   CUgraph raw_ = nullptr;
@@ -565,6 +642,40 @@ inline ffi::CUgraphNodeType GraphNode::type(SourceLocation where) const {
   return t;
 }
 
+namespace detail {
+// The nodes the driver lists with `list(handle, out, &n)`: asked for the
+// count, then for the nodes (again while the count grew in between).
+template <class H, class List>
+GraphNodes list_nodes(H handle, List list, SourceLocation where) {
+  for (;;) {
+    std::size_t n = 0;
+    check(list(handle, nullptr, &n), where);
+    if (n == 0) return {};
+    const NodeArray raw(n);
+    std::size_t got = n;
+    check(list(handle, raw.get(), &got), where);
+    if (got > n) continue;
+    GraphNodes out(got);
+    for (std::size_t i = 0; i < got; ++i) out.data()[i] = GraphNode(raw.get()[i]);
+    return out;
+  }
+}
+}  // namespace detail
+
+inline GraphNodes GraphNode::dependencies(SourceLocation where) const {
+  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::dependencies", where);
+  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphNodeGetDependencies, h, out, count);
+  }, where);
+}
+
+inline GraphNodes GraphNode::dependents(SourceLocation where) const {
+  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::dependents", where);
+  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphNodeGetDependentNodes, h, out, count);
+  }, where);
+}
+
 inline Graph::Graph(const Context& ctx, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Graph::Graph", where);
   CUgraph raw = nullptr;
@@ -600,6 +711,62 @@ inline std::size_t Graph::node_count(SourceLocation where) const {
   std::size_t n = 0;
   detail::check(OXICUDA_DRIVER(GraphGetNodes, checked("oxicuda::Graph::node_count", where), nullptr, &n), where);
   return n;
+}
+
+inline GraphNodes Graph::nodes(SourceLocation where) const {
+  return detail::list_nodes(checked("oxicuda::Graph::nodes", where), [](CUgraph g, CUgraphNode* out, std::size_t* n) {
+    return OXICUDA_DRIVER(GraphGetNodes, g, out, n);
+  }, where);
+}
+
+namespace detail {
+inline bool allowed_in_body(ffi::CUgraphNodeType t) noexcept {
+  switch (t) {
+    case ffi::CU_GRAPH_NODE_TYPE_KERNEL:
+    case ffi::CU_GRAPH_NODE_TYPE_EMPTY:
+    case ffi::CU_GRAPH_NODE_TYPE_MEMSET:
+    case ffi::CU_GRAPH_NODE_TYPE_MEMCPY:
+    case ffi::CU_GRAPH_NODE_TYPE_GRAPH:
+    case ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL: return true;
+    default: return false;
+  }
+}
+
+inline std::string body_rule(std::string_view what) {
+  return cat({"a conditional node's body may hold only kernel, empty, memset, memcpy, child graph and conditional "
+              "nodes, and so may a child graph in it (the driver's rule: it would accept the node here and refuse "
+              "the whole graph at instantiation with CUDA_ERROR_INVALID_VALUE); ",
+              what,
+              ". Put that work before or after the conditional node, in the graph that holds it"});
+}
+
+// The first node of `g`, or of a child graph in it at any depth, that a
+// conditional body cannot hold (null when there is none). The bodies of
+// conditional nodes in it were checked when their nodes were added.
+inline CUgraphNode refused_in_body(CUgraph g, SourceLocation where, int depth = 0) {
+  const GraphNodes all = list_nodes(g, [](CUgraph h, CUgraphNode* out, std::size_t* n) {
+    return OXICUDA_DRIVER(GraphGetNodes, h, out, n);
+  }, where);
+  for (const GraphNode& node : all) {
+    ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+    check(OXICUDA_DRIVER(GraphNodeGetType, node.raw(), &t), where);
+    if (!allowed_in_body(t)) return node.raw();
+    if (t == ffi::CU_GRAPH_NODE_TYPE_GRAPH && depth < 64) {
+      CUgraph child = nullptr;
+      check(OXICUDA_DRIVER(GraphChildGraphNodeGetGraph, node.raw(), &child), where);
+      if (CUgraphNode inner = refused_in_body(child, where, depth + 1)) return inner;
+    }
+  }
+  return nullptr;
+}
+}  // namespace detail
+
+inline void Graph::allowed_in_body(const char* kind, const char* operation, SourceLocation where) const {
+  if (!is_conditional_body()) return;
+  detail::raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                      detail::body_rule(detail::cat({"this graph is a conditional node's body, so a ", kind,
+                                                     " node cannot be added to it"})),
+                      where));
 }
 
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
@@ -712,12 +879,14 @@ inline GraphNode Graph::host_node(Dependencies& after, detail::HostCall* boxed) 
 template <class F>
 GraphNode Graph::add_host(Dependencies after, F&& fn) const {
   (void)checked("oxicuda::Graph::add_host", after.where());
+  allowed_in_body("host function", "oxicuda::Graph::add_host", after.where());
   return host_node(after, detail::box_host_call(std::forward<F>(fn), "oxicuda::Graph::add_host"));
 }
 
 inline GraphNode Graph::event_node(Dependencies& after, const Event& event, bool record) const {
   const char* op = record ? "oxicuda::Graph::add_event_record" : "oxicuda::Graph::add_event_wait";
   CUgraph g = checked(op, after.where());
+  allowed_in_body(record ? "event record" : "event wait", op, after.where());
   CUevent e = detail::checked(event, "oxicuda::Event", op, after.where());
   detail::KeepList::Pending<Event> keep(state_->keep, event);
   CUgraphNode node = nullptr;
@@ -739,6 +908,14 @@ inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) c
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
   CUgraph g = checked("oxicuda::Graph::add_child", after.where());
   CUgraph c = child.checked("oxicuda::Graph::add_child", after.where());
+  if (is_conditional_body())
+    if (CUgraphNode refused = detail::refused_in_body(c, after.where()))
+      detail::raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::Graph::add_child",
+                          detail::body_rule(detail::cat(
+                              {"this graph is a conditional node's body, and the child graph holds ",
+                               detail::describe_node(nullptr, refused, detail::GraphAccess::keep(child)),
+                               ", directly or in a child graph of its own"})),
+                          after.where()));
   detail::KeepList copies;
   copies.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
   CUgraphNode node = nullptr;
@@ -751,6 +928,7 @@ inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const 
 inline GraphNode Graph::alloc_node(Dependencies& after, std::size_t bytes, ffi::CUdeviceptr& out) const {
   constexpr const char* op = "oxicuda::Graph::add_alloc";
   CUgraph g = checked(op, after.where());
+  allowed_in_body("mem alloc", op, after.where());
   const Device device = state_->ctx.device(after.where());
   ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
   p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -773,6 +951,7 @@ GraphAllocation<T> Graph::add_alloc(Dependencies after, std::size_t count) const
 
 inline GraphNode Graph::free_node(Dependencies& after, ffi::CUdeviceptr ptr) const {
   CUgraph g = checked("oxicuda::Graph::add_free", after.where());
+  allowed_in_body("mem free", "oxicuda::Graph::add_free", after.where());
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddMemFreeNode, &node, g, after.data(), after.size(), ptr), after.where());
   return GraphNode(node);

@@ -239,11 +239,14 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  // The node's entry in the keep list (found without a walk when this node
+  // was the last one set); when it holds this Function already (a loop
+  // giving one node new arguments), nothing is copied or counted.
   detail::KeepList::Pending<Function> keep(state_->keep, fn, node.raw());
-  const ScopedCurrent current(fn.module().context(), where);  // (see kernel_params)
+  const ScopedCurrent current(p.ctx, where);  // the kernel's context (see kernel_params)
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, where);
-  keep.commit(node.raw());
+  if (!keep.holds(detail::FunctionAccess::identity(fn))) keep.commit(node.raw());
 }
 
 // clang-format off

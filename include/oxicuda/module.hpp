@@ -416,6 +416,8 @@ struct ModuleAccess {
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
+  // The same for copies of one Function (one state), and only for them.
+  static const void* identity(const Function& fn) noexcept { return fn.state_.get(); }
   // The limit last set through `fn` (a hint; see Function::State).
   static unsigned allowed_hint(const Function& fn) noexcept {
     return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);

@@ -214,6 +214,12 @@ std::vector<Op> operations() {
          ConditionalHandle h = g.conditional_handle(0);
          ConditionalNode c = g.add_if(cp, h);
          (void)c.body.add_empty({});
+         Graph nested(ctx);
+         (void)nested.add_child({}, child);
+         (void)c.body.add_child({}, nested);  // its nodes checked for the body's rule, child graphs too
+         (void)g.nodes();
+         (void)kn.dependencies();
+         (void)kn.dependents();
          (void)g.dot();
          Graph copy = g.clone();
          GraphExec exec(g, {.upload = s});

@@ -8,6 +8,9 @@
 #include "fixtures.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <functional>
+#include <type_traits>
 #include <atomic>
 #include <optional>
 #include <cstdio>
@@ -743,4 +746,206 @@ TEST_CASE_FIXTURE(GraphTest, "graph: out of memory while adding or setting a nod
   CHECK(got == doubled);
   copy(got, y);
   CHECK(got == iota(0.0f));
+}
+
+// --- issue 22 -----------------------------------------------------------------
+
+TEST_CASE_FIXTURE(GraphTest, "GraphedStep: move-only (copies would share one exec), and a moved-from step is an Error") {
+  DeviceBuffer<float> x(ctx, N);
+  auto body = [&](const Stream& q, float v) { fill_async(q, x, v); };
+  using Step = GraphedStep<decltype(body)>;
+  // A copy shared the exec: after the copy updated it with its arguments,
+  // the original replayed them. Copies are refused now.
+  CHECK_FALSE(std::is_copy_constructible_v<Step>);
+  CHECK_FALSE(std::is_copy_assignable_v<Step>);
+  CHECK(std::is_nothrow_move_constructible_v<Step>);
+  Step step{body};
+  step(s, 1.0f);
+  Step moved = std::move(step);
+  moved(s, 2.0f);  // the exec moved with it: updated in place
+  CHECK(moved.stats().captures == 2);
+  CHECK(moved.stats().updates == 1);
+  std::vector<float> host(N);
+  copy(host, x);
+  CHECK(host[0] == 2.0f);
+  const Error e = error_of([&] { step(s, 3.0f); });  // NOLINT(bugprone-use-after-move)
+  CHECK(e.result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(e.detail().find("this oxicuda::GraphedStep is empty") != std::string::npos);
+  CHECK_FALSE(step.exec());
+  copy(host, x);
+  CHECK(host[0] == 2.0f);  // nothing ran
+}
+
+TEST_CASE_FIXTURE(GraphTest, "GraphedStep: arguments of other types with the same bytes are another key") {
+  DeviceBuffer<float> x(ctx, N);
+  GraphedStep step{[&](const Stream& q, auto v) { fill_async(q, x, static_cast<float>(v)); }};
+  step(s, 1.0f);
+  std::vector<float> host(N);
+  copy(host, x);
+  CHECK(host[0] == 1.0f);
+  // The int with the bytes of 1.0f: the same bytes, another type. Compared
+  // by bytes alone, the step replayed the fill of 1.0f.
+  const int same_bytes = std::bit_cast<int>(1.0f);
+  step(s, same_bytes);
+  CHECK(step.stats().captures == 2);
+  copy(host, x);
+  CHECK(host[0] == static_cast<float>(same_bytes));
+  step(s, same_bytes);  // the same type and bytes: replayed
+  CHECK(step.stats().captures == 2);
+  CHECK(step.stats().launches == 3);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: a conditional body refuses, when they are added, the node kinds the driver refuses at instantiation") {
+  DeviceBuffer<float> x(ctx, N);
+  Event ev{ctx};
+  std::atomic<int> alive{0}, off_thread{0};
+  Graph g{ctx};
+  ConditionalHandle h = g.conditional_handle(1);
+  ConditionalNode loop = g.add_while({}, h);
+  CHECK(loop.body.is_conditional_body());
+  CHECK_FALSE(g.is_conditional_body());
+  Graph with_host{ctx};
+  (void)with_host.add_host({}, [] {});
+  Graph nests_host{ctx};  // a host node one child graph down
+  (void)nests_host.add_child({}, with_host);
+
+  struct Case {
+    const char* call;
+    const char* kind;
+    std::function<void()> add;
+  };
+  const Case cases[] = {
+      {"oxicuda::Graph::add_host", "a host function node",
+       [&] { (void)loop.body.add_host({}, [t = Tracked(&alive, &off_thread)] {}); }},
+      {"oxicuda::Graph::add_event_record", "an event record node", [&] { (void)loop.body.add_event_record({}, ev); }},
+      {"oxicuda::Graph::add_event_wait", "an event wait node", [&] { (void)loop.body.add_event_wait({}, ev); }},
+      {"oxicuda::Graph::add_alloc", "a mem alloc node", [&] { (void)loop.body.add_alloc<float>({}, N); }},
+      {"oxicuda::Graph::add_child", "a child graph holding a host node", [&] { (void)loop.body.add_child({}, with_host); }},
+      {"oxicuda::Graph::add_child", "a child graph's child holding a host node",
+       [&] { (void)loop.body.add_child({}, nests_host); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.kind);
+    const Error e = error_of(c.add);
+    CHECK(e.call() == c.call);
+    CHECK(e.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(e.detail().find("a conditional node's body may hold only kernel, empty, memset, memcpy, child graph and "
+                          "conditional nodes") != std::string::npos);
+    CHECK(loop.body.node_count() == 0);  // nothing was added
+  }
+  CHECK(alive == 0);  // the refused host callable was destroyed, not leaked
+  CHECK(off_thread == 0);
+  // A free: of an allocation made in the graph, before the conditional node.
+  Graph g2{ctx};
+  GraphAllocation<float> mem = g2.add_alloc<float>({}, N);
+  ConditionalNode once = g2.add_if(mem.node, g2.conditional_handle(1));
+  CHECK(error_of([&] { (void)once.body.add_free({}, mem.span); }).call() == "oxicuda::Graph::add_free");
+  (void)g2.add_free(once.node, mem.span);
+
+  // What the driver allows there is added, nested bodies and child graphs included.
+  Graph plain{ctx};
+  (void)plain.add_fill({}, x, 1.0f);
+  GraphNode k = loop.body.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N);
+  GraphNode f = loop.body.add_fill(k, x, 3.0f);
+  GraphNode c = loop.body.add_child(f, plain);
+  GraphNode e = loop.body.add_empty(c);
+  ConditionalNode inner = loop.body.add_if(e, loop.body.conditional_handle(0));
+  CHECK(inner.body.is_conditional_body());
+  CHECK(error_of([&] { (void)inner.body.add_host({}, [] {}); }).call() == "oxicuda::Graph::add_host");
+  (void)inner.body.add_empty({});
+  CHECK(loop.body.node_count() == 5);
+  GraphExec exec{g2};
+  (void)exec;
+}
+
+TEST_CASE_FIXTURE(GraphTest, "fake driver: a host node in a conditional body is refused at instantiation, as on the H200") {
+  Graph g{ctx};
+  ConditionalNode once = g.add_if({}, g.conditional_handle(0));
+  // Added with the raw driver call (oxicuda refuses it): the driver accepts it here.
+  const ffi::CUDA_HOST_NODE_PARAMS p{[](void*) {}, nullptr};
+  CUgraphNode node = nullptr;
+  REQUIRE(detail::api().GraphAddHostNode(&node, once.body.raw(), nullptr, 0, &p) == ffi::CUDA_SUCCESS);
+  const Error e = error_of([&] { GraphExec exec{g}; });
+  CHECK(e.call() == "cuGraphInstantiateWithParams");
+  CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: every graph gives its nodes, their kinds, dependencies and dependents, captured ones too") {
+  DeviceBuffer<float> x(ctx, N), y(ctx, N);
+  std::vector<float> host = iota(1.0f);
+  Graph captured = capture(s, [&](const Stream& q) {
+    copy_async(q, x, host);
+    launch(q, dbl, {.grid = 1, .block = N}, x, N);
+    launch(q, saxpy, {.grid = 1, .block = N}, y, x, 2.0f, N);
+  });
+  const GraphNodes nodes = captured.nodes();
+  REQUIRE(nodes.size() == 3);
+  int kernels = 0, copies = 0;
+  for (const GraphNode& n : nodes) {
+    kernels += n.type() == ffi::CU_GRAPH_NODE_TYPE_KERNEL;
+    copies += n.type() == ffi::CU_GRAPH_NODE_TYPE_MEMCPY;
+  }
+  CHECK(kernels == 2);
+  CHECK(copies == 1);
+  // The chain: each node's dependencies and dependents, as captured in order.
+  const GraphNode* first = nullptr;
+  for (const GraphNode& n : nodes)
+    if (n.dependencies().empty()) first = &n;
+  REQUIRE(first);
+  CHECK(first->type() == ffi::CU_GRAPH_NODE_TYPE_MEMCPY);
+  const GraphNodes second = first->dependents();
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].dependencies().contains(*first));
+  const GraphNodes third = second[0].dependents();
+  REQUIRE(third.size() == 1);
+  CHECK(third[0].dependents().empty());
+  CHECK(nodes.contains(third[0]));
+
+  // Built by hand: the handles the add calls gave, joins included.
+  Graph g{ctx};
+  GraphNode a = g.add_empty({});
+  GraphNode b = g.add_empty({});
+  GraphNode join = g.add_empty({a, b});
+  const GraphNodes deps = join.dependencies();
+  CHECK(deps.size() == 2);
+  CHECK(deps.contains(a));
+  CHECK(deps.contains(b));
+  CHECK(a.dependents().contains(join));
+  CHECK(g.nodes().size() == 3);
+  CHECK(error_of([&] { (void)GraphNode().dependencies(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)Graph().nodes(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: a host callable is destroyed once, on a thread of ours, at the first reclaim point after the driver releases it") {
+  std::atomic<int> alive{0}, off_thread{0}, runs{0};
+  SUBCASE("the driver releases it when the last graph and exec are destroyed (the fake, at once)") {
+    Graph g{ctx};
+    (void)g.add_host({}, [t = Tracked(&alive, &off_thread), &runs] { ++runs; });
+    GraphExec exec{g};
+    g = Graph();
+    exec.launch(s);
+    s.synchronize();
+    CHECK(runs == 1);
+    CHECK(alive == 1);
+    exec = GraphExec();  // the last handle: released, and destroyed by its destruction, here
+    CHECK(alive == 0);
+  }
+  SUBCASE("the driver releases it later, on its own thread: the next reclaim point destroys it") {
+    fake.hold_user_object_destructors(1);
+    {
+      Graph g = capture(s, [&](const Stream& q) { q.launch_host_func([t = Tracked(&alive, &off_thread), &runs] { ++runs; }); });
+      GraphExec exec{g};
+      exec.launch(s);
+      s.synchronize();
+    }
+    CHECK(runs == 1);
+    CHECK(alive == 1);  // all handles gone, not yet released by the driver
+    s.synchronize();
+    CHECK(alive == 1);  // nothing to reclaim yet
+    fake.hold_user_object_destructors(0);  // the driver's thread releases it: only handed over
+    CHECK(alive == 1);
+    ctx.synchronize();  // a reclaim point: destroyed here
+    CHECK(alive == 0);
+  }
+  CHECK(off_thread == 0);
 }

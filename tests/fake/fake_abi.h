@@ -65,6 +65,11 @@ typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
 typedef const void* (*fake_last_context_fn)(void);
 // How many times host functions enqueued with cuLaunchHostFunc have run.
 typedef long (*fake_host_funcs_run_fn)(void);
+// With hold != 0, user objects whose last reference goes keep their
+// destructors until fake_hold_user_object_destructors(0) runs them (on a
+// driver thread): the real driver's release is as late as that, on its own
+// internal thread (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
+typedef void (*fake_hold_user_object_destructors_fn)(int hold);
 
 // The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
 // fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as

@@ -127,12 +127,20 @@ void run_dying(std::vector<UserObject*> list) {
   }
 }
 
+// Destructors held back (fake_hold_user_object_destructors).
+bool hold_destructors = false;
+std::vector<UserObject*> held_back;
+
 struct Unlocked {
   // Releases mu, then runs the destructors that became due under it.
   std::unique_lock<std::mutex>& lock;
   ~Unlocked() {
     std::vector<UserObject*> list;
     list.swap(dying);
+    if (hold_destructors) {
+      held_back.insert(held_back.end(), list.begin(), list.end());
+      list.clear();
+    }
     lock.unlock();
     run_dying(std::move(list));
   }
@@ -627,7 +635,13 @@ CUresult fake_GraphClone(CUgraph* out, CUgraph original) {
 CUresult fake_GraphGetNodes(CUgraph graph, CUgraphNode* nodes, std::size_t* count) {
   FAKE_ENTRY(GraphGetNodes);
   std::lock_guard lock(mu);
-  if (!count || !alive(graph, Kind::graph)) return CUDA_ERROR_INVALID_VALUE;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  // A live graph, or a child graph node's copy (what cuGraphChildGraphNodeGetGraph gives).
+  bool known = alive(graph, Kind::graph);
+  for (auto it = live.begin(); !known && it != live.end(); ++it)
+    known = it->second == Kind::node && static_cast<const Node*>(it->first)->work.type == CU_GRAPH_NODE_TYPE_GRAPH &&
+            static_cast<const Node*>(it->first)->child == reinterpret_cast<Graph*>(graph);
+  if (!known) return CUDA_ERROR_INVALID_VALUE;
   const auto& all = reinterpret_cast<Graph*>(graph)->nodes;
   if (nodes)
     for (std::size_t i = 0; i < *count && i < all.size(); ++i) nodes[i] = reinterpret_cast<CUgraphNode>(all[i]);
@@ -640,6 +654,46 @@ CUresult fake_GraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
   std::lock_guard lock(mu);
   if (!type || !alive(node, Kind::node)) return CUDA_ERROR_INVALID_VALUE;
   *type = reinterpret_cast<Node*>(node)->work.type;
+  return CUDA_SUCCESS;
+}
+
+// A node's dependencies or dependents, in the order they were made (the
+// driver's order is its own; tests compare sets).
+static CUresult node_edges(CUgraphNode node, CUgraphNode* out, std::size_t* count, bool dependents) {
+  std::lock_guard lock(mu);
+  if (!count || !alive(node, Kind::node)) return CUDA_ERROR_INVALID_VALUE;
+  const Node* me = reinterpret_cast<Node*>(node);
+  std::vector<const Node*> edges;
+  if (dependents) {
+    for (const Node* n : me->owner->nodes)
+      if (std::find(n->deps.begin(), n->deps.end(), me) != n->deps.end()) edges.push_back(n);
+  } else {
+    edges.assign(me->deps.begin(), me->deps.end());
+  }
+  if (out)
+    for (std::size_t i = 0; i < *count && i < edges.size(); ++i)
+      out[i] = reinterpret_cast<CUgraphNode>(const_cast<Node*>(edges[i]));
+  *count = edges.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_GraphNodeGetDependencies(CUgraphNode node, CUgraphNode* deps, std::size_t* count) {
+  FAKE_ENTRY(GraphNodeGetDependencies);
+  return node_edges(node, deps, count, false);
+}
+
+CUresult fake_GraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode* deps, std::size_t* count) {
+  FAKE_ENTRY(GraphNodeGetDependentNodes);
+  return node_edges(node, deps, count, true);
+}
+
+CUresult fake_GraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* out) {
+  FAKE_ENTRY(GraphChildGraphNodeGetGraph);
+  std::lock_guard lock(mu);
+  if (!out || !alive(node, Kind::node)) return CUDA_ERROR_INVALID_VALUE;
+  const Node* n = reinterpret_cast<Node*>(node);
+  if (n->work.type != CU_GRAPH_NODE_TYPE_GRAPH || !n->child) return CUDA_ERROR_INVALID_VALUE;
+  *out = reinterpret_cast<CUgraph>(n->child);
   return CUDA_SUCCESS;
 }
 
@@ -944,6 +998,22 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
     params->result_out = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // As the driver (measured on the H200, driver 580): a conditional body
+  // (and a child graph in one, at any depth) may hold only kernel, empty,
+  // memset, memcpy, child graph and conditional nodes. cuGraphAddNode and
+  // the other add calls accept any node there; instantiation refuses the
+  // graph with a bare CUDA_ERROR_INVALID_VALUE.
+  std::function<bool(const Graph*, bool)> allowed = [&](const Graph* body, bool in_body) {
+    for (const Node* n : body->nodes) {
+      const CUgraphNodeType t = n->work.type;
+      if (in_body && t != CU_GRAPH_NODE_TYPE_KERNEL && t != CU_GRAPH_NODE_TYPE_EMPTY && t != CU_GRAPH_NODE_TYPE_MEMSET &&
+          t != CU_GRAPH_NODE_TYPE_MEMCPY && t != CU_GRAPH_NODE_TYPE_GRAPH && t != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        return false;
+      if (n->child && !allowed(n->child, in_body || t == CU_GRAPH_NODE_TYPE_CONDITIONAL)) return false;
+    }
+    return true;
+  };
+  if (!allowed(g, false)) return CUDA_ERROR_INVALID_VALUE;
   // Kernels of more than one context cannot be in one exec.
   CUcontext ctx = nullptr;
   for (Node* n : g->nodes) {
@@ -1165,4 +1235,14 @@ CUresult fake_GraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned
   if (flags != CU_GRAPH_USER_OBJECT_MOVE) u->refs += count;  // with MOVE the caller's references pass to the graph
   reinterpret_cast<Graph*>(graph)->user_refs[u] += count;
   return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT void fake_hold_user_object_destructors(int hold) {
+  std::vector<fake::UserObject*> list;
+  {
+    std::lock_guard lock(fake::mu);
+    fake::hold_destructors = hold != 0;
+    if (!hold) list.swap(fake::held_back);
+  }
+  fake::run_dying(std::move(list));
 }

@@ -64,6 +64,18 @@ struct Tracked {
   }
 };
 
+// The oxicuda::Error that `f` raises (the test fails when it raises none).
+template <class F>
+Error raised_by(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  FAIL_CHECK("no error");
+  return Error(ffi::CUDA_SUCCESS, "");
+}
+
 }  // namespace
 
 TEST_CASE("gpu graph: a captured pipeline of copies and kernels, replayed 1000 times, matches the CPU") {
@@ -296,6 +308,142 @@ TEST_CASE("gpu graph: GraphedStep of 100 kernels gives what direct launches give
   copy(hg, graphed);
   CHECK(hd == hg);
   CHECK(hg[0] == 100.0f * 25 + 200.0f * 25);
+}
+
+
+// --- issue 22 -----------------------------------------------------------------
+
+TEST_CASE("gpu graph: the host-callable guarantee: alive while any exec can run it, then destroyed once, on a thread of ours, by a reclaim point") {
+  std::atomic<int> alive{0}, destroyed{0}, off_thread{0}, copies{0}, runs{0}, runs_at_destruction{-1};
+  constexpr int launches = 200;
+  Stream s{ctx()};
+  DeviceBuffer<float> buf(ctx(), 1u << 24);  // 64 MiB: each launch's fill takes a while
+  {
+    Graph g{ctx()};
+    GraphNode k = g.add_fill({}, buf, 2.0f);
+    struct Probe {
+      Tracked t;
+      std::atomic<int>* runs;
+      std::atomic<int>* at_destruction;
+      Probe(Tracked tr, std::atomic<int>* r, std::atomic<int>* a) : t(std::move(tr)), runs(r), at_destruction(a) {}
+      Probe(Probe&& o) noexcept : t(std::move(o.t)), runs(o.runs), at_destruction(o.at_destruction) {}
+      Probe(const Probe&) = default;
+      Probe& operator=(const Probe&) = delete;
+      ~Probe() {
+        if (t.live) at_destruction->store(runs->load());
+      }
+      void operator()() const { ++*runs; }
+    };
+    (void)g.add_host(k, Probe(Tracked(&alive, &destroyed, &off_thread, &copies), &runs, &runs_at_destruction));
+    GraphExec exec{g};
+    g = Graph();  // the exec alone holds it now
+    exec.launch(s);
+    s.synchronize();
+    ctx().synchronize();
+    CHECK(alive == 1);  // reclaim points passed; the exec can still run it
+    // Dropped with launches still in flight: the driver keeps it until they finish.
+    for (int i = 0; i < launches; ++i) exec.launch(s);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const bool at_once = alive == 0;
+  int reclaim_points = 0;
+  const auto until = start + std::chrono::seconds(10);
+  while (alive != 0 && std::chrono::steady_clock::now() < until) {
+    s.synchronize();  // a reclaim point (and the launches' end)
+    ++reclaim_points;
+    if (alive != 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE("host callable: destroyed " << (at_once ? "by the last handle's destruction"
+                                                  : "at reclaim point " + std::to_string(reclaim_points))
+                                      << ", " << ms << " ms after the last handle dropped");
+  CHECK_MESSAGE(alive == 0, "not destroyed within 10 s of the last handle, through repeated synchronizes");
+  CHECK(destroyed == 1);
+  CHECK(copies == 0);
+  CHECK(off_thread == 0);  // never on the driver's thread
+  CHECK(runs == launches + 1);
+  CHECK(runs_at_destruction == launches + 1);  // never before the in-flight launches had run it
+}
+
+TEST_CASE("gpu graph: a host node in a conditional body: oxicuda refuses it when added; the driver only at instantiation") {
+  if (driver_version() < 12040) {
+    MESSAGE("skipped: conditional nodes need a CUDA 12.4 driver");
+    return;
+  }
+  Graph g{ctx()};
+  ConditionalNode once = g.add_if({}, g.conditional_handle(0));
+  const Error refused = raised_by([&] { (void)once.body.add_host({}, [] {}); });
+  CHECK(refused.call() == "oxicuda::Graph::add_host");
+  CHECK(refused.detail().find("a conditional node's body may hold only") != std::string::npos);
+  CHECK(once.body.node_count() == 0);
+  // What the fake driver models: the raw call accepts the node, instantiation refuses the graph.
+  const ffi::CUDA_HOST_NODE_PARAMS p{[](void*) {}, nullptr};
+  CUgraphNode node = nullptr;
+  CHECK(detail::api().GraphAddHostNode(&node, once.body.raw(), nullptr, 0, &p) == ffi::CUDA_SUCCESS);
+  const Error late = raised_by([&] { GraphExec exec{g}; });
+  MESSAGE("instantiation with a host node in a body: " << std::string(late.what()));
+  CHECK(late.call() == "cuGraphInstantiateWithParams");
+  CHECK(late.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("gpu graph: a captured graph gives its nodes, their kinds, dependencies and dependents") {
+  Stream s{ctx()};
+  DeviceBuffer<float> x(ctx(), 256), y(ctx(), 256);
+  std::vector<float> host(256, 1.0f);
+  Graph g = capture(s, [&](const Stream& q) {
+    copy_async(q, x, host);
+    fill_async(q, y, 2.0f);
+    copy_async(q, host, y);
+  });
+  const GraphNodes nodes = g.nodes();
+  REQUIRE(nodes.size() == 3);
+  const GraphNode* root = nullptr;
+  int copies = 0;
+  for (const GraphNode& n : nodes) {
+    copies += n.type() == ffi::CU_GRAPH_NODE_TYPE_MEMCPY;
+    if (n.dependencies().empty()) root = &n;
+  }
+  CHECK(copies == 2);
+  REQUIRE(root);
+  CHECK(root->type() == ffi::CU_GRAPH_NODE_TYPE_MEMCPY);
+  const GraphNodes next = root->dependents();
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].type() == ffi::CU_GRAPH_NODE_TYPE_MEMSET);
+  CHECK(next[0].dependencies().contains(*root));
+  const GraphNodes last = next[0].dependents();
+  REQUIRE(last.size() == 1);
+  CHECK(last[0].dependents().empty());
+}
+
+TEST_CASE("gpu graph: clone, child, second exec and update of a graph with allocation nodes") {
+  // What README says the driver does with such graphs (its documented rules).
+  auto build = [] {
+    Graph g{ctx()};
+    GraphAllocation<float> tmp = g.add_alloc<float>({}, 1024);
+    GraphNode set = g.add_fill(tmp.node, tmp.span, 1.0f);
+    (void)g.add_free(set, tmp.span);
+    return g;
+  };
+  Stream s{ctx()};
+  Graph g = build();
+  GraphExec exec{g};
+  exec.launch(s);
+  s.synchronize();
+  const Error clone = raised_by([&] { (void)g.clone(); });
+  MESSAGE("clone: " << std::string(clone.what()));
+  CHECK(clone.call() == "cuGraphClone");
+  Graph parent{ctx()};
+  const Error child = raised_by([&] { (void)parent.add_child({}, g); });
+  MESSAGE("add_child: " << std::string(child.what()));
+  CHECK(child.call() == "cuGraphAddChildGraphNode");
+  const Error second = raised_by([&] { GraphExec again{g}; });
+  MESSAGE("second exec: " << std::string(second.what()));
+  CHECK(second.call() == "cuGraphInstantiateWithParams");
+  const UpdateRefusal refused = exec.try_update(build());
+  MESSAGE("update from another graph with allocation nodes: reason " << static_cast<int>(refused.reason));
+  CHECK(refused.reason == ffi::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
+  exec.launch(s);  // unchanged, still runs
+  s.synchronize();
 }
 
 #endif  // gpu_fixtures.inc
