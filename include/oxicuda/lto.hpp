@@ -53,6 +53,9 @@ class LtoLinker {
   [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
   // nvJitLink's info log so far.
   [[nodiscard]] std::string info_log(SourceLocation where = SourceLocation::current()) const;
+  // nvJitLink's error log so far: after a successful complete(), the
+  // warnings nvJitLink wrote there (a failed call's Error already holds it).
+  [[nodiscard]] std::string error_log(SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] nvJitLinkHandle raw() const noexcept { return raw_; }
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
@@ -67,7 +70,7 @@ class LtoLinker {
     return raw_;
   }
   // The error log, as far as nvJitLink gives it (the failed call is the error).
-  std::string error_log() const {
+  std::string error_detail() const {
     std::size_t size = 0;
     std::string log;
     if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
@@ -149,7 +152,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   // A refused create still hands back a handle holding the reason (nvJitLink
   // 13: "unrecognized option"): read it, then destroy the handle, which the
   // destructor of a throwing constructor would not.
-  std::string log = raw_ ? error_log() : std::string();
+  std::string log = raw_ ? error_detail() : std::string();
   destroy();
   detail::fail(r, where, detail::cat({"creating a link (options: ", all.spaced(), ")", log}));
 }
@@ -167,7 +170,7 @@ inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data,
   }
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
   if (OXICUDA_UNLIKELY(!r.ok()))
-    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_log()}));
+    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_detail()}));
   return *this;
 }
 
@@ -181,7 +184,7 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
 inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_log()}));
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
   std::size_t size = 0;
   detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
   std::string cubin(size, '\0');
@@ -195,6 +198,16 @@ inline std::string LtoLinker::info_log(SourceLocation where) const {
   detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
   std::string log(size, '\0');
   if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+inline std::string LtoLinker::error_log(SourceLocation where) const {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
+  std::string log(size, '\0');
+  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }

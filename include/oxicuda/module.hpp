@@ -22,6 +22,8 @@ struct JitOptions {
   int optimization_level = -1;        // 0..4; -1: the driver's default (4)
   bool line_info = false;             // -lineinfo
   bool debug_info = false;            // -G
+  bool log_verbose = false;           // CU_JIT_LOG_VERBOSE: a more detailed info log
+  bool wall_time = false;             // CU_JIT_WALL_TIME: Module::jit_wall_time_ms() after the load
   // Room for each of the info and error logs. The driver takes the size as
   // a 32-bit unsigned: at most max_log_bytes (more is an Error).
   std::size_t log_bytes = 16 * 1024;
@@ -61,6 +63,8 @@ struct JitOptionList {
       add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
     if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
     if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+    if (options.log_verbose) add(ffi::CU_JIT_LOG_VERBOSE, value(1));
+    if (options.wall_time) add(ffi::CU_JIT_WALL_TIME, nullptr);
   }
   JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
   JitOptionList& operator=(const JitOptionList&) = delete;
@@ -71,6 +75,14 @@ struct JitOptionList {
     ++count;
   }
   static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // The JIT's wall time in milliseconds, which the driver writes as a float
+  // into the option's value slot (0 when not asked for).
+  [[nodiscard]] float wall_time_ms() const noexcept {
+    float ms = 0;
+    for (unsigned i = 0; i < count; ++i)
+      if (keys[i] == ffi::CU_JIT_WALL_TIME) std::memcpy(&ms, &values[i], sizeof ms);
+    return ms;
+  }
   // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
   [[nodiscard]] std::string error_log() const {
     return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
@@ -136,6 +148,9 @@ class Module {
     return state_ ? std::string_view(state_->info_log) : std::string_view();
   }
   [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  // How long the driver's JIT took to load it, in milliseconds, when it was
+  // loaded with JitOptions::wall_time (CU_JIT_WALL_TIME); else 0.
+  [[nodiscard]] float jit_wall_time_ms() const noexcept { return state_ ? state_->wall_time_ms : 0.0f; }
 
   friend bool operator==(const Module& a, const Module& b) noexcept { return a.raw() == b.raw(); }
 
@@ -145,8 +160,9 @@ class Module {
     CUmodule raw = nullptr;
     std::string info_log;
     std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
-    State(Context c, CUmodule r, std::string log, std::string n) noexcept
-        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
+    float wall_time_ms = 0;
+    State(Context c, CUmodule r, std::string log, std::string n, float ms = 0) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)), wall_time_ms(ms) {}
     ~State() {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
@@ -276,7 +292,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   std::string log = jit.info_log();
   if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
   return m;
 }
 

@@ -294,3 +294,28 @@ TEST_CASE_FIXTURE(ToolkitTest, "issue 24 (9): nvjitlink_info().version is nvJitL
   CHECK(nvjitlink_info().version == 13000);
   CHECK(nvjitlink_version() == 13000);
 }
+
+TEST_CASE_FIXTURE(ToolkitTest, "issue 24 (10): nvJitLink's error and info logs after a successful link") {
+  const Compiled c = Program(std::string(kFakePtx) + "// warn\n").compile({.arch = "sm_90", .lto = true});
+  LtoLinker l("sm_90");
+  l.add(c, "warned");
+  CHECK(l.error_log().empty());
+  CHECK_FALSE(l.complete().empty());
+  CHECK(l.error_log() == "nvJitLink warning: fake warning");
+  CHECK(l.info_log() == "fake nvJitLink: linked");
+}
+
+TEST_CASE_FIXTURE(ContextTest, "issue 24 (11): JitOptions::log_verbose and wall_time; the wall time after the load") {
+  const Module plain = Module::from_ptx(ctx, kFakePtx);
+  CHECK(plain.jit_wall_time_ms() == 0.0f);
+  CHECK(plain.info_log() == "fake ptxas info: 6 entry function(s)");
+  const Module m = Module::from_ptx(ctx, kFakePtx, {.log_verbose = true, .wall_time = true});
+  CHECK(m.jit_wall_time_ms() == 1.5f);  // what the fake driver wrote into the option's slot
+  CHECK(m.info_log() == "fake ptxas info: 6 entry function(s)\nfake ptxas info: verbose");
+  CHECK(Module().jit_wall_time_ms() == 0.0f);
+  // All ten options at once fit.
+  const Module all = Module::from_ptx(ctx, kFakePtx,
+                                      {.max_registers = 32, .optimization_level = 3, .line_info = true,
+                                       .debug_info = true, .log_verbose = true, .wall_time = true});
+  CHECK(all.jit_wall_time_ms() == 1.5f);
+}

@@ -155,9 +155,20 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
       f->max_dynamic_shared = 48 * 1024 - f->static_shared;
       m->funcs.push_back(f);
     }
+    bool verbose = false;
+    for (const auto& [k, v] : opts) verbose = verbose || (k == CU_JIT_LOG_VERBOSE && v);
     write_log(opts, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-              "fake ptxas info: " + std::to_string(m->funcs.size()) + " entry function(s)");
+              "fake ptxas info: " + std::to_string(m->funcs.size()) + " entry function(s)" +
+                  (verbose ? "\nfake ptxas info: verbose" : ""));
   }
+  // CU_JIT_WALL_TIME: the driver writes a float (milliseconds) into the
+  // option's value slot; the fake's JIT always takes 1.5 ms.
+  for (auto& [k, v] : opts)
+    if (k == CU_JIT_WALL_TIME) {
+      const float ms = 1.5f;
+      v = nullptr;
+      std::memcpy(&v, &ms, sizeof ms);
+    }
   std::lock_guard lock(mu);
   live[m] = Kind::module;
   for (Func* f : m->funcs) live[f] = Kind::function;
