@@ -18,27 +18,37 @@ namespace detail {
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
            cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
-  if (r.entry == ffi::Entry::FuncSetAttribute) {
-    // Both figures: what the launch asks for, and what the device can give
-    // this kernel (a block's opt-in maximum less the kernel's static part).
+  // Both figures, where dynamic shared memory is the reason (raising the
+  // limit failed, or the launch was refused asking for more than the device
+  // can give): what the launch asks for, and what the device can give this
+  // kernel (a block's opt-in maximum less the kernel's static part). Empty
+  // when the driver cannot tell; `over` says whether the launch asks for more.
+  bool over = false;
+  auto figures = [&]() -> std::string {
     int optin = 0, static_bytes = 0;
     const Device device = fn.module().context().device(where);
-    const bool known =
-        OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                       device.raw())
-            .ok() &&
-        OXICUDA_DRIVER(FuncGetAttribute, &static_bytes, ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.raw()).ok();
+    if (!OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                        device.raw())
+             .ok() ||
+        !OXICUDA_DRIVER(FuncGetAttribute, &static_bytes, ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.raw()).ok())
+      return {};
     const long long most = static_cast<long long>(optin) - static_bytes;
+    over = static_cast<long long>(cfg.shared_bytes) > most;
+    return cat({"the device gives a block at most ", std::to_string(optin),
+                " bytes of shared memory, and the kernel has ", std::to_string(static_bytes),
+                " bytes of static shared memory, so it can have at most ", std::to_string(most > 0 ? most : 0),
+                " bytes of dynamic shared memory, not ", std::to_string(cfg.shared_bytes)});
+  };
+  std::string shared;
+  if (r.entry == ffi::Entry::FuncSetAttribute) {
+    shared = figures();
     why = cat({why,
                ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
                "to ",
-               std::to_string(cfg.shared_bytes), " bytes failed",
-               known ? cat({"; the device gives a block at most ", std::to_string(optin),
-                            " bytes of shared memory, and the kernel has ", std::to_string(static_bytes),
-                            " bytes of static shared memory, so it can have at most ",
-                            std::to_string(most > 0 ? most : 0), " bytes of dynamic shared memory, not ",
-                            std::to_string(cfg.shared_bytes)})
-                     : std::string()});
+               std::to_string(cfg.shared_bytes), " bytes failed", shared.empty() ? "" : "; ", shared});
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_VALUE && cfg.shared_bytes > 48 * 1024 &&
+             !(shared = figures()).empty() && over) {
+    why = cat({why, ": ", shared});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
   } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {

@@ -87,7 +87,7 @@ TEST_CASE("issue 29 (2) (H200): 44 KiB of dynamic shared memory beside 8 KiB of 
   if (in_child()) return;
   auto k = shared_module().kernel<void(float*, unsigned)>("shared_sum");
   const int static_bytes = k.function().static_shared_bytes();
-  CHECK(static_bytes == 8192);
+  CHECK(static_bytes >= 8192);  // the tile (8 KiB)
   // The driver's default: 48 KiB less the static part.
   CHECK(k.function().allowed_dynamic_shared_bytes() == 48u * 1024u - static_cast<unsigned>(static_bytes));
   Stream s(ctx());
