@@ -309,7 +309,8 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
   // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
   std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
-  if (!detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
+  // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
     detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
   if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
   if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
