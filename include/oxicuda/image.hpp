@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #include "error.hpp"
 
@@ -20,12 +22,53 @@ inline std::uint64_t read_le(const unsigned char* p, int bytes) noexcept {
   return v;
 }
 
-enum class ImageKind { ptx, elf, fatbin };
+// ltoir: NVRTC's LTO-IR (-dlto), which only nvJitLink reads; unknown: bytes
+// that are none of these (a control byte among the first ones, where PTX
+// text has none).
+enum class ImageKind { ptx, elf, fatbin, ltoir, unknown };
 
 inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
   if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') return ImageKind::elf;
   if (size >= 4 && read_le(p, 4) == 0xBA55ED50u) return ImageKind::fatbin;
+  if (size >= 4 && read_le(p, 4) == 0x7F4E43EDu) return ImageKind::ltoir;
+  std::size_t n = size;
+  while (n > 0 && p[n - 1] == '\0') --n;  // a terminating NUL is PTX's
+  for (std::size_t i = 0; i < n && i < 16; ++i)
+    if (p[i] == 0x7f || (p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r' && p[i] != '\f'))
+      return ImageKind::unknown;
   return ImageKind::ptx;
+}
+
+// The first bytes of an image, in hex, for messages ("7f 45 4c 46 ...").
+inline std::string first_bytes(const unsigned char* p, std::size_t size) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < size && i < 8; ++i) {
+    if (i) s.push_back(' ');
+    s.push_back(hex[p[i] >> 4]);
+    s.push_back(hex[p[i] & 15]);
+  }
+  return size > 8 ? cat({s, " ..."}) : s;
+}
+
+// PTX text of n bytes as the driver and nvJitLink take it: copied and
+// NUL-terminated (they read up to a NUL, not a size). Trailing NULs are
+// dropped; an empty text (or only white space), or a NUL inside it (they would read only what
+// comes before it), is an Error of `operation` with `code`.
+template <class Result>
+std::string ptx_text(const char* ptx, std::size_t n, Result code, const char* operation, std::string_view what,
+                     std::string_view reader, SourceLocation where) {
+  while (n > 0 && ptx[n - 1] == '\0') --n;
+  std::size_t text = 0;
+  while (text < n && (ptx[text] == ' ' || ptx[text] == '\t' || ptx[text] == '\r' || ptx[text] == '\n')) ++text;
+  if (text == n) raise(Error(code, operation, cat({what, " is empty"}), where));
+  if (const void* nul = std::memchr(ptx, '\0', n))
+    raise(Error(code, operation,
+                cat({what, " of ", std::to_string(n), " bytes has a NUL byte at offset ",
+                     std::to_string(static_cast<const char*>(nul) - ptx),
+                     "; ", reader, " would read only the text before it"}),
+                where));
+  return std::string(ptx, n);
 }
 
 // Why a binary image is unfit to hand to the driver (which reads it without

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "buffer.hpp"
 #include "kernel.hpp"
 #include "span.hpp"
 
@@ -38,7 +41,10 @@ struct LaunchConfig {
   Dim3 grid{1};
   Dim3 block{1};
   unsigned shared_bytes = 0;
-  Dim3 cluster{0, 0, 0};  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x
+  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x. A cluster
+  // with a zero dimension beside a non-zero one, or one that does not divide
+  // the grid in each dimension, is an Error naming both.
+  Dim3 cluster{0, 0, 0};
   bool cooperative = false;
 };
 
@@ -71,6 +77,67 @@ P to_parameter(A&& a) noexcept {
     return a.device_span().data();
   else
     return static_cast<P>(std::forward<A>(a));
+}
+
+inline std::string dims(Dim3 d) {
+  return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)});
+}
+
+// A cluster (any dimension non-zero) must have every dimension non-zero and
+// divide the grid in each: checked before the driver sees it (a zero
+// dimension beside a non-zero one would otherwise be a plain launch).
+[[noreturn]] OXICUDA_COLD inline void bad_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation,
+                                                  SourceLocation where) {
+  const Dim3 c = cfg.cluster, g = cfg.grid;
+  const bool zero = c.x == 0 || c.y == 0 || c.z == 0;
+  raise(Error(ffi::CUDA_ERROR_INVALID_CLUSTER_SIZE, operation,
+              cat({"kernel '", fn.name(), "': cluster ", dims(c), ", grid ", dims(g),
+                   zero ? ": a cluster dimension is zero beside a non-zero one (every dimension of a cluster is at "
+                          "least 1; {0, 0, 0} is no cluster)"
+                        : ": the cluster does not divide the grid (each grid dimension must be a multiple of the "
+                          "cluster's)"}),
+              where));
+}
+
+inline void check_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation, SourceLocation where) {
+  const Dim3 c = cfg.cluster, g = cfg.grid;
+  if (c.x == 0 || c.y == 0 || c.z == 0 || g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0)
+    bad_cluster(fn, cfg, operation, where);
+}
+
+template <class A>
+inline constexpr bool is_device_buffer_v = false;
+template <class T>
+inline constexpr bool is_device_buffer_v<DeviceBuffer<T>> = true;
+
+[[noreturn]] OXICUDA_COLD inline void empty_buffer_argument(const Function& fn, std::size_t position,
+                                                            std::size_t count, std::string_view type,
+                                                            const char* operation, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
+              cat({"argument ", std::to_string(position), " of ", std::to_string(count), " (", type,
+                   ") to kernel '", fn.name(),
+                   "' is an empty buffer (default-constructed or moved-from): the kernel would get a null pointer"}),
+              where));
+}
+
+// Refuses a default-constructed or moved-from DeviceBuffer among a typed
+// launch's arguments (it has no memory and no context; a buffer of 0
+// elements made in a context passes, as its null pointer with a size of 0).
+// Nothing to do, at compile time, for arguments that are not buffers.
+template <class... Args>
+inline void check_arguments(const Function& fn, const char* operation, SourceLocation where, const Args&... args) {
+  if constexpr ((is_device_buffer_v<Args> || ...)) {
+    std::size_t position = 0;
+    auto check = [&]<class A>(const A& a) {
+      ++position;
+      if constexpr (is_device_buffer_v<A>)
+        if (OXICUDA_UNLIKELY(a.device_ptr() == 0 && !a.context()))
+          empty_buffer_argument(fn, position, sizeof...(Args), type_name<A>(), operation, where);
+    };
+    (check(args), ...);
+  } else {
+    (void)fn, (void)operation, (void)where;
+  }
 }
 
 // What the untyped launch may pass: the bytes of a kernel parameter type,

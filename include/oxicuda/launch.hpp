@@ -14,23 +14,41 @@ namespace detail {
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
                                                     SourceLocation where) {
-  auto dims = [](Dim3 d) { return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)}); };
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
            cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
-  if (r.entry == ffi::Entry::FuncSetAttribute) {
-    int optin = 0;
+  // Both figures, where dynamic shared memory is the reason (raising the
+  // limit failed, or the launch was refused asking for more than the device
+  // can give): what the launch asks for, and what the device can give this
+  // kernel (a block's opt-in maximum less the kernel's static part). Empty
+  // when the driver cannot tell; `over` says whether the launch asks for more.
+  bool over = false;
+  auto figures = [&]() -> std::string {
+    int optin = 0, static_bytes = 0;
     const Device device = fn.module().context().device(where);
-    const bool known =
-        OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                       device.raw())
-            .ok();
+    if (!OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                        device.raw())
+             .ok() ||
+        !OXICUDA_DRIVER(FuncGetAttribute, &static_bytes, ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.raw()).ok())
+      return {};
+    const long long most = static_cast<long long>(optin) - static_bytes;
+    over = static_cast<long long>(cfg.shared_bytes) > most;
+    return cat({"the device gives a block at most ", std::to_string(optin),
+                " bytes of shared memory, and the kernel has ", std::to_string(static_bytes),
+                " bytes of static shared memory, so it can have at most ", std::to_string(most > 0 ? most : 0),
+                " bytes of dynamic shared memory, not ", std::to_string(cfg.shared_bytes)});
+  };
+  std::string shared;
+  if (r.entry == ffi::Entry::FuncSetAttribute) {
+    shared = figures();
     why = cat({why,
                ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
-               "failed",
-               known ? "; this device allows at most " : "", known ? std::to_string(optin) : std::string(),
-               known ? " bytes per block" : ""});
+               "to ",
+               std::to_string(cfg.shared_bytes), " bytes failed", shared.empty() ? "" : "; ", shared});
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_VALUE && cfg.shared_bytes > 48 * 1024 &&
+             !(shared = figures()).empty() && over) {
+    why = cat({why, ": ", shared});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
   } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
@@ -62,24 +80,28 @@ inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, vo
   return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
 }
 
-// A launch that asks for more than 48 KiB of dynamic shared memory. The
-// kernel's limit is raised first when this Function has not raised it that
-// far; and when the driver refuses the launch because the limit was lowered
-// since (through another Function of the kernel, or raw()), the limit is
-// read again, raised, and the launch made once more.
-OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
-                                             SourceLocation where) {
+// A launch that asks for dynamic shared memory. The driver allows a kernel
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (by default 48 KiB less
+// its static shared memory): read once per Function and cached. When the
+// launch asks for more, the limit is raised first; and when the driver
+// refuses the launch because the limit was lowered since (through another
+// Function of the kernel, or raw()), the limit is read again, raised, and
+// the launch made once more.
+inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
+                               SourceLocation where) {
   const CUfunction f = fn.raw();
+  unsigned allowed = 0;
+  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_UNLIKELY(!read.ok()))
+    fail(read, where, cat({"reading the dynamic shared memory limit of kernel '", fn.name(), "'"}));
   auto raise_limit = [&] {
     const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
     if (!raised.ok()) launch_failed(raised, fn, cfg, where);
   };
-  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) raise_limit();
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
   Outcome r = launch_once(s, f, cfg, params);
-  if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) {
-    int limit = 0;
-    if (OXICUDA_DRIVER(FuncGetAttribute, &limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f).ok() &&
-        static_cast<unsigned>(limit) < cfg.shared_bytes) {
+  if (OXICUDA_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
+    unsigned limit = 0;
+    if (FunctionAccess::read_allowed(fn, limit).ok() && limit < cfg.shared_bytes) {
       raise_limit();
       r = launch_once(s, f, cfg, params);
     }
@@ -91,9 +113,11 @@ OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, con
 // plain path. `params` points to the arguments, in parameter order.
 inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
+  if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
+    check_cluster(fn, cfg, "oxicuda::launch", where);
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
-    if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
+    if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);
     if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
@@ -138,6 +162,7 @@ template <class... Params, class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
   detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
 }

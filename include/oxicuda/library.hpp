@@ -56,7 +56,8 @@ struct LibraryInfo {
                          // "/usr/local/cuda"
   std::string path;      // its full path, as the loader resolved it (empty when unknown)
   std::string reason;    // when not found: what was tried, and how to install the library
-  int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown
+  int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown (nvJitLink before
+                         // 12.3 has no nvJitLinkVersion)
 
   [[nodiscard]] bool available() const noexcept { return found; }
 };

@@ -75,9 +75,13 @@ class Linker {
   ~Linker() { destroy(); }
 
   // Adds an input from memory; `name` appears in the linker's messages.
+  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
+  // is copied and NUL-terminated, since the driver reads PTX up to a NUL,
+  // not `size` bytes; PTX with a NUL inside (the driver would drop what
+  // follows) is an Error. A cubin must be relocatable (built with -rdc).
   Linker& add(LinkInput kind, const void* data, std::size_t size, std::string_view name = "input",
               SourceLocation where = SourceLocation::current());
-  // Adds PTX text.
+  // Adds PTX text (the same rules).
   Linker& add_ptx(std::string_view ptx, std::string_view name = "ptx", SourceLocation where = SourceLocation::current());
   // Adds an input from a file.
   Linker& add_file(LinkInput kind, const std::string& path, SourceLocation where = SourceLocation::current());
@@ -135,17 +139,30 @@ inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, s
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Linker::add",
                         detail::cat({"the input '", name, "' is empty"}), where));
   const std::string n(name);
+  std::string text;
+  if (kind == LinkInput::ptx) {
+    text = detail::ptx_text(static_cast<const char*>(data), size, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Linker::add",
+                            detail::cat({"the PTX input '", n, "'"}), "the driver", where);
+    data = text.c_str();
+    size = text.size() + 1;
+  }
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
                                            const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
   if (OXICUDA_UNLIKELY(!r.ok()))
-    fail_with_log(r, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)"}), where);
+    fail_with_log(r,
+                  detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)",
+                               kind == LinkInput::cubin && (r.result == ffi::CUDA_ERROR_NO_BINARY_FOR_GPU ||
+                                                             r.result == ffi::CUDA_ERROR_INVALID_IMAGE)
+                                   ? "; a cubin input to a Linker must be relocatable device code: compile it with "
+                                     "-rdc (CompileOptions::relocatable, nvcc -rdc=true -cubin)"
+                                   : ""}),
+                  where);
   return *this;
 }
 
 inline Linker& Linker::add_ptx(std::string_view ptx, std::string_view name, SourceLocation where) {
-  const std::string text(ptx);  // the driver wants PTX NUL-terminated
-  return add(LinkInput::ptx, text.c_str(), text.size() + 1, name, where);
+  return add(LinkInput::ptx, ptx.data(), ptx.size(), name, where);
 }
 
 inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceLocation where) {

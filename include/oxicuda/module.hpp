@@ -22,6 +22,8 @@ struct JitOptions {
   int optimization_level = -1;        // 0..4; -1: the driver's default (4)
   bool line_info = false;             // -lineinfo
   bool debug_info = false;            // -G
+  bool log_verbose = false;           // CU_JIT_LOG_VERBOSE: a more detailed info log
+  bool wall_time = false;             // CU_JIT_WALL_TIME: Module::jit_wall_time_ms() after the load
   // Room for each of the info and error logs. The driver takes the size as
   // a 32-bit unsigned: at most max_log_bytes (more is an Error).
   std::size_t log_bytes = 16 * 1024;
@@ -61,6 +63,8 @@ struct JitOptionList {
       add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
     if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
     if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+    if (options.log_verbose) add(ffi::CU_JIT_LOG_VERBOSE, value(1));
+    if (options.wall_time) add(ffi::CU_JIT_WALL_TIME, nullptr);
   }
   JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
   JitOptionList& operator=(const JitOptionList&) = delete;
@@ -71,6 +75,14 @@ struct JitOptionList {
     ++count;
   }
   static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // The JIT's wall time in milliseconds, which the driver writes as a float
+  // into the option's value slot (0 when not asked for).
+  [[nodiscard]] float wall_time_ms() const noexcept {
+    float ms = 0;
+    for (unsigned i = 0; i < count; ++i)
+      if (keys[i] == ffi::CU_JIT_WALL_TIME) std::memcpy(&ms, &values[i], sizeof ms);
+    return ms;
+  }
   // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
   [[nodiscard]] std::string error_log() const {
     return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
@@ -136,6 +148,9 @@ class Module {
     return state_ ? std::string_view(state_->info_log) : std::string_view();
   }
   [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  // How long the driver's JIT took to load it, in milliseconds, when it was
+  // loaded with JitOptions::wall_time (CU_JIT_WALL_TIME); else 0.
+  [[nodiscard]] float jit_wall_time_ms() const noexcept { return state_ ? state_->wall_time_ms : 0.0f; }
 
   friend bool operator==(const Module& a, const Module& b) noexcept { return a.raw() == b.raw(); }
 
@@ -145,8 +160,9 @@ class Module {
     CUmodule raw = nullptr;
     std::string info_log;
     std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
-    State(Context c, CUmodule r, std::string log, std::string n) noexcept
-        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
+    float wall_time_ms = 0;
+    State(Context c, CUmodule r, std::string log, std::string n, float ms = 0) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)), wall_time_ms(ms) {}
     ~State() {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
@@ -221,9 +237,11 @@ class Function {
   [[nodiscard]] BlockSizeSuggestion suggested_block_size(std::size_t dynamic_shared_bytes = 0, int block_size_limit = 0,
                                                          SourceLocation where = SourceLocation::current()) const;
 
-  // Lets launches use up to `bytes` of dynamic shared memory (above 48 KiB a
-  // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-  // Launches do this themselves when they ask for more than is allowed.
+  // Lets launches use up to `bytes` of dynamic shared memory
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: by default 48 KiB less
+  // the kernel's static shared memory; more is opt-in, up to what the device
+  // gives a block less the static part). Launches do this themselves when
+  // they ask for more than the kernel allows.
   void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
   // What launches may use now without raising the limit, as the driver says
   // (cuFuncGetAttribute): also after the limit was set through another
@@ -240,11 +258,15 @@ class Function {
   struct State : detail::Owned {
     Module module;
     std::string name;
-    // The dynamic shared memory limit last set through this Function (48 KiB
-    // until then): a hint that saves launches a driver call. Another
-    // Function of the same kernel, or raw(), may have changed the limit since;
-    // a launch refused for it re-reads the limit (see launch.hpp).
-    mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
+    // The kernel's dynamic shared memory limit
+    // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) as last read or set
+    // through this Function, or unknown_limit until a launch asks for dynamic
+    // shared memory: it saves later launches a driver call. The driver's
+    // default is 48 KiB less the kernel's static shared memory, not 48 KiB.
+    // Another Function of the same kernel, or raw(), may have changed the
+    // limit since; a launch refused for it re-reads the limit (launch.hpp).
+    static constexpr unsigned unknown_limit = ~0u;
+    mutable std::atomic<unsigned> dynamic_shared_allowed{unknown_limit};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
@@ -270,7 +292,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   std::string log = jit.info_log();
   if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
   return m;
 }
 
@@ -283,18 +305,8 @@ inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOpti
 // a large share of this header's compile time.)
 inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
                                SourceLocation where) {
-  while (n > 0 && ptx[n - 1] == '\0') --n;  // a terminating NUL (or several) is fine
-  std::size_t text = 0;
-  while (text < n && (ptx[text] == ' ' || ptx[text] == '\t' || ptx[text] == '\r' || ptx[text] == '\n')) ++text;
-  if (text == n)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx", "the PTX source is empty", where));
-  if (const void* nul = n ? std::memchr(ptx, '\0', n) : nullptr)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
-                        detail::cat({"the PTX source of ", std::to_string(n), " bytes has a NUL byte at offset ",
-                                     std::to_string(static_cast<const char*>(nul) - ptx),
-                                     "; the driver would read only the text before it"}),
-                        where));
-  const std::string copy(ptx, n);  // the driver wants it NUL-terminated
+  const std::string copy = detail::ptx_text(ptx, n, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
+                                            "the PTX source", "the driver", where);
   return load(ctx, copy.c_str(), copy.size(), true, options, where);
 }
 
@@ -306,6 +318,18 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
   const detail::ImageKind kind = detail::image_kind(p, size);
   if (kind == detail::ImageKind::ptx)
     return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
+  if (kind == detail::ImageKind::ltoir)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
+                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
+                        where));
+  if (kind == detail::ImageKind::unknown)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
+                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
+                        where));
   std::string problem = detail::image_problem(p, size, kind);
   if (!problem.empty())
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
@@ -350,6 +374,12 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
       break;
     }
   }
+  if (OXICUDA_UNLIKELY(name.find('\0') != std::string_view::npos))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
+                        detail::cat({"the kernel name of ", std::to_string(name.size()),
+                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
+                                     "; the driver would look up only the name before it"}),
+                        where));
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -418,9 +448,26 @@ struct ModuleAccess {
 struct FunctionAccess {
   // The same for copies of one Function (one state), and only for them.
   static const void* identity(const Function& fn) noexcept { return fn.state_.get(); }
-  // The limit last set through `fn` (a hint; see Function::State).
+  // The limit last read or set through `fn` (a hint; see Function::State),
+  // 48 KiB while unknown.
   static unsigned allowed_hint(const Function& fn) noexcept {
-    return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    const unsigned v = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    return v == Function::State::unknown_limit ? 48 * 1024 : v;
+  }
+  // The kernel's limit: the cached one, or (the first time) the driver's,
+  // read and cached. The driver's answer when reading fails.
+  static Outcome allowed(const Function& fn, unsigned& bytes) noexcept {
+    bytes = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    if (OXICUDA_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
+    return read_allowed(fn, bytes);
+  }
+  // Reads the kernel's limit from the driver, and caches it.
+  static Outcome read_allowed(const Function& fn, unsigned& bytes) noexcept {
+    int v = 0;
+    const Outcome r = OXICUDA_DRIVER(FuncGetAttribute, &v, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.raw_);
+    bytes = r.ok() && v >= 0 ? static_cast<unsigned>(v) : 0;
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
   }
   // Raises the limit to `bytes`; the driver's answer, not thrown.
   static Outcome try_allow(const Function& fn, unsigned bytes) noexcept {

@@ -88,7 +88,8 @@ enum nvJitLinkInputType : int {
   X(GetErrorLogSize, 0, "nvJitLinkGetErrorLogSize", (nvJitLinkHandle handle, std::size_t * size))                \
   X(GetErrorLog, 0, "nvJitLinkGetErrorLog", (nvJitLinkHandle handle, char* log))                                 \
   X(GetInfoLogSize, 0, "nvJitLinkGetInfoLogSize", (nvJitLinkHandle handle, std::size_t * size))                  \
-  X(GetInfoLog, 0, "nvJitLinkGetInfoLog", (nvJitLinkHandle handle, char* log))
+  X(GetInfoLog, 0, "nvJitLinkGetInfoLog", (nvJitLinkHandle handle, char* log))                                 \
+  X(Version, 0, "nvJitLinkVersion", (unsigned int* major, unsigned int* minor))
 
 namespace nvjitlink {
 #define OXICUDA_TABLE_PREFIX "nvJitLink"

@@ -100,8 +100,9 @@ struct CompileOptions {
   [[nodiscard]] StringList arguments() const;
 };
 
-// What a compile produced: LTO-IR with lto, a cubin for a real architecture
-// (sm_XX), PTX otherwise.
+// What a compile produced, as NVRTC says (also when an option in
+// CompileOptions::extra decided it): LTO-IR with lto (-dlto), a cubin for a
+// real architecture (sm_XX), PTX otherwise.
 enum class CodeKind { ptx, cubin, ltoir };
 
 struct Compiled {
@@ -304,24 +305,36 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     detail::check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
     c.lowered_names.add(e).add(lowered ? lowered : "");
   }
-  std::size_t size = 0;
-  if (options.lto) {
+  // What NVRTC produced decides the kind, not the options asked for: -dlto
+  // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
+  // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
+  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
+  // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
+    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
+  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
+  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
+  if (lto_size > 0) {
     c.kind = CodeKind::ltoir;
-    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &size), where);
-    c.code.assign(size, '\0');
+    c.code.assign(lto_size, '\0');
     detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (std::string_view(options.arch).starts_with("sm_")) {
+  } else if (cubin_size > 0) {
     c.kind = CodeKind::cubin;
-    detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &size), where);
-    c.code.assign(size, '\0');
+    c.code.assign(cubin_size, '\0');
     detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
   } else {
     c.kind = CodeKind::ptx;
-    detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &size), where);
-    c.code.assign(size, '\0');
-    detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
+    c.code.assign(ptx_size, '\0');
+    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
     while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
   }
+  if (OXICUDA_UNLIKELY(c.code.empty()))
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
+                        detail::cat({"compiling '", name_, "' succeeded but NVRTC produced no code (no LTO-IR, cubin "
+                                     "or PTX; options: ", args.spaced(),
+                                     "); an option in CompileOptions::extra may ask for output that NVRTC keeps to "
+                                     "itself: use the fields (.arch, .lto, .relocatable) instead"}),
+                        where));
   return c;
 }
 

@@ -96,8 +96,13 @@ inline const NvJitLink& nvjitlink() noexcept {
     const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                            sizeof nvjitlink_files / sizeof nvjitlink_files[0], true, nvjitlink_hint,
                            nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
-    if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
+    if (load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info)) {
+      // nvJitLinkVersion is CUDA 12.3's: older ones leave the version 0.
+      unsigned major = 0, minor = 0;
+      if (l->api.Version(&major, &minor) == ffi::NVJITLINK_SUCCESS) l->info.version = static_cast<int>(major * 1000 + minor * 10);
+    } else {
       l->api = {};
+    }
     return l;
   }();
   return *lib;

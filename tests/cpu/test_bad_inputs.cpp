@@ -58,8 +58,9 @@ TEST_CASE_FIXTURE(LaunchTest, "bad input: zero grid or block, a block above the 
   CHECK(shared.call() == "cuFuncSetAttribute");
   CHECK(shared.detail() == "kernel 'none', grid 1x1x1, block 1x1x1, 1048576 bytes of dynamic shared memory: "
                            "raising the kernel's dynamic shared memory limit "
-                           "(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) failed; this device allows at most "
-                           "232448 bytes per block");
+                           "(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) to 1048576 bytes failed; the device "
+                           "gives a block at most 232448 bytes of shared memory, and the kernel has 0 bytes of static "
+                           "shared memory, so it can have at most 232448 bytes of dynamic shared memory, not 1048576");
 }
 
 TEST_CASE("bad input: device ordinals -1 and count") {

@@ -162,6 +162,7 @@ std::vector<Op> operations() {
          l.add(c);
          (void)l.complete();
          (void)l.info_log();
+         (void)nvjitlink_version();
        }},
       {"a failed LTO link",
        [] {

@@ -134,12 +134,13 @@ TEST_CASE_FIXTURE(LaunchTest, "launch config: clusters and cooperative launches 
   CHECK(l.cooperative == 1);
   CHECK(fake.calls("cuLaunchKernelEx") == 2);
   CHECK(fake.calls("cuLaunchKernel") == 0);
-  // A grid that clusters do not divide: the driver's error, explained.
+  // A grid that clusters do not divide: refused before the driver sees it.
   {
     const Error e = error_of([&] { launch(s, none, {.grid = 7, .block = 32, .cluster = {2}}); });
     CHECK(e.result() == ffi::CUDA_ERROR_INVALID_CLUSTER_SIZE);
-    CHECK(e.call() == "cuLaunchKernelEx");
-    CHECK(e.detail() == "kernel 'none', grid 7x1x1, block 32x1x1, 0 bytes of dynamic shared memory, cluster 2x1x1");
+    CHECK(e.call() == "oxicuda::launch");
+    CHECK(e.detail() == "kernel 'none': cluster 2x1x1, grid 7x1x1: the cluster does not divide the grid (each grid "
+                        "dimension must be a multiple of the cluster's)");
   }
 }
 

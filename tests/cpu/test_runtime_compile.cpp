@@ -184,9 +184,10 @@ TEST_CASE_FIXTURE(ToolkitTest, "LtoLinker: a failed link is nvJitLink's error wi
         std::string::npos);
   // A refused create: nvJitLink's reason from the handle it still made,
   // which is destroyed (the fixture checks that no link is left alive).
-  const Error missing = error_of([] { LtoLinker bad("", {}, false); });
-  CHECK(missing.code() == ffi::NVJITLINK_ERROR_MISSING_ARCH);
-  CHECK(missing.detail() == "creating a link (options: -arch=); nvJitLink error log:\nERROR: -arch option missing");
+  const Error missing = error_of([] { LtoLinker bad("compute_90", {}, false); });
+  CHECK(missing.code() == ffi::NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS);
+  CHECK(missing.detail() ==
+        "creating a link (options: -arch=compute_90); nvJitLink error log:\nERROR: virtual arch requires -ptx");
   const Error unknown = error_of([] { LtoLinker bad("sm_90", {"bogus"}); });
   CHECK(unknown.code() == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION);
   CHECK(unknown.detail() ==
@@ -222,4 +223,99 @@ TEST_CASE_FIXTURE(ToolkitTest, "Linker: cuLink* joins inputs from memory and fil
   CHECK(error_of([&] { l.add(LinkInput::cubin, nullptr, 0); }).code() == ffi::CUDA_ERROR_INVALID_VALUE);
   Linker moved = std::move(l);
   CHECK(error_of([&] { (void)l.complete(); }).code() == ffi::CUDA_ERROR_INVALID_HANDLE);
+}
+
+// --- issue 29 (and issue 22's sm_1, issue 24's nvJitLinkVersion) ----------------
+
+TEST_CASE_FIXTURE(ToolkitTest, "issue 29 (4): Program::compile says what NVRTC produced, and never returns empty code") {
+  Program p(kFakePtx, "k.cu");
+  // -dlto in .extra: LTO-IR (NVRTC makes no cubin and an empty PTX then).
+  const Compiled lto = p.compile({.extra = {"-dlto"}});
+  CHECK(lto.kind == CodeKind::ltoir);
+  CHECK(lto.code.rfind("LTOIR:", 0) == 0);
+  CHECK(p.compile({.arch = "sm_90", .extra = {"--dlink-time-opt"}}).kind == CodeKind::ltoir);
+  // -arch=sm_90 in .extra: a cubin, as asked, not PTX.
+  const Compiled cubin = p.compile({.extra = {"-arch=sm_90"}});
+  CHECK(cubin.kind == CodeKind::cubin);
+  CHECK(cubin.code.rfind("CUBIN:", 0) == 0);
+  CHECK(p.compile({.extra = {"--gpu-architecture=sm_90"}}).kind == CodeKind::cubin);
+  // The fields still decide when .extra says nothing.
+  CHECK(p.compile({.arch = "compute_90"}).kind == CodeKind::ptx);
+  CHECK(p.compile({.arch = "sm_90"}).kind == CodeKind::cubin);
+  CHECK(p.compile({.arch = "sm_90", .lto = true}).kind == CodeKind::ltoir);
+  // Nothing produced at all (the fake NVRTC told to make no output): an
+  // Error, not empty code.
+  ::setenv("FAKE_NVRTC_NO_OUTPUT", "1", 1);
+  const Error e = error_of([&] { (void)p.compile({.arch = "sm_90"}); });
+  ::unsetenv("FAKE_NVRTC_NO_OUTPUT");
+  CHECK(e.code() == ffi::NVRTC_ERROR_INVALID_OPTION);
+  CHECK(e.call() == "oxicuda::Program::compile");
+  CHECK(e.detail() == "compiling 'k.cu' succeeded but NVRTC produced no code (no LTO-IR, cubin or PTX; options: "
+                      "-arch=sm_90); an option in CompileOptions::extra may ask for output that NVRTC keeps to "
+                      "itself: use the fields (.arch, .lto, .relocatable) instead");
+}
+
+TEST_CASE_FIXTURE(ToolkitTest, "issue 22 (5): LtoLinker checks the architecture before nvJitLink sees it") {
+  for (const char* bad : {"sm_1", "sm_9x", "compute_1", "sm_", "90", "sm_090", "sm_9000", "-arch=sm_90", "", "sm_90b"}) {
+    CAPTURE(bad);
+    const Error e = error_of([&] { LtoLinker l(bad); });
+    CHECK(e.library() == Library::nvjitlink);
+    CHECK(e.code() == ffi::NVJITLINK_ERROR_UNRECOGNIZED_ARCH);
+    CHECK(e.call() == "oxicuda::LtoLinker::LtoLinker");
+    CHECK(e.detail() == "the architecture '" + std::string(bad) +
+                            "' is not sm_NN, sm_NNa, sm_NNf or compute_NN, with NN the compute capability's two or "
+                            "three digits (\"sm_90\" for 9.0); it is checked before nvJitLink sees it, because "
+                            "nvJitLink ends the process on some malformed architectures");
+  }
+  // In an option too.
+  CHECK(error_of([] { LtoLinker l("sm_90", {"-arch=sm_1"}); }).detail().find("the architecture 'sm_1' (in the option "
+                                                                              "'-arch=sm_1') is not") == 0);
+  CHECK(jitlink.calls("nvJitLinkCreate") == 0);
+  for (const char* good : {"sm_75", "sm_90", "sm_90a", "sm_100f", "sm_120"}) {
+    CAPTURE(good);
+    CHECK_NOTHROW(LtoLinker{good});
+  }
+}
+
+TEST_CASE_FIXTURE(ToolkitTest, "issue 29: a NUL byte in an LtoLinker architecture or option is nvJitLink's error") {
+  const Error arch = error_of([] { LtoLinker l(std::string_view("sm_90\0x", 7)); });
+  CHECK(arch.library() == Library::nvjitlink);
+  CHECK(arch.code() == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION);
+  CHECK(arch.detail() == "the architecture holds a NUL byte at offset 5 (of 7); nvJitLink's options are C strings");
+  const Error option = error_of([] { LtoLinker l("sm_90", {"-O3", std::string_view("-lineinfo\0x", 11)}); });
+  CHECK(option.library() == Library::nvjitlink);
+  CHECK(option.code() == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION);
+  CHECK(option.detail() ==
+        "the option '-lineinfo...' holds a NUL byte at offset 9 (of 11); nvJitLink's options are C strings");
+  CHECK(jitlink.calls("nvJitLinkCreate") == 0);
+}
+
+TEST_CASE_FIXTURE(ToolkitTest, "issue 24 (9): nvjitlink_info().version is nvJitLinkVersion's") {
+  CHECK(nvjitlink_info().version == 13000);
+  CHECK(nvjitlink_version() == 13000);
+}
+
+TEST_CASE_FIXTURE(ToolkitTest, "issue 24 (10): nvJitLink's error and info logs after a successful link") {
+  const Compiled c = Program(std::string(kFakePtx) + "// warn\n").compile({.arch = "sm_90", .lto = true});
+  LtoLinker l("sm_90");
+  l.add(c, "warned");
+  CHECK(l.error_log().empty());
+  CHECK_FALSE(l.complete().empty());
+  CHECK(l.error_log() == "nvJitLink warning: fake warning");
+  CHECK(l.info_log() == "fake nvJitLink: linked");
+}
+
+TEST_CASE_FIXTURE(ContextTest, "issue 24 (11): JitOptions::log_verbose and wall_time; the wall time after the load") {
+  const Module plain = Module::from_ptx(ctx, kFakePtx);
+  CHECK(plain.jit_wall_time_ms() == 0.0f);
+  CHECK(plain.info_log() == "fake ptxas info: 6 entry function(s)");
+  const Module m = Module::from_ptx(ctx, kFakePtx, {.log_verbose = true, .wall_time = true});
+  CHECK(m.jit_wall_time_ms() == 1.5f);  // what the fake driver wrote into the option's slot
+  CHECK(m.info_log() == "fake ptxas info: 6 entry function(s)\nfake ptxas info: verbose");
+  CHECK(Module().jit_wall_time_ms() == 0.0f);
+  // All ten options at once fit.
+  const Module all = Module::from_ptx(ctx, kFakePtx,
+                                      {.max_registers = 32, .optimization_level = 3, .line_info = true,
+                                       .debug_info = true, .log_verbose = true, .wall_time = true});
+  CHECK(all.jit_wall_time_ms() == 1.5f);
 }

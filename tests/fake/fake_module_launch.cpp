@@ -141,13 +141,34 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
       const std::size_t name_begin = ptx.find_first_not_of(" \t\n", pos);
       const std::size_t name_end = ptx.find_first_of(" \t\n(", name_begin);
       const std::size_t lp = ptx.find('(', name_end), rp = ptx.find(')', lp);
-      auto* f = new Func{m, ptx.substr(name_begin, name_end - name_begin), {}, 48 * 1024};
+      auto* f = new Func{m, ptx.substr(name_begin, name_end - name_begin), {}, 48 * 1024, 0};
       if (lp != std::string::npos && rp != std::string::npos) f->params = parse_params(ptx.substr(lp, rp - lp + 1));
+      // Static shared memory: the body's `.shared [.align A] .b8 name[N];`
+      // declarations (up to the next entry). As the driver does, the default
+      // dynamic limit is 48 KiB less the static part.
+      const std::size_t body_end = ptx.find(".entry", rp == std::string::npos ? pos : rp);
+      for (std::size_t sh = ptx.find(".shared", rp == std::string::npos ? pos : rp); sh < body_end;
+           sh = ptx.find(".shared", sh + 7)) {
+        const std::size_t lb = ptx.find('[', sh), semi = ptx.find(';', sh);
+        if (lb < semi) f->static_shared += static_cast<int>(std::strtoul(ptx.c_str() + lb + 1, nullptr, 10));
+      }
+      f->max_dynamic_shared = 48 * 1024 - f->static_shared;
       m->funcs.push_back(f);
     }
+    bool verbose = false;
+    for (const auto& [k, v] : opts) verbose = verbose || (k == CU_JIT_LOG_VERBOSE && v);
     write_log(opts, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-              "fake ptxas info: " + std::to_string(m->funcs.size()) + " entry function(s)");
+              "fake ptxas info: " + std::to_string(m->funcs.size()) + " entry function(s)" +
+                  (verbose ? "\nfake ptxas info: verbose" : ""));
   }
+  // CU_JIT_WALL_TIME: the driver writes a float (milliseconds) into the
+  // option's value slot; the fake's JIT always takes 1.5 ms.
+  for (auto& [k, v] : opts)
+    if (k == CU_JIT_WALL_TIME) {
+      const float ms = 1.5f;
+      v = nullptr;
+      std::memcpy(&v, &ms, sizeof ms);
+    }
   std::lock_guard lock(mu);
   live[m] = Kind::module;
   for (Func* f : m->funcs) live[f] = Kind::function;
@@ -189,7 +210,7 @@ CUresult fake_FuncGetAttribute(int* pi, CUfunction_attribute attr, CUfunction fn
   switch (attr) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
-    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = f->static_shared; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 70; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared; break;
@@ -203,7 +224,9 @@ CUresult fake_FuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int val
   std::lock_guard lock(mu);
   if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
   if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
-    if (value < 0 || value > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+    // At most what a block may opt in to (the device's 227 KiB) less the
+    // kernel's static shared memory.
+    if (value < 0 || value > 227 * 1024 - reinterpret_cast<Func*>(fn)->static_shared) return CUDA_ERROR_INVALID_VALUE;
     reinterpret_cast<Func*>(fn)->max_dynamic_shared = value;
   }
   return CUDA_SUCCESS;
@@ -410,6 +433,11 @@ CUresult add_input(CUlinkState state, CUjitInputType type, const std::string& by
   std::lock_guard lock(mu);
   if (!alive(state, Kind::link)) return CUDA_ERROR_INVALID_HANDLE;
   auto* l = reinterpret_cast<Link*>(state);
+  // A cubin that is not relocatable (its ELF type not ET_REL) has nothing
+  // to link: the driver says "no kernel image".
+  if (type == CU_JIT_INPUT_CUBIN && bytes.size() >= 18 && bytes.compare(0, 4, "\x7f" "ELF") == 0 &&
+      (static_cast<unsigned char>(bytes[16]) | static_cast<unsigned char>(bytes[17]) << 8) != 1)
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
   if (type != CU_JIT_INPUT_PTX) return CUDA_SUCCESS;
   if (bytes.find("frob") != std::string::npos) {
     write_log(l->opts, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -426,7 +454,11 @@ CUresult fake_LinkAddData(CUlinkState state, CUjitInputType type, void* data, st
                           unsigned int, CUjit_option*, void**) {
   FAKE_ENTRY(LinkAddData);
   if (!data || !size) return CUDA_ERROR_INVALID_VALUE;
-  return add_input(state, type, std::string(static_cast<const char*>(data), size), name ? name : "");
+  // PTX is read up to its NUL, whatever the size says, as the driver reads it.
+  return add_input(state, type,
+                   type == CU_JIT_INPUT_PTX ? std::string(static_cast<const char*>(data))
+                                            : std::string(static_cast<const char*>(data), size),
+                   name ? name : "");
 }
 
 CUresult fake_LinkAddFile(CUlinkState state, CUjitInputType type, const char* path, unsigned int, CUjit_option*,

@@ -5,6 +5,8 @@
 // fake driver loads.
 #include "fake_toolkit.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 using namespace oxicuda::ffi;
@@ -64,7 +66,16 @@ nvJitLinkResult fake_nvjitlink_Create(nvJitLinkHandle* out, std::uint32_t n, con
     }
     l->has_arch = l->has_arch || (options[i] && std::strncmp(options[i], "-arch=sm_", 9) == 0);
   }
-  if (r == NVJITLINK_SUCCESS && !l->has_arch) {
+  // As nvJitLink 13: a virtual architecture (compute_NN) needs -ptx.
+  bool virtual_arch = false, ptx = false;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    virtual_arch = virtual_arch || (options[i] && std::strncmp(options[i], "-arch=compute_", 14) == 0);
+    ptx = ptx || (options[i] && std::strcmp(options[i], "-ptx") == 0);
+  }
+  if (r == NVJITLINK_SUCCESS && virtual_arch && !ptx) {
+    l->error_log = "ERROR: virtual arch requires -ptx\n";
+    r = NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS;
+  } else if (r == NVJITLINK_SUCCESS && !l->has_arch) {
     l->error_log = "ERROR: -arch option missing\n";
     r = NVJITLINK_ERROR_MISSING_ARCH;
   }
@@ -94,14 +105,17 @@ nvJitLinkResult fake_nvjitlink_Destroy(nvJitLinkHandle* h) {
   return NVJITLINK_SUCCESS;
 }
 
-nvJitLinkResult fake_nvjitlink_AddData(nvJitLinkHandle h, nvJitLinkInputType, const void* data, std::size_t size,
+nvJitLinkResult fake_nvjitlink_AddData(nvJitLinkHandle h, nvJitLinkInputType type, const void* data, std::size_t size,
                                        const char* name) {
   FAKE_ENTRY(AddData);
   std::lock_guard lock(counters.mu);
   Link* l = find(h);
   if (!l) return NVJITLINK_ERROR_INVALID_INPUT;
   if (!data || !size) return NVJITLINK_ERROR_NULL_INPUT;
-  std::string text(static_cast<const char*>(data), size);
+  // PTX is read up to its NUL, whatever the size says, as nvJitLink reads it;
+  // other inputs are `size` bytes.
+  std::string text = type == NVJITLINK_INPUT_PTX ? std::string(static_cast<const char*>(data))
+                                                  : std::string(static_cast<const char*>(data), size);
   text = text.c_str();
   if (text.find("frob") != std::string::npos) {
     l->error_log = std::string("ptxas error   : Unknown instruction 'frob' in ") + (name ? name : "?") + "\n";
@@ -122,6 +136,9 @@ nvJitLinkResult fake_nvjitlink_Complete(nvJitLinkHandle h) {
     return NVJITLINK_ERROR_INVALID_INPUT;
   }
   l->info_log = "fake nvJitLink: linked\n";
+  // A successful link may leave warnings in the error log: the fake does
+  // for an input holding "// warn".
+  if (l->linked.find("// warn") != std::string::npos) l->error_log = "nvJitLink warning: fake warning\n";
   return NVJITLINK_SUCCESS;
 }
 
@@ -162,3 +179,17 @@ nvJitLinkResult fake_nvjitlink_GetInfoLog(nvJitLinkHandle h, char* out) {
   FAKE_ENTRY(GetInfoLog);
   return text_of(h, &Link::info_log, nullptr, out);
 }
+
+// nvJitLinkVersion came with CUDA 12.3: the versioned (12.0 to 12.2) build
+// has none. FAKE_NVJITLINK_VERSION="12.4" sets the version (13.0 otherwise).
+#ifndef FAKE_NVJITLINK_VERSIONED
+nvJitLinkResult fake_nvjitlink_Version(unsigned int* major, unsigned int* minor) {
+  FAKE_ENTRY(Version);
+  if (!major || !minor) return NVJITLINK_ERROR_NULL_INPUT;
+  unsigned a = 13, b = 0;
+  if (const char* v = std::getenv("FAKE_NVJITLINK_VERSION")) std::sscanf(v, "%u.%u", &a, &b);
+  *major = a;
+  *minor = b;
+  return NVJITLINK_SUCCESS;
+}
+#endif

@@ -9,6 +9,7 @@
 #include "fake_toolkit.hpp"
 
 #include <cctype>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct Program {
   std::string source, name, log, ptx;
   std::vector<std::pair<std::string, std::string>> names;  // expression, lowered
   bool compiled = false;
+  // What NVRTC produces, as the real one decides it from the options: LTO-IR
+  // only with -dlto (then a PTX of 0 bytes and no cubin), a cubin only for
+  // -arch=sm_XX, PTX otherwise.
+  // none: no output at all, which the fake makes under FAKE_NVRTC_NO_OUTPUT
+  // (for the check that an empty result is never a success).
+  bool lto = false, cubin = false, none = false;
 };
 // Live programs, under counters.mu. Never destroyed, so that a program left
 // alive on purpose (a destroy the fake was told to refuse) stays reachable at
@@ -128,6 +135,15 @@ nvrtcResult fake_nvrtc_CompileProgram(nvrtcProgram prog, int n, const char* cons
       return NVRTC_ERROR_INVALID_OPTION;
     }
   p->compiled = true;
+  p->lto = p->cubin = false;
+  p->none = std::getenv("FAKE_NVRTC_NO_OUTPUT") != nullptr;
+  for (int i = 0; i < n; ++i) {
+    const std::string o = options[i];
+    if (o == "-dlto" || o == "--dlink-time-opt") p->lto = true;
+    if (o.rfind("-arch=", 0) == 0 || o.rfind("--gpu-architecture=", 0) == 0)
+      p->cubin = o.find("=sm_") != std::string::npos;
+  }
+  if (p->lto) p->cubin = false;
   if (p->source.find("#error") != std::string::npos) {
     p->log = p->name + "(1): error: #error directive\n\n1 error detected in the compilation of \"" + p->name + "\".\n";
     return NVRTC_ERROR_COMPILATION;
@@ -145,6 +161,14 @@ nvrtcResult output(nvrtcProgram prog, const std::string& prefix, std::size_t* si
   if (!alive(prog)) return NVRTC_ERROR_INVALID_PROGRAM;
   auto* p = reinterpret_cast<Program*>(prog);
   if (!p->compiled) return NVRTC_ERROR_INVALID_PROGRAM;
+  // As the real NVRTC answers for an output it did not produce: a size of 0
+  // for LTO-IR and a cubin, an empty (NUL-only) text for PTX.
+  const bool made = !p->none && (prefix == "LTOIR:" ? p->lto : prefix == "CUBIN:" ? p->cubin : !p->lto);
+  if (!made) {
+    if (size) *size = prefix.empty() ? 1 : 0;
+    if (out && prefix.empty()) *out = '\0';
+    return NVRTC_SUCCESS;
+  }
   const std::string text = prefix + p->ptx;
   if (size) *size = text.size() + 1;
   if (out) std::memcpy(out, text.c_str(), text.size() + 1);

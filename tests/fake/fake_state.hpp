@@ -27,6 +27,7 @@ struct Func {
   std::string name;
   std::vector<Param> params;
   int max_dynamic_shared;
+  int static_shared;  // from the PTX's .shared declarations
 };
 struct Module {
   CUcontext ctx;

@@ -327,6 +327,8 @@ TEST_CASE("loader: nvjitlink with versioned symbols only (CUDA 12.0 to 12.2)") {
   const LibraryInfo& info = nvjitlink_info();
   CHECK(info.found);
   CHECK(info.reason.empty());
+  CHECK(info.version == 0);  // nvJitLinkVersion came with 12.3
+  CHECK(error_of([] { (void)nvjitlink_version(); }).code() == ffi::OXICUDA_NVJITLINK_NOT_FOUND);
   const Compiled c = Program("ok").compile({.arch = "sm_90", .lto = true});
   LtoLinker l("sm_90");
   l.add(c, "ok");
