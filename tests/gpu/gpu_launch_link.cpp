@@ -94,12 +94,14 @@ TEST_CASE("issue 29 (2) (H200): 44 KiB of dynamic shared memory beside 8 KiB of 
   const unsigned blocks = 4, dyn = 44 * 1024;
   DeviceBuffer<float> out(ctx(), blocks);
   launch(s, k, {.grid = blocks, .block = 256, .shared_bytes = dyn}, out, dyn / 4);
+  s.synchronize();  // copy() is not ordered after work on s (README: Kernels and memory)
   std::vector<float> host(blocks);
   copy(host, out);
   for (float v : host) CHECK(v == 2048.0f + 2.0f * (dyn / 4));
   // Above 48 KiB too, and back below.
   const unsigned big = 100 * 1024;
   launch(s, k, {.grid = blocks, .block = 256, .shared_bytes = big}, out, big / 4);
+  s.synchronize();
   copy(host, out);
   for (float v : host) CHECK(v == 2048.0f + 2.0f * (big / 4));
   // More than the device can give this kernel: the error names both figures.
@@ -227,6 +229,9 @@ TEST_CASE("issue 24 (11) (H200): JitOptions::wall_time and log_verbose on a real
   std::printf("issue 24 (11): JIT wall time %.3f ms; verbose info log:\n%s\n", static_cast<double>(m.jit_wall_time_ms()),
               std::string(m.info_log()).c_str());
   CHECK(m.jit_wall_time_ms() >= 0.0f);
-  CHECK_FALSE(m.info_log().empty());  // ptxas's verbose lines ("ptxas info : ...")
+  // ptxas's verbose lines ("ptxas info : ..."). Under compute-sanitizer,
+  // which injects itself through CUDA_INJECTION64_PATH, driver 580 returned
+  // an empty log for the same load (H200): checked without it only.
+  if (std::getenv("CUDA_INJECTION64_PATH") == nullptr) CHECK_FALSE(m.info_log().empty());
   CHECK(Module::from_ptx(ctx(), ptx.code).jit_wall_time_ms() == 0.0f);  // not asked for
 }
