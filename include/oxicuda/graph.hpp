@@ -606,15 +606,22 @@ ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, 
 inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
                                                      const char* op, SourceLocation where) {
   CUfunction f = checked(fn, "oxicuda::Function", op, where);
-  if (cfg.cluster.x != 0 || cfg.cooperative)
+  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
                 cat({"kernel '", fn.name(),
                      "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
                      "capture such a launch into the graph instead (capture.hpp)"}),
                 where));
-  if (cfg.shared_bytes > 48 * 1024 && cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
-    const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-    if (!raised.ok()) fail(raised, where, cat({"raising kernel '", fn.name(), "''s dynamic shared memory limit"}));
+  if (cfg.shared_bytes != 0) {
+    // The kernel's own limit (the driver's default is 48 KiB less its static
+    // shared memory), raised when the node asks for more, as a launch does.
+    unsigned allowed = 0;
+    const Outcome known = FunctionAccess::allowed(fn, allowed);
+    if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
+    if (cfg.shared_bytes > allowed) {
+      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+    }
   }
   ffi::CUDA_KERNEL_NODE_PARAMS_v2 p{};
   p.func = f;
@@ -803,6 +810,7 @@ template <class... Params, class... Args>
 GraphNode Graph::add_kernel(Dependencies after, const Kernel<void(Params...)>& kernel, const LaunchConfig& config,
                             Args&&... args) const {
   // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::Graph::add_kernel", after.where(), args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
   return kernel_node(after, kernel.function(), config, packed.get());
 }

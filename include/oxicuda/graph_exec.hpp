@@ -255,6 +255,7 @@ template <class... Params, class... Args>
 void GraphExec::set_kernel(detail::Located<GraphNode> node, const Kernel<void(Params...)>& kernel,
                            const LaunchConfig& config, Args&&... args) {
   // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::GraphExec::set_kernel", node.where, args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
   kernel_setter(node.value, kernel.function(), config, packed.get(), node.where);
 }

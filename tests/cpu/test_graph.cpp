@@ -949,3 +949,31 @@ TEST_CASE_FIXTURE(GraphTest, "graph: a host callable is destroyed once, on a thr
   }
   CHECK(off_thread == 0);
 }
+
+TEST_CASE_FIXTURE(GraphTest, "issue 29 in graph kernel nodes: an empty DeviceBuffer and a cluster with a zero dimension are Errors") {
+  // The typed launch refused both (issue 29, defects 3 and 6); a kernel node
+  // took them: a null pointer for the kernel, and {0, 2, 1} as no cluster.
+  DeviceBuffer<float> x(ctx, N);
+  DeviceBuffer<float> moved = std::move(x);
+  Graph g{ctx};
+  {
+    const Error e = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 1, .block = N}, x, N); });  // NOLINT(bugprone-use-after-move)
+    CHECK(e.call() == "oxicuda::Graph::add_kernel");
+    CHECK(e.detail().find("argument 1 of 2 (") == 0);
+    CHECK(e.detail().find("is an empty buffer (default-constructed or moved-from)") != std::string::npos);
+  }
+  {
+    const Error e = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 2, .block = N, .cluster = {0, 2, 1}}, moved, N); });
+    CHECK(e.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(e.detail().find("clusters and cooperative launches are not supported in graph kernel nodes") !=
+          std::string::npos);
+  }
+  GraphNode k = g.add_kernel({}, dbl, {.grid = 1, .block = N}, moved, N);
+  GraphExec exec{g};
+  {
+    const Error e = error_of([&] { exec.set_kernel(k, dbl, {.grid = 1, .block = N}, x, N); });  // NOLINT(bugprone-use-after-move)
+    CHECK(e.call() == "oxicuda::GraphExec::set_kernel");
+    CHECK(e.detail().find("argument 1 of 2 (") == 0);
+  }
+  CHECK_NOTHROW(exec.set_kernel(k, dbl, {.grid = 1, .block = N}, moved, N));
+}
