@@ -69,6 +69,7 @@ struct Cond {
 
 struct Exec {
   Graph* graph = nullptr;                             // the exec's own copy
+  const Graph* source = nullptr;                      // the graph it was made from, while that lives
   std::unordered_map<const Node*, Node*> from_graph;  // the source graph's nodes -> the copy's
   std::vector<const Node*> sources;                   // the source graph's nodes, in order
   unsigned long long flags = 0;
@@ -619,14 +620,30 @@ CUresult fake_GraphDestroy(CUgraph graph) {
     ++invalid_destroys;
     return CUDA_ERROR_INVALID_VALUE;
   }
+  for (auto& [p, kind] : live)
+    if (kind == Kind::graph_exec && static_cast<Exec*>(const_cast<void*>(p))->source == reinterpret_cast<Graph*>(graph))
+      static_cast<Exec*>(const_cast<void*>(p))->source = nullptr;
   destroy_graph(reinterpret_cast<Graph*>(graph));
   return CUDA_SUCCESS;
+}
+
+// Whether `g` (or a child graph in it) holds a memory allocation or free
+// node. As on the H200 (driver 580.159.04): such a graph cannot be cloned,
+// added as a child graph, or instantiated while an exec of it lives; each
+// call returns CUDA_ERROR_NOT_SUPPORTED.
+static bool has_memory_nodes(const Graph* g) {
+  for (const Node* n : g->nodes)
+    if (n->work.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->work.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+        (n->work.type == CU_GRAPH_NODE_TYPE_GRAPH && n->child && has_memory_nodes(n->child)))
+      return true;
+  return false;
 }
 
 CUresult fake_GraphClone(CUgraph* out, CUgraph original) {
   FAKE_ENTRY(GraphClone);
   std::lock_guard lock(mu);
   if (!out || !alive(original, Kind::graph)) return CUDA_ERROR_INVALID_VALUE;
+  if (has_memory_nodes(reinterpret_cast<Graph*>(original))) return CUDA_ERROR_NOT_SUPPORTED;
   std::unordered_map<const Node*, Node*> map;
   *out = reinterpret_cast<CUgraph>(copy_graph(reinterpret_cast<Graph*>(original), map, true));
   return CUDA_SUCCESS;
@@ -836,6 +853,7 @@ CUresult fake_GraphAddChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgr
   std::lock_guard lock(mu);
   if (const CUresult r = check_add(out, graph, deps, n)) return r;
   if (!alive(child, Kind::graph) || child == graph) return CUDA_ERROR_INVALID_VALUE;
+  if (has_memory_nodes(reinterpret_cast<Graph*>(child))) return CUDA_ERROR_NOT_SUPPORTED;
   Work w;
   w.type = CU_GRAPH_NODE_TYPE_GRAPH;
   Node* node = add_node(reinterpret_cast<Graph*>(graph), deps, n, std::move(w));
@@ -1014,6 +1032,9 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
     return true;
   };
   if (!allowed(g, false)) return CUDA_ERROR_INVALID_VALUE;
+  if (has_memory_nodes(g))
+    for (const auto& [p, kind] : live)
+      if (kind == Kind::graph_exec && static_cast<const Exec*>(p)->source == g) return CUDA_ERROR_NOT_SUPPORTED;
   // Kernels of more than one context cannot be in one exec.
   CUcontext ctx = nullptr;
   for (Node* n : g->nodes) {
@@ -1029,6 +1050,7 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
   auto* e = new Exec{};
   e->flags = params->flags;
   e->graph = copy_graph(g, e->from_graph, false);
+  e->source = g;
   e->sources.assign(g->nodes.begin(), g->nodes.end());
   topological(e->graph, e->order, culprit);
   std::set<CUgraphConditionalHandle> handles;
