@@ -258,8 +258,11 @@ inline std::string cache_location(std::string& note) {
 // often the user's, and a root-owned cache inside it would be one the user
 // can neither clean nor use. Then the cache is off, with a note, and nothing
 // is created.
-inline std::string cache_directory(std::string& note) {
+// `create` false: looks only (kernel_cache_info); a directory still to be
+// created is named, not created.
+inline std::string cache_directory(std::string& note, bool create) {
 #if OXICUDA_WINDOWS
+  (void)create;
   return cache_location(note);
 #else
   if (!cache_enabled(note)) return {};
@@ -301,8 +304,9 @@ inline std::string cache_directory(std::string& note) {
       return {};
     }
   }
+  if (!create && missing_from != std::string::npos) return dir;
   // Each missing directory on the way, private to the user.
-  for (std::size_t slash = missing_from; ; slash = dir.find('/', slash + 1)) {
+  for (std::size_t slash = missing_from; create; slash = dir.find('/', slash + 1)) {
     const std::string part = dir.substr(0, slash);
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
       add_note(cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"}));
@@ -313,6 +317,7 @@ inline std::string cache_directory(std::string& note) {
   struct stat st {};
   // A link another user made (in /tmp, say) could point at a directory of
   // yours, whose files eviction would then treat as entries.
+  if (!create && ::lstat(dir.c_str(), &st) != 0) return dir;
   if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != ::geteuid() && st.st_uid != 0) {
     add_note(cat({"oxicuda cache: refusing ", dir, ": it is a symbolic link owned by uid ", std::to_string(st.st_uid),
                   ", not by you; compiled without the cache"}));
@@ -346,6 +351,7 @@ inline std::string cache_directory(std::string& note) {
   return dir;
 #endif
 }
+inline std::string cache_directory(std::string& note) { return cache_directory(note, true); }
 
 #if !OXICUDA_WINDOWS
 // Writes all of `data` to fd.
@@ -822,7 +828,9 @@ inline KernelCacheInfo kernel_cache_info() {
     return info;
   }
   info.directory = detail::cache_location(info.note);
-  info.enabled = !info.directory.empty();
+  std::string why;
+  info.enabled = !info.directory.empty() && !detail::cache_directory(why, false).empty();
+  if (!why.empty()) info.note = why;
   if (!limit_note.empty()) add_note(limit_note);
 #if !OXICUDA_WINDOWS
   // Looks only: every file named like an entry, and its first bytes.

@@ -507,10 +507,11 @@ TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   CHECK(::stat(notes.c_str(), &st) == 0);
   std::remove(lookalike.c_str());
   std::remove(notes.c_str());
-  // The limit's units; a misread one keeps the default rather than evict all.
+  // The limit's units; a misread one keeps the default rather than evict all
+  // (and the note names it: tests/nvrtc/cache_store.cpp).
   const std::pair<const char*, std::uint64_t> limits[] = {
       {"1000", 1000}, {"512K", 512ull << 10}, {"512M", 512ull << 20}, {"2g", 2ull << 30},
-      {"12x", 256ull << 20}, {"lots", 256ull << 20}, {"-5", 256ull << 20}, {"5MB", 256ull << 20}};
+      {"12x", 256ull << 20}, {"lots", 256ull << 20}, {"-5", 256ull << 20}, {"5MB", 5ull << 20}};
   for (const auto& [text, bytes] : limits) {
     ::setenv("OXICUDA_CACHE_MAX_BYTES", text, 1);
     CAPTURE(text);
@@ -518,7 +519,8 @@ TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   }
   ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
   // A writer's temporary file left by a dead process, over an hour old, is
-  // removed at the next eviction scan; a fresh one is left to its writer.
+  // removed at the next eviction scan (a store past the limit); a fresh one
+  // is left to its writer.
   const std::string stale = dir + "/" + std::string(32, '1') + ".bin.tmp.99999.1",
                     fresh = dir + "/" + std::string(32, '2') + ".bin.tmp.99999.2",
                     other = dir + "/data.bin.tmp.99999.3";  // not a writer's: kept
@@ -527,7 +529,11 @@ TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   ::utimensat(AT_FDCWD, stale.c_str(), hours_ago, 0);
   ::utimensat(AT_FDCWD, other.c_str(), hours_ago, 0);
   o.compile.defines = {"FACTOR=7"};
+  struct stat largest {};
+  ::stat(entry_of(dir).c_str(), &largest);
+  ::setenv("OXICUDA_CACHE_MAX_BYTES", std::to_string(largest.st_size * 3 / 2).c_str(), 1);
   (void)load(o);  // a miss: written, then the directory scanned for eviction
+  ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
   CHECK(::stat(stale.c_str(), &st) != 0);
   CHECK(::stat(fresh.c_str(), &st) == 0);
   CHECK(::stat(other.c_str(), &st) == 0);
