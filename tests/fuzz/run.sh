@@ -16,7 +16,7 @@ if command -v clang++ >/dev/null &&
      tests/fuzz/entry_decoder.cpp -o "$out/entry_decoder" 2>"$out/build.log"; then
   mkdir -p "$out/corpus"
   echo "== libFuzzer, ${seconds}s"
-  "$out/entry_decoder" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 "$out/corpus" 2>&1 |
+  "$out/entry_decoder" -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$out/" -print_final_stats=1 "$out/corpus" 2>&1 |
     grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY|INFO: Seed)|runtime error' 
   exit "${PIPESTATUS[0]}"
 fi
