@@ -113,12 +113,32 @@ struct KeyHash {
 };
 
 // An entry's checksum covers its key too, so an entry renamed to another
-// key's name does not pass for that key's.
+// key's name does not pass for that key's. It guards against a torn or
+// damaged file, not against a forger (anyone can recompute it): eight bytes
+// at a time in four independent lanes, each a multiply and a shift, so a
+// hit's check costs a fraction of a microsecond per 8 KiB, where KeyHash's
+// byte at a time took tens.
 inline std::uint64_t checksum(std::string_view key, std::string_view s) noexcept {
-  KeyHash h;
-  h.bytes(key.data(), key.size());
-  h.bytes(s.data(), s.size());
-  return h.a ^ (h.b * 0x9e3779b97f4a7c15ull);
+  constexpr std::uint64_t m = 0x9e3779b97f4a7c15ull;
+  KeyHash k;
+  k.add(key);
+  std::uint64_t h[4] = {k.a, k.b, k.a ^ 0xc2b2ae3d27d4eb4full, k.b ^ 0x165667b19e3779f9ull};
+  const char* p = s.data();
+  std::size_t n = s.size();
+  for (; n >= 32; p += 32, n -= 32)
+    for (int lane = 0; lane < 4; ++lane) {
+      std::uint64_t v;
+      std::memcpy(&v, p + 8 * lane, 8);
+      h[lane] = (h[lane] ^ v) * m;
+      h[lane] ^= h[lane] >> 31;
+    }
+  for (; n > 0; --n, ++p) h[0] = (h[0] ^ static_cast<unsigned char>(*p)) * 0x100000001b3ull;
+  std::uint64_t r = s.size();
+  for (const std::uint64_t lane : h) {
+    r = (r ^ lane) * m;
+    r ^= r >> 29;
+  }
+  return r;
 }
 
 // Fields joined into one payload, each as 8 bytes of length and its bytes.
