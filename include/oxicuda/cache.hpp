@@ -678,14 +678,14 @@ inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64
   if (!d) return false;
   const int dfd = ::dirfd(d);
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  const uid_t me = ::geteuid();
   std::vector<File> files;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     const bool temporary = temporary_name(name);
     if (!temporary && !entry_name(name)) continue;
     struct stat st {};
-    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
-      continue;
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) continue;
     if (temporary) {
       if (now - st.st_mtim.tv_sec > 3600) (void)remove_if_same(dfd, e->d_name, st);
       continue;
@@ -857,13 +857,14 @@ inline KernelCacheInfo kernel_cache_info() {
   DIR* d = info.enabled ? ::opendir(info.directory.c_str()) : nullptr;
   if (!d) return info;
   const int dfd = ::dirfd(d);
+  const uid_t me = ::geteuid();
   std::string first_skipped;
   while (const dirent* e = ::readdir(d)) {
     if (!detail::entry_name(e->d_name)) continue;
     struct stat st {};
     if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     bool entry = false;
-    if (S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
+    if (S_ISREG(st.st_mode) && st.st_uid == me) {
       const int fd = ::openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
       char head[sizeof detail::cache_magic] = {};
       entry = fd >= 0 && ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
