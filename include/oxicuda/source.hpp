@@ -368,16 +368,36 @@ inline std::string loader_search_dirs(void* h) {
 }
 #endif
 
+#if !OXICUDA_WINDOWS
+// What of the search is fixed for the life of the process, found once: the
+// object that calls dlopen (its file and fingerprint), and the directories
+// the dynamic loader searches for it (it read LD_LIBRARY_PATH at start-up).
+struct CallerSearch {
+  std::string caller;
+  std::string dirs;
+};
+inline const CallerSearch& caller_search() {
+  static const CallerSearch* const s = [] {
+    auto* c = new CallerSearch;
+    Caller k = dlopen_caller();
+    c->caller = cat({k.file, "\n", file_fingerprint(k.file.c_str())});
+    c->dirs = loader_search_dirs(k.handle);
+    if (k.handle) ::dlclose(k.handle);
+    return c;
+  }();
+  return *s;
+}
+#endif
+
 // The search's inputs: what names the record.
 inline std::string search_inputs(const char* tag, const char* env) {
-  std::string s = cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n",
-                       env_string("LD_LIBRARY_PATH"), "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")});
+  return cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
+              "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")
 #if !OXICUDA_WINDOWS
-  Caller c = dlopen_caller();
-  s = cat({s, "\n", c.file, "\n", file_fingerprint(c.file.c_str())});
-  if (c.handle) ::dlclose(c.handle);
+                                                          ,
+              "\n", caller_search().caller
 #endif
-  return s;
+  });
 }
 
 // Fingerprints of what could change the file the search finds: one line a
@@ -385,13 +405,7 @@ inline std::string search_inputs(const char* tag, const char* env) {
 inline std::string search_fingerprints() {
   std::string out;
 #if !OXICUDA_WINDOWS
-  auto add = [&](const std::string& path) {
-    if (!path.empty()) out.append(path).append(" ").append(file_fingerprint(path.c_str())).push_back('\n');
-  };
-  add("/etc/ld.so.cache");
-  Caller c = dlopen_caller();
-  std::string dirs = loader_search_dirs(c.handle);
-  if (c.handle) ::dlclose(c.handle);
+  std::string dirs = caller_search().dirs;
   for (const char* root : {"CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"}) {
     const std::string r = env_string(root);
     if (r.empty()) continue;
@@ -399,25 +413,67 @@ inline std::string search_fingerprints() {
     else dirs.append(r).append("/lib64\n").append(r).append("/lib\n");
   }
   dirs.append("/usr/local/cuda/lib64\n/usr/local/cuda/lib\n");
+  out.append("/etc/ld.so.cache ").append(file_fingerprint("/etc/ld.so.cache")).push_back('\n');
+  std::string seen = "\n";
   for (std::string_view rest = dirs; !rest.empty();) {
     const std::string_view d = rest.substr(0, rest.find('\n'));
     rest.remove_prefix(d.size() + (d.size() < rest.size()));
-    add(std::string(d));
+    const std::string line = cat({"\n", d, "\n"});
+    if (d.empty() || seen.find(line) != std::string::npos) continue;
+    seen.append(d).push_back('\n');
+    out.append(d).append(" ").append(file_fingerprint(std::string(d).c_str())).push_back('\n');
   }
 #endif
   return out;
 }
 
 // The identity of a loaded library for the key: its real path, its file's
-// fingerprint, its version.
-inline std::string loaded_identity(const LibraryInfo& info) {
+// fingerprint, its version; for NVRTC, then the real path and fingerprint of
+// the builtins library it loads at its first compile (by name, through the
+// loader: libnvrtc-builtins.so.13.0 for 13.0), which holds its builtin
+// header. (Files, one a line.)
+inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins) {
 #if !OXICUDA_WINDOWS
   char* real = ::realpath(info.path.c_str(), nullptr);
   const std::string path = real ? std::string(real) : info.path.empty() ? info.library : info.path;
   std::free(real);
-  return cat({path, "\n", file_fingerprint(path.c_str()), "\n", std::to_string(info.version)});
+  std::string id = cat({path, "\n", file_fingerprint(path.c_str()), "\n", std::to_string(info.version)});
+  if (nvrtc_builtins && info.version > 0) {
+    const std::string name = cat({"libnvrtc-builtins.so.", std::to_string(info.version / 1000), ".",
+                                  std::to_string(info.version % 1000 / 10)});
+    std::string builtins = "-";
+    if (void* h = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+      struct link_map* map = nullptr;
+      if (::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) {
+        char* b = ::realpath(map->l_name, nullptr);
+        if (b) builtins = b;
+        std::free(b);
+      }
+      ::dlclose(h);
+    }
+    id = cat({id, "\n", builtins, "\n", builtins == "-" ? std::string("-") : file_fingerprint(builtins.c_str())});
+  }
+  return id;
 #else
+  (void)nvrtc_builtins;
   return cat({info.path.empty() ? info.library : info.path, "\n", std::to_string(info.version)});
+#endif
+}
+
+// Whether the files an identity names (loaded_identity) are unchanged.
+inline bool identity_files_unchanged(std::string_view id) {
+#if !OXICUDA_WINDOWS
+  std::string_view line[5];
+  int n = 0;
+  for (std::string_view rest = id; n < 5 && !rest.empty(); ++n) {
+    line[n] = rest.substr(0, rest.find('\n'));
+    rest.remove_prefix(line[n].size() + (line[n].size() < rest.size()));
+  }
+  if (n < 3 || line[0].empty() || file_fingerprint(std::string(line[0]).c_str()) != line[1]) return false;
+  return n < 5 || line[3] == "-" || file_fingerprint(std::string(line[3]).c_str()) == line[4];
+#else
+  (void)id;
+  return false;
 #endif
 }
 
@@ -445,7 +501,7 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
 #if OXICUDA_WINDOWS
   (void)dir, (void)tag, (void)env, (void)files, (void)file_count;
   const LibraryInfo& info = info_of();
-  return info.found ? loaded_identity(info) : std::string();
+  return info.found ? loaded_identity(info, false) : std::string();
 #else
   LoadedIdentities& memo = loaded_identities();
   // (Only oxicuda's own libraries are remembered; a test's stand-in is not.)
@@ -473,16 +529,13 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
   if (!loaded && have_record) {
     std::string_view in = payload, recorded, prints;
     if (take_field(in, recorded) && take_field(in, prints) && in.empty() && prints == fingerprints) {
-      // The library's own file, unchanged.
-      const std::string_view path = recorded.substr(0, recorded.find('\n'));
-      const std::string_view rest = recorded.substr(path.size() + (path.size() < recorded.size()));
-      const std::string_view print = rest.substr(0, rest.find('\n'));
-      if (!path.empty() && file_fingerprint(std::string(path).c_str()) == print) return std::string(recorded);
+      // The library's own file (and NVRTC's builtins), unchanged.
+      if (identity_files_unchanged(recorded)) return std::string(recorded);
     }
   }
   const LibraryInfo& info = info_of();
   if (!info.found) return std::string();  // the compile that follows reports why
-  if (id.empty()) id = loaded_identity(info);
+  if (id.empty()) id = loaded_identity(info, std::string_view(tag) == "nvrtc");
   if (remembered) {
     std::lock_guard lock(memo.mu);
     mine.id = id;

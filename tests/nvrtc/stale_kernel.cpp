@@ -14,6 +14,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "fake_driver.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -311,6 +312,30 @@ TEST_CASE("identity: another NVRTC or nvJitLink first in the search; entries of 
     const std::string other = first + (lto ? "/libnvJitLink.so.13" : "/libnvrtc.so.13");
     REQUIRE(::symlink(lto ? fake_nvjitlink : fake_nvrtc, other.c_str()) == 0);
     CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=miss"));
+  }
+}
+
+TEST_CASE("identity: NVRTC's names its file and its builtins library; a change of either is noticed") {
+  if (child()) return;
+  const std::string dir = fresh_cache();
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string id = detail::library_identity_for_cache(
+      dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
+      sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
+  CHECK(id.find("/libnvrtc-builtins.so.") != std::string::npos);
+  CHECK(detail::identity_files_unchanged(id));
+  // Another fingerprint for the library, or for its builtins: not the same files.
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at <= id.size();) {
+    const std::size_t end = std::min(id.find('\n', at), id.size());
+    lines.push_back(id.substr(at, end - at));
+    at = end + 1;
+  }
+  REQUIRE(lines.size() == 5);
+  for (const std::size_t changed : {std::size_t{1}, std::size_t{4}}) {
+    std::string forged;
+    for (std::size_t k = 0; k < lines.size(); ++k) forged += (k ? "\n" : "") + (k == changed ? "1 2 3 4.5" : lines[k]);
+    CHECK_FALSE(detail::identity_files_unchanged(forged));
   }
 }
 
