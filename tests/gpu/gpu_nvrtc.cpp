@@ -181,7 +181,8 @@ TEST_CASE("from source: a cached cubin this GPU cannot run is discarded with a n
   REQUIRE(key.size() == 32);
   REQUIRE(detail::cache_read(dir, key, payload, note));
   detail::CacheEntry entry;
-  REQUIRE(detail::decode_entry(payload, entry, &source_options().name_expressions).empty());
+  const SourceOptions options = source_options();
+  REQUIRE(detail::decode_entry(payload, entry, &options.name_expressions).empty());
   // A cubin for an architecture of another major version than the device's.
   const ComputeCapability cc = ctx().device().compute_capability();
   const std::string other = cc.major == 7 ? "sm_80" : "sm_75";
