@@ -8,8 +8,9 @@
 //   evict one    cache_write with the limit at the total: the entry used
 //                longest ago goes
 //   evict half   one cache_write with the limit at half the total (a lowered
-//                OXICUDA_CACHE_MAX_BYTES): half the entries go
-// Each figure but the last is the median of 7 batches.
+//                OXICUDA_CACHE_MAX_BYTES): about half the entries go
+// Each figure but the last is a median: the hits of 9 rounds of 300, taken
+// across all the counts in turn, the stores of 7 batches.
 //   build/bench/oxicuda-bench-cache-scaling [count,count,...]   (default 10,1000,6000,20000)
 // OXICUDA_BENCH_HALF_MAX=n skips "evict half" above n entries.
 #include "oxicuda.hpp"
@@ -87,48 +88,66 @@ int main(int argc, char** argv) {
   const std::string payload(payload_size, 'p');
   std::string note, read;
 
-  std::printf("| entries | hit (us) | store (us) | evict one (us) | evict half (ms) |\n");
-  std::printf("|--------:|---------:|-----------:|---------------:|----------------:|\n");
-  for (const long n : counts) {
-    std::system(("rm -rf '" + base + "'").c_str());
-    ::mkdir(base.c_str(), 0700);
-    ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
+  // Every directory first, then the hits measured round by round across
+  // them, so that a busy moment of the machine falls on every count alike.
+  std::vector<std::string> dirs;
+  std::vector<long> next(counts.size());
+  std::system(("rm -rf '" + base + "'").c_str());
+  ::mkdir(base.c_str(), 0700);
+  ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    const long n = counts[c];
+    dirs.push_back(base + "/" + std::to_string(n));
+    ::mkdir(dirs[c].c_str(), 0700);
     const std::time_t t0 = std::time(nullptr) - n - 100;
-    for (long i = 0; i < n; ++i) plant(base, key_of(i), payload, t0 + i);
-    long next = n;
+    for (long i = 0; i < n; ++i) plant(dirs[c], key_of(i), payload, t0 + i);
+    next[c] = n;
     // A first store: the running total is counted (one scan), as after an upgrade.
-    if (!detail::cache_write(base, key_of(next++), payload, note)) {
+    if (!detail::cache_write(dirs[c], key_of(next[c]++), payload, note)) {
       std::fprintf(stderr, "store failed: %s\n", note.c_str());
       return 1;
     }
+    for (int i = 0; i < 50; ++i) (void)detail::cache_read(dirs[c], key_of(n / 2), read, note);
+  }
+  std::vector<std::vector<double>> hits(counts.size());
+  for (int round = 0; round < 9; ++round)
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+      const std::string key = key_of(counts[c] / 2);
+      hits[c].push_back(median_us(1, 300, [&] {
+        if (!detail::cache_read(dirs[c], key, read, note)) std::exit(2);
+      }));
+    }
 
-    const std::string hit_key = key_of(n / 2);
-    for (int i = 0; i < 50; ++i) (void)detail::cache_read(base, hit_key, read, note);
-    const double hit = median_us(7, 400, [&] {
-      if (!detail::cache_read(base, hit_key, read, note)) std::exit(2);
-    });
+  std::printf("| entries | hit (us) | hit / hit at %ld | store (us) | evict one (us) | evict half (ms) |\n", counts[0]);
+  std::printf("|--------:|---------:|--------:|-----------:|---------------:|----------------:|\n");
+  double first_hit = 0;
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    const long n = counts[c];
+    const std::string& dir = dirs[c];
+    std::sort(hits[c].begin(), hits[c].end());
+    const double hit = hits[c][hits[c].size() / 2];
+    if (c == 0) first_hit = hit;
 
-    const double store = median_us(7, 10, [&] { (void)detail::cache_write(base, key_of(next++), payload, note); });
+    const double store = median_us(7, 10, [&] { (void)detail::cache_write(dir, key_of(next[c]++), payload, note); });
 
     // The limit at the total: each store evicts the entry used longest ago.
     const std::uint64_t entry_bytes = payload_size + 32;
     const std::uint64_t total = static_cast<std::uint64_t>(n + 1 + 70) * entry_bytes;
     ::setenv("OXICUDA_CACHE_MAX_BYTES", std::to_string(total).c_str(), 1);
-    (void)detail::cache_write(base, key_of(next++), payload, note);  // settles the total at the limit
-    const double evict_one = median_us(7, 5, [&] { (void)detail::cache_write(base, key_of(next++), payload, note); });
+    (void)detail::cache_write(dir, key_of(next[c]++), payload, note);  // settles the total at the limit
+    const double evict_one = median_us(7, 5, [&] { (void)detail::cache_write(dir, key_of(next[c]++), payload, note); });
 
     double evict_half = -1;
     if (half_max < 0 || n <= half_max) {
       ::setenv("OXICUDA_CACHE_MAX_BYTES", std::to_string(total / 2).c_str(), 1);
       const auto a = Clock::now();
-      (void)detail::cache_write(base, key_of(next++), payload, note);
+      (void)detail::cache_write(dir, key_of(next[c]++), payload, note);
       evict_half = std::chrono::duration<double, std::milli>(Clock::now() - a).count();
     }
     ::unsetenv("OXICUDA_CACHE_MAX_BYTES");
-    if (evict_half >= 0)
-      std::printf("| %7ld | %8.1f | %10.1f | %14.1f | %15.1f |\n", n, hit, store, evict_one, evict_half);
-    else
-      std::printf("| %7ld | %8.1f | %10.1f | %14.1f | %15s |\n", n, hit, store, evict_one, "(skipped)");
+    char half[32] = "(skipped)";
+    if (evict_half >= 0) std::snprintf(half, sizeof half, "%.1f", evict_half);
+    std::printf("| %7ld | %8.1f | %7.2f | %10.1f | %14.1f | %15s |\n", n, hit, hit / first_hit, store, evict_one, half);
     std::fflush(stdout);
   }
   std::system(("rm -rf '" + base + "'").c_str());

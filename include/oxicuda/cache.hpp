@@ -624,16 +624,24 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
 // (`note` says which, but for not there). A corrupt entry is removed, when
 // the path still names the file that was read. An entry over the bound
 // (cache_entry_bound) is refused unread. A hit writes nothing but the
-// entry's time of last use (now). Throws nothing but what allocating the
-// file's path may.
+// entry's time of last use (now). Throws nothing: a failed allocation is a
+// miss.
 inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
 #if OXICUDA_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
   return false;
 #else
-  std::string limit_note;
-  const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
-  return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
+#if OXICUDA_EXCEPTIONS
+  try {
+#endif
+    std::string limit_note;
+    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
+    return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {  // out of memory for a path or a note: a miss
+    return false;
+  }
+#endif
 #endif
 }
 
