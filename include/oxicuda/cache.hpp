@@ -533,6 +533,9 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
     // Without exceptions a failed allocation would abort: see first that
     // the memory is there.
     if (void* probe = std::malloc(static_cast<std::size_t>(size) + 1)) {
+      // (Kept from the compiler, which may otherwise drop a malloc whose
+      // memory is freed unused: clang does.)
+      __asm__ __volatile__("" : : "r"(probe) : "memory");
       std::free(probe);
       payload.resize(static_cast<std::size_t>(size));
     } else {
