@@ -477,6 +477,48 @@ inline bool identity_files_unchanged(std::string_view id) {
 #endif
 }
 
+// Whether a library of this kind may be loaded in the process: one whose
+// file is named as `named` (the environment's override), or, without it,
+// whose file name begins as a candidate's family does ("libnvrtc.so" for
+// "libnvrtc.so.13"): then oxicuda's search would take it ("already
+// loaded"), so it is asked. Read from the loader's list in memory
+// (dl_iterate_phdr): dlopen with RTLD_NOLOAD would search the disk for a
+// library that is not loaded, which costs a hit far more.
+inline bool loaded_in_process(const char* const* files, std::size_t file_count, const std::string& named) {
+#if !OXICUDA_WINDOWS
+  struct Look {
+    const char* const* files;
+    std::size_t count;
+    std::string_view named, named_base;
+    bool found;
+  };
+  const std::string_view n = named;
+  Look look{files, file_count, n, n.substr(n.rfind('/') == std::string_view::npos ? 0 : n.rfind('/') + 1), false};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* l = static_cast<Look*>(data);
+        const std::string_view name = info->dlpi_name ? info->dlpi_name : "";
+        const std::size_t slash = name.rfind('/');
+        const std::string_view base = name.substr(slash == std::string_view::npos ? 0 : slash + 1);
+        if (!l->named.empty()) {
+          l->found = name == l->named || base == l->named_base;
+        } else {
+          for (std::size_t i = 0; i < l->count && !l->found; ++i) {
+            const std::string_view f = l->files[i];
+            const std::string_view family = f.substr(0, f.find(".so") == std::string_view::npos ? f.size() : f.find(".so") + 3);
+            l->found = base.substr(0, family.size()) == family;
+          }
+        }
+        return l->found ? 1 : 0;
+      },
+      &look);
+  return look.found;
+#else
+  (void)files, (void)file_count, (void)named;
+  return false;
+#endif
+}
+
 // Once oxicuda has loaded a library in this process, its identity stands
 // for good: every compile uses that copy. (With the directory whose record
 // was last brought up to date, so that a record is written once a
@@ -514,14 +556,7 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
     id = mine.id;
   }
   // Loaded in the process already (by oxicuda, or anyone): asking is cheap.
-  bool loaded = !id.empty();
-  const std::string named = env_string(env);
-  if (!named.empty()) {
-    if (LibHandle h = loaded ? nullptr : lib_open_loaded(named.c_str())) loaded = true, lib_close_loaded(h);
-  } else {
-    for (std::size_t i = 0; i < file_count && !loaded; ++i)
-      if (LibHandle h = lib_open_loaded(files[i])) loaded = true, lib_close_loaded(h);
-  }
+  const bool loaded = !id.empty() || loaded_in_process(files, file_count, env_string(env));
   const std::string record = cat({tag, "-", KeyHash().add(search_inputs(tag, env)).hex()});
   std::string payload, note;
   const std::string fingerprints = search_fingerprints();
@@ -652,11 +687,13 @@ inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view s
 
 #if !OXICUDA_WINDOWS
 // A private name for NVRTC's trace in the cache directory (0700): a file
-// made by mkstemp, which NVRTC's own ("<name>.json") sits beside.
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
 struct TraceFile {
   std::string name;
-  explicit TraceFile(const std::string& dir) {
-    std::string t = cat({dir, "/nvrtc-trace-XXXXXX"});
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
     const int fd = ::mkstemp(t.data());
     if (fd >= 0) {
       ::close(fd);
@@ -698,7 +735,8 @@ struct TraceFile {
 // compile), NVRTC writes its trace there and `not_cached` says whether it
 // read a file from disk.
 inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
-                                  const std::string& device_arch, const std::string& trace_dir, SourceLocation where) {
+                                  const std::string& device_arch, const std::string& trace_dir,
+                                  const std::string& key, SourceLocation where) {
   SourceBuild b;
   CompileOptions compile = options.compile;
   std::string fallback;
@@ -715,7 +753,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
   bool compiled = false;
 #if !OXICUDA_WINDOWS
   if (!trace_dir.empty()) {
-    const TraceFile trace(trace_dir);
+    const TraceFile trace(trace_dir, key);
     if (trace.name.empty()) {
       b.not_cached = cat({"no file for NVRTC's trace could be made in ", trace_dir});
     } else {
@@ -733,7 +771,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     }
   }
 #else
-  (void)trace_dir;
+  (void)trace_dir, (void)key;
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
   if (OXICUDA_UNLIKELY(!r.ok())) {
@@ -841,7 +879,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
   detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
-                                                 where);
+                                                 key, where);
   // The entry keeps the compile's own log; this run's notes on the cache go
   // to this module only.
   if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);

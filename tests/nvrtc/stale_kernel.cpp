@@ -195,11 +195,11 @@ TEST_CASE("stale: a source whose headers are all given in memory is stored and s
   const Module second = load("#include \"name.cuh\"\nextern \"C\" __global__ void NAME(int* p) { *p = 1; }\n", o);
   CHECK(kernel_cache_stats().hits == hits + 1);
   CHECK(has_kernel(second, "k333"));
-  // No trace file is left in the directory.
+  // No trace (a temporary file, <key>.bin.tmp.XXXXXX and its .json) is left.
   CHECK(entries(dir).size() == 1);
   std::size_t others = 0;
   if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) others += std::string(e->d_name).find("trace") != std::string::npos;
+    while (const dirent* e = ::readdir(d)) others += std::string(e->d_name).find(".tmp.") != std::string::npos;
     ::closedir(d);
   }
   CHECK(others == 0);
