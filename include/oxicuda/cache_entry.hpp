@@ -11,6 +11,7 @@
 
 #include "cache.hpp"
 #include "module.hpp"
+#include "program.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
