@@ -165,12 +165,13 @@ def check_toolkit(doctor, env, tmp):
     missing = os.path.join(tmp, "no-such-libnvrtc.so")
     cache = os.path.join(tmp, "cache")
     os.makedirs(cache)
-    # Two entries (a 32-digit key and ".bin"), a writer's temporary file,
-    # and files that are not entries.
+    # Two entries (a 32-digit key and ".bin", begun as an entry is), a
+    # writer's temporary file, and files that are not entries.
+    magic = b"OXICUDA-CACHE-1\n"
     for name, size in (("a" * 32 + ".bin", 100), ("b" * 32 + ".bin", 28), ("c" * 32 + ".bin.tmp.1.0", 5),
                        ("notes.txt", 7), ("data.bin", 9)):
         with open(os.path.join(cache, name), "wb") as f:
-            f.write(b"x" * size)
+            f.write((magic + b"x" * size)[:size] if len(name) == 36 else b"x" * size)
     data, text = report(doctor, dict(env, OXICUDA_LIBNVRTC_PATH=missing, OXICUDA_CACHE_DIR=cache,
                                      OXICUDA_CACHE_MAX_BYTES="1000"), 0)
     nv = data.get("nvrtc", {})

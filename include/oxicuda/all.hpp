@@ -31,6 +31,7 @@
 #include "lto.hpp"
 #include "link.hpp"
 #include "cache.hpp"
+#include "cache_entry.hpp"
 #include "source.hpp"
 #include "graph.hpp"
 #include "graph_exec.hpp"

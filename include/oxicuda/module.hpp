@@ -442,6 +442,13 @@ struct ModuleAccess {
                      SourceLocation where, std::string names, std::string_view log) {
     return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
   }
+  // A Module owning `raw`, which the caller loaded into `ctx` (a cache hit,
+  // which inspects the driver's result itself).
+  static Module adopt(const Context& ctx, CUmodule raw, std::string log, std::string names) {
+    Module m;
+    m.state_ = Shared<const Module::State>::make(ctx, raw, std::move(log), std::move(names));
+    return m;
+  }
 };
 
 // What launches need of a Function beyond its public API.

@@ -6,9 +6,16 @@
 // "fake_" + the expression with every other character than a letter or digit
 // made '_' ("fake_f_T_"). Built with FAKE_NVRTC_OLD it lacks nvrtcGetLTOIRSize
 // and nvrtcGetLTOIR, as NVRTC 11 did. FAKE_NVRTC_VERSION="12.4" sets its version.
+// --fdevice-time-trace=PATH writes PATH.json as NVRTC 13 does: a Chrome
+// trace with a "Processing Header File" event for NVRTC's builtin header and
+// for each name the source names in #include "name" (given in memory or not);
+// with FAKE_NVRTC_NO_TRACE set, the option is rejected, as by an NVRTC
+// older than it.
 #include "fake_toolkit.hpp"
 
 #include <cctype>
+#include <cstdio>
+#include <string_view>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -129,12 +136,31 @@ nvrtcResult fake_nvrtc_CompileProgram(nvrtcProgram prog, int n, const char* cons
   std::lock_guard lock(counters.mu);
   if (!alive(prog)) return NVRTC_ERROR_INVALID_PROGRAM;
   auto* p = reinterpret_cast<Program*>(prog);
-  for (int i = 0; i < n; ++i)
-    if (!options[i] || options[i][0] != '-') {
-      p->log = std::string("nvrtc: error: invalid option '") + (options[i] ? options[i] : "") + "'\n";
+  std::string trace;
+  for (int i = 0; i < n; ++i) {
+    const std::string_view o = options[i] ? options[i] : "";
+    const std::string_view trace_option = "--fdevice-time-trace=";
+    const bool traced = o.substr(0, trace_option.size()) == trace_option;
+    if (o.empty() || o[0] != '-' || (traced && std::getenv("FAKE_NVRTC_NO_TRACE"))) {
+      p->log = std::string("nvrtc: error: invalid option '") + std::string(o) + "'\n";
       return NVRTC_ERROR_INVALID_OPTION;
     }
+    if (traced) trace = std::string(o.substr(trace_option.size())) + ".json";
+  }
   p->compiled = true;
+  if (!trace.empty() && p->source.find("#error") == std::string::npos) {
+    std::string events = "{\"args\":{\"detail\":\"__nv_nvrtc_builtin_header.h\"},\"name\":\"Processing Header File\"}";
+    for (std::size_t at = 0; (at = p->source.find("#include \"", at)) != std::string::npos;) {
+      at += 10;
+      const std::size_t end = p->source.find('"', at);
+      if (end == std::string::npos) break;
+      events += ",{\"args\":{\"detail\":\"" + p->source.substr(at, end - at) + "\"},\"name\":\"Processing Header File\"}";
+    }
+    if (std::FILE* f = std::fopen(trace.c_str(), "wb")) {
+      std::fputs(("{\"traceEvents\" : [ {}, " + events + "]}").c_str(), f);
+      std::fclose(f);
+    }
+  }
   p->lto = p->cubin = false;
   p->none = std::getenv("FAKE_NVRTC_NO_OUTPUT") != nullptr;
   for (int i = 0; i < n; ++i) {

@@ -7,6 +7,7 @@
 #include "gpu_common.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -159,6 +160,47 @@ TEST_CASE("from source: a second process loads the module from the cache") {
   const std::string cmd = "OXICUDA_GPU_CACHE_CHILD=1 /proc/" + std::to_string(::getpid()) +
                           "/exe '--test-case=from source: a second process loads the module from the cache'";
   CHECK(std::system(cmd.c_str()) == 0);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  ::unsetenv("OXICUDA_CACHE_DIR");
+}
+
+TEST_CASE("from source: a cached cubin this GPU cannot run is discarded with a note and compiled again") {
+  // Issue 28 item 4 on the real driver: the driver's refusal of an image
+  // (a cubin for another architecture) is the entry's fault, so the entry
+  // goes and the source is compiled again; the module then computes right.
+  const std::string dir = cache_dir() + "-foreign";
+  std::system(("rm -rf '" + dir + "'").c_str());
+  ::setenv("OXICUDA_CACHE_DIR", dir.c_str(), 1);
+  (void)module_from_source(ctx(), kSource, source_options());
+  std::string key, payload, note;
+  if (std::FILE* p = ::popen(("ls '" + dir + "' | grep '\\.bin$'").c_str(), "r")) {
+    char line[128] = {};
+    if (std::fgets(line, sizeof line, p)) key = std::string(line).substr(0, 32);
+    ::pclose(p);
+  }
+  REQUIRE(key.size() == 32);
+  REQUIRE(detail::cache_read(dir, key, payload, note));
+  detail::CacheEntry entry;
+  const SourceOptions options = source_options();
+  REQUIRE(detail::decode_entry(payload, entry, &options.name_expressions).empty());
+  // A cubin for an architecture of another major version than the device's.
+  const ComputeCapability cc = ctx().device().compute_capability();
+  const std::string other = cc.major == 7 ? "sm_80" : "sm_75";
+  const Compiled foreign = Program("extern \"C\" __global__ void foreign() {}").compile({.arch = other});
+  REQUIRE(foreign.kind == CodeKind::cubin);
+  REQUIRE(detail::cache_write(dir, key, detail::encode_entry(false, entry.names, "", foreign.code), note));
+  const unsigned long misses = kernel_cache_stats().misses;
+  const Module m = module_from_source(ctx(), kSource, source_options());
+  const std::string log(m.info_log());
+  MESSAGE("info_log after the foreign entry: " << log);
+  CHECK(kernel_cache_stats().misses == misses + 1);
+  CHECK(log.find("oxicuda cache: discarded " + dir + "/" + key + ".bin: the driver did not load it (CUDA_ERROR_") !=
+        std::string::npos);
+  CHECK(saxpy_error<float>(m, "saxpy<float>", 1u << 16) < 1e-5);
+  // Rewritten: a hit now.
+  const unsigned long hits = kernel_cache_stats().hits;
+  CHECK(iota_ok(module_from_source(ctx(), kSource, source_options()), 3));
+  CHECK(kernel_cache_stats().hits == hits + 1);
   std::system(("rm -rf '" + dir + "'").c_str());
   ::unsetenv("OXICUDA_CACHE_DIR");
 }
