@@ -6,7 +6,9 @@
 Every #include line must be <name> with name a C++20 standard library header
 or one of the platform headers oxicuda needs (<windows.h>; <dlfcn.h> and <unistd.h>, for dlopen and getpid;
 <fcntl.h>, <sys/stat.h> and <dirent.h>, for the kernel cache's files on POSIX;
-<link.h>, for the loaded NVRTC's identity in the cache key: dlinfo, dl_iterate_phdr);
+<link.h>, for the loaded NVRTC's identity in the cache key: dlinfo, dl_iterate_phdr;
+<sys/file.h> and <sys/resource.h>, for the cache's counter lock (flock) and
+RLIMIT_FSIZE);
 never "..." (the single header includes nothing of ours, so it works when
 fetched alone, e.g. by Compiler Explorer), and never the heavy headers the
 design rules out (<iostream>, <regex>, <format>).
@@ -25,7 +27,8 @@ unordered_map unordered_set utility valarray variant vector version
 cassert cctype cerrno cfenv cfloat cinttypes climits clocale cmath csetjmp csignal cstdarg cstddef
 cstdint cstdio cstdlib cstring ctime cuchar cwchar cwctype
 """.split())
-PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h", "link.h"}
+PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h", "link.h", "sys/file.h",
+            "sys/resource.h"}
 RULED_OUT = {"iostream", "regex", "format"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*(.*?)\s*(//.*)?$')
 
