@@ -25,6 +25,8 @@ struct Fake {
   fake_last_launch_fn last_launch;
   fake_host_funcs_run_fn host_funcs_run;
   fake_last_context_fn last_context;
+  fake_hold_fn hold;
+  fake_pending_fn pending;
 
   // The fake that oxicuda loaded (loading it first if need be).
   static Fake& get() {
@@ -47,6 +49,8 @@ struct Fake {
       x.last_launch = reinterpret_cast<fake_last_launch_fn>(dlsym(lib, "fake_last_launch"));
       x.host_funcs_run = reinterpret_cast<fake_host_funcs_run_fn>(dlsym(lib, "fake_host_funcs_run"));
       x.last_context = reinterpret_cast<fake_last_context_fn>(dlsym(lib, "fake_last_context"));
+      x.hold = reinterpret_cast<fake_hold_fn>(dlsym(lib, "fake_hold"));
+      x.pending = reinterpret_cast<fake_pending_fn>(dlsym(lib, "fake_pending"));
       return x;
     }();
     return f;

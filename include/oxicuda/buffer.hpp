@@ -23,7 +23,12 @@ class DeviceBuffer {
   DeviceBuffer() noexcept = default;
   DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
   // Stream-ordered: usable by work enqueued on `stream` after this call (and
-  // on other streams once they wait for an event recorded after it).
+  // on other streams once they wait for an event recorded after it). Its
+  // synchronous copies and fills (copy_from, copy_to, copy, fill) run on
+  // that stream, after the work enqueued there before them. The per-thread
+  // default stream is refused: it is another queue on every thread, so the
+  // buffer would be freed on whichever thread's queue drops it, not ordered
+  // after the work of the thread that used it.
   [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
                                                    SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
@@ -41,7 +46,9 @@ class DeviceBuffer {
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
+  // The span knows the buffer's context and, for a stream-ordered buffer,
+  // the stream it is ordered on (see copy.hpp's ordering rule).
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw(), free_stream_.raw()}; }
   [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     return device_span().subspan(offset, count);
   }
@@ -58,7 +65,9 @@ class DeviceBuffer {
   // buffer is then empty.
   void reset() noexcept { release(); }
 
-  // Synchronous copies to and from host memory (sizes must match).
+  // Synchronous copies to and from host memory (sizes must match); for a
+  // stream-ordered buffer, on its stream after the work enqueued there
+  // (copy.hpp's ordering rule).
   void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
   void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
 
@@ -155,13 +164,28 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
-  ScopedCurrent current(ctx, where);
+  detail::reclaim();
+  detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
 
+namespace detail {
+// The per-thread default stream names the calling thread's queue: a
+// stream-ordered buffer's stream must be one queue for every thread.
+inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
+                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
+                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
+                where));
+}
+}  // namespace detail
+
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::allocate_async", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
   detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
@@ -182,6 +206,7 @@ void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
                         "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
                         where));
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::free_on", where);
   free_stream_ = stream;
 }
 
@@ -225,7 +250,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   unsigned flags = ffi::memhostalloc_portable;
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
   void* p = nullptr;
-  ScopedCurrent current(ctx, where);
+  detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
   data_ = static_cast<T*>(p);
   count_ = count;

@@ -318,6 +318,9 @@ struct Outcome {
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+  // In a forked child no call reaches the driver (loader.hpp's on_fork_child):
+  // what the driver would answer there.
+  if (OXICUDA_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
   if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
       o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
@@ -346,6 +349,7 @@ inline void check(Outcome o, SourceLocation where) {
 // oxicuda::Stream"). Returns whether the call succeeded.
 inline bool check_nothrow(Outcome o, const char* during) noexcept {
   if (OXICUDA_LIKELY(o.ok())) return true;
+  if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
   report(o.result, ffi::entry_info(o.entry).name, during,
          missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
   return false;

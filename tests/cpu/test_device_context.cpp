@@ -113,3 +113,56 @@ TEST_CASE_FIXTURE(FakeTest, "context: a borrowed context is never released") {
   }
   CHECK(fake.calls("cuCtxDestroy") == 0);
 }
+
+// --- issue 30.2: the context guard ---
+
+TEST_CASE_FIXTURE(FakeTest, "issue 30.2: a guard made from a temporary keeps its context alive for its scope") {
+  {
+    ScopedCurrent guard{Context::primary(Device::get(0))};
+    CHECK(fake.live("primary") == at_start.primary + 1);
+    CHECK(Context::current().memory_info().total > 0);
+    DeviceBuffer<float> b(Context::current(), 16);
+    CHECK_NOTHROW(Stream(Context::current()));
+  }
+  CHECK(fake.live("primary") == at_start.primary);
+  CHECK(Context::current().raw() == nullptr);
+  {
+    ScopedCurrent guard{Context::create(Device::get(0))};
+    REQUIRE(Context::current().raw() != nullptr);
+    CHECK(fake.live("context") == at_start.context + 1);
+    CHECK_NOTHROW(Stream(Context::current()));
+    DeviceBuffer<float> b(Context::current(), 16);
+  }
+  CHECK(fake.live("context") == at_start.context);
+  CHECK(Context::current().raw() == nullptr);
+}
+
+TEST_CASE_FIXTURE(FakeTest, "issue 30.2: the fake as the driver: a fully released primary context is destroyed where it is still current") {
+  {
+    Context p = Context::primary(Device::get(0));
+    p.make_current();
+  }  // released by its last holder: still current, destroyed
+  REQUIRE(Context::current().raw() != nullptr);
+  ffi::CUdeviceptr d = 0;
+  CHECK(detail::api().MemAlloc(&d, 16) == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  std::size_t free_bytes = 0, total = 0;
+  CHECK(detail::api().MemGetInfo(&free_bytes, &total) == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
+}
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.2: a guard restores what was current before, also when its context was current already") {
+  Context other = Context::create(Device::get(0));
+  ctx.make_current();
+  {
+    ScopedCurrent guard(ctx);  // current already
+    other.make_current();
+    CHECK(Context::current() == other);
+  }
+  CHECK(Context::current() == ctx);
+  {
+    ScopedCurrent guard(other);  // not current: switched, and switched back
+    ctx.make_current();
+  }
+  CHECK(Context::current() == ctx);
+  REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
+}

@@ -65,6 +65,15 @@ typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
 typedef const void* (*fake_last_context_fn)(void);
 // How many times host functions enqueued with cuLaunchHostFunc have run.
 typedef long (*fake_host_funcs_run_fn)(void);
+// Holds a stream's work (hold = 1): copies, fills, frees, event records
+// and host functions enqueued on it wait, as behind a slow kernel, until
+// the stream is synchronized or released (hold = 0). A null stream: every
+// stream, and released, also the work of held streams destroyed with work
+// pending (which the driver runs after cuStreamDestroy returns).
+typedef void (*fake_hold_fn)(const void* stream, int hold);
+// The work waiting on a held stream; for a null stream, the work of
+// destroyed ones.
+typedef long (*fake_pending_fn)(const void* stream);
 
 // The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
 // fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as
