@@ -90,6 +90,10 @@ class DeviceBuffer {
 
 struct PinnedOptions {
   bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+  // CU_MEMHOSTALLOC_DEVICEMAP: mapped into the device's address space, so
+  // that kernels read and write it in place (zero-copy): mapped_span() and
+  // device_ptr() (cuMemHostGetDevicePointer) give the device's address.
+  bool device_map = false;
 };
 
 // `count` elements of T in page-locked (pinned) host memory: copies to and
@@ -133,11 +137,21 @@ class PinnedBuffer {
   // NOLINTNEXTLINE(google-explicit-constructor)
   operator std::span<const T>() const noexcept { return {data_, count_}; }
   [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Allocated with {.device_map = true}: the device's address of the
+  // memory (cuMemHostGetDevicePointer; with unified addressing it equals
+  // data(), which the driver does not promise otherwise), 0 when not mapped.
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
+  [[nodiscard]] bool mapped() const noexcept { return device_ptr_ != 0; }
+  // The mapped memory as a DeviceSpan, for a kernel to read and write in
+  // place (zero-copy). An Error when the buffer was not allocated mapped.
+  // (Not device_span(): a PinnedBuffer stays a host range for copies.)
+  [[nodiscard]] DeviceSpan<T> mapped_span(SourceLocation where = SourceLocation::current()) const;
 
   void swap(PinnedBuffer& other) noexcept {
     std::swap(ctx_, other.ctx_);
     std::swap(data_, other.data_);
     std::swap(count_, other.count_);
+    std::swap(device_ptr_, other.device_ptr_);
   }
 
  private:
@@ -146,6 +160,7 @@ class PinnedBuffer {
   Context ctx_;
   T* data_ = nullptr;
   std::size_t count_ = 0;
+  ffi::CUdeviceptr device_ptr_ = 0;
 };
 
 namespace detail {
@@ -249,11 +264,32 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (count == 0) return;
   unsigned flags = ffi::memhostalloc_portable;
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
+  if (options.device_map) flags |= ffi::memhostalloc_devicemap;
+  detail::reclaim();
   void* p = nullptr;
   detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
+  if (options.device_map) {
+    const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
+    if (OXICUDA_UNLIKELY(!r.ok())) {
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
+      device_ptr_ = 0;
+      detail::fail(r, where);
+    }
+  }
   data_ = static_cast<T*>(p);
   count_ = count;
+}
+
+template <class T>
+DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
+  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
+    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
+    if (count_ != 0)
+      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
+                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
+  }
+  return {device_ptr_, count_, ctx_.raw()};
 }
 
 template <class T>
@@ -265,6 +301,7 @@ void PinnedBuffer<T>::release() noexcept {
   }
   data_ = nullptr;
   count_ = 0;
+  device_ptr_ = 0;
 }
 
 OXICUDA_NAMESPACE_END

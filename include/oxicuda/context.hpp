@@ -124,6 +124,13 @@ class Context {
   // context is left as it was.
   [[nodiscard]] static Context create(const Device& device, ContextOptions options = {},
                                       SourceLocation where = SourceLocation::current());
+  // Resets the device's primary context (cuDevicePrimaryCtxReset): every
+  // allocation and all state in it are destroyed, and the next use
+  // initializes it afresh. The way back from a sticky error (a device-side
+  // assert, an illegal address): drop every handle of the objects that lived
+  // in it first (buffers, streams, events, modules), as they are gone; the
+  // Context handles themselves stay valid.
+  static void reset_primary(const Device& device, SourceLocation where = SourceLocation::current());
   // A handle to a context that other code owns; oxicuda never releases it.
   [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, {}); }
   // The calling thread's current context, borrowed; empty when none is current.
@@ -301,6 +308,11 @@ inline Context Context::primary(const Device& device, SourceLocation where) {
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
   return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::primary));
+}
+
+inline void Context::reset_primary(const Device& device, SourceLocation where) {
+  detail::reclaim();
+  detail::check(OXICUDA_DRIVER(DevicePrimaryCtxReset, device.raw()), where);
 }
 
 inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {

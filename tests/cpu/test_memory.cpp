@@ -315,3 +315,24 @@ TEST_CASE_FIXTURE(StreamTest, "issue 30.4: fills of a moved-from or default-cons
   auto empty_ordered = DeviceBuffer<float>::allocate_async(s, 0);
   CHECK_NOTHROW(fill_bytes(empty_ordered, 0));
 }
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.5: a PinnedBuffer allocated mapped has the device's address of its memory") {
+  PinnedBuffer<float> mapped(ctx, 16, {.device_map = true});
+  CHECK(mapped.mapped());
+  CHECK(mapped.device_ptr() == reinterpret_cast<std::uintptr_t>(mapped.data()));  // the fake: unified addressing
+  const DeviceSpan<float> span = mapped.mapped_span();
+  CHECK(span.device_ptr() == mapped.device_ptr());
+  CHECK(span.size() == 16);
+  CHECK(span.context() == ctx.raw());
+  CHECK(fake.calls("cuMemHostGetDevicePointer") == 1);
+  PinnedBuffer<float> plain(ctx, 16);
+  CHECK_FALSE(plain.mapped());
+  const Error e = error_of([&] { (void)plain.mapped_span(); });
+  CHECK(e.result() == ffi::CUDA_ERROR_NOT_MAPPED);
+  CHECK(e.detail() == "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}");
+  PinnedBuffer<float> moved = std::move(mapped);
+  CHECK(moved.mapped());
+  CHECK_FALSE(mapped.mapped());  // NOLINT(bugprone-use-after-move)
+  DeviceBuffer<float> device(ctx, 16);
+  copy(device, moved);  // still a host range for copies
+}

@@ -77,6 +77,26 @@ CUresult fake_DevicePrimaryCtxRelease(CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// The fake's contexts hold no state to reset: the call is checked and counted.
+CUresult fake_DevicePrimaryCtxReset(CUdevice dev) {
+  FAKE_ENTRY(DevicePrimaryCtxReset);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+// A driver function that is not in oxicuda's table, for the tests of
+// oxicuda::driver_entry_point (found through cuGetProcAddress_v2 only).
+FAKE_EXPORT CUresult fake_CtxGetApiVersion(CUcontext ctx, unsigned int* version) __asm__("cuCtxGetApiVersion");
+CUresult fake_CtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (!ctx) ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *version = 3020;
+  return CUDA_SUCCESS;
+}
+
 CUresult fake_CtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   FAKE_ENTRY(CtxCreate);
   if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;

@@ -22,6 +22,9 @@ struct Pool {
 // Never destroyed, as `live` (fake_state.hpp).
 std::map<std::uintptr_t, std::size_t>& allocations = *new std::map<std::uintptr_t, std::size_t>;
 std::map<std::uintptr_t, std::size_t>& host_allocations = *new std::map<std::uintptr_t, std::size_t>;
+// The pinned allocations made with CU_MEMHOSTALLOC_DEVICEMAP (mapped at the
+// same address, as under unified addressing).
+std::map<std::uintptr_t, std::size_t>& mapped_allocations = *new std::map<std::uintptr_t, std::size_t>;
 Pool pools[8];
 
 }  // namespace
@@ -215,6 +218,7 @@ CUresult fake_MemHostAlloc(void** pp, std::size_t bytes, unsigned int flags) {
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(mu);
   host_allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  if (flags & oxicuda::ffi::memhostalloc_devicemap) mapped_allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
   *pp = mem;
   return CUDA_SUCCESS;
 }
@@ -228,7 +232,22 @@ CUresult fake_MemFreeHost(void* p) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   host_allocations.erase(it);
+  mapped_allocations.erase(reinterpret_cast<std::uintptr_t>(p));
   std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int flags) {
+  FAKE_ENTRY(MemHostGetDevicePointer);
+  if (!pdptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (const CUresult r = need_current()) return r;
+  std::lock_guard lock(mu);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  auto it = mapped_allocations.upper_bound(a);
+  if (it == mapped_allocations.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  if (a >= it->first + it->second) return CUDA_ERROR_INVALID_VALUE;
+  *pdptr = a;
   return CUDA_SUCCESS;
 }
 
