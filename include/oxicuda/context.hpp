@@ -47,7 +47,7 @@ namespace detail {
 // needs no <mutex> (MinGW's win32 thread model has none).
 struct DestroyedContexts {
   std::atomic<bool> any{false};
-  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  std::atomic_flag lock;  // clear (C++20)
   CUcontext list[64] = {};  // the latest 64
   unsigned next = 0;
 };

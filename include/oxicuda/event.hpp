@@ -22,6 +22,7 @@ using Milliseconds = std::chrono::duration<float, std::milli>;
 namespace detail {
 inline void destroy_event(CUevent_st* e) noexcept {
   check_nothrow(OXICUDA_DRIVER(EventDestroy, e), "destroying an oxicuda::Event");
+  reclaim();
 }
 }  // namespace detail
 
