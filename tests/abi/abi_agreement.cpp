@@ -18,6 +18,12 @@ static_assert(std::is_same_v<decltype(oxicuda::driver_entry_point<PFN_cuCtxGetAp
                                                                                                3020)),
                              PFN_cuCtxGetApiVersion_v3020>);
 
+// OXICUDA_DRIVER names everything fully qualified: it compiles outside
+// namespace oxicuda, with no using-directive (issue 30).
+[[maybe_unused]] static oxicuda::ffi::CUresult count_devices(int* n) {
+  return OXICUDA_DRIVER(DeviceGetCount, n).result;
+}
+
 namespace abi {
 
 // Types that must agree up to enums: our enums (fixed `int`) and cuda.h's

@@ -213,12 +213,3 @@ TEST_CASE_FIXTURE(ContextTest, "issue 30.5: any driver entry point by name and v
   CHECK(old.detail().find("has cuCtxGetApiVersion, but not at version 2000") != std::string::npos);
   CHECK(error_of([] { (void)driver_entry_point("", 12000); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
 }
-
-// The call macro is usable outside namespace oxicuda (fully qualified names).
-static ffi::CUresult count_devices_through_the_macro(int* n) { return OXICUDA_DRIVER(DeviceGetCount, n).result; }
-
-TEST_CASE_FIXTURE(FakeTest, "issue 30.5: OXICUDA_DRIVER compiles outside namespace oxicuda") {
-  int n = 0;
-  CHECK(count_devices_through_the_macro(&n) == ffi::CUDA_SUCCESS);
-  CHECK(n == Device::count());
-}
