@@ -5,7 +5,8 @@
 
 Every #include line must be <name> with name a C++20 standard library header
 or one of the platform headers oxicuda needs (<windows.h>; <dlfcn.h> and <unistd.h>, for dlopen and getpid;
-<fcntl.h>, <sys/stat.h> and <dirent.h>, for the kernel cache's files on POSIX);
+<fcntl.h>, <sys/stat.h> and <dirent.h>, for the kernel cache's files on POSIX; <pthread.h>, for
+pthread_atfork: a forked child's driver table goes back to its stand-ins);
 never "..." (the single header includes nothing of ours, so it works when
 fetched alone, e.g. by Compiler Explorer), and never the heavy headers the
 design rules out (<iostream>, <regex>, <format>).
@@ -24,7 +25,7 @@ unordered_map unordered_set utility valarray variant vector version
 cassert cctype cerrno cfenv cfloat cinttypes climits clocale cmath csetjmp csignal cstdarg cstddef
 cstdint cstdio cstdlib cstring ctime cuchar cwchar cwctype
 """.split())
-PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h"}
+PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h", "pthread.h"}
 RULED_OUT = {"iostream", "regex", "format"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*(.*?)\s*(//.*)?$')
 
