@@ -648,14 +648,16 @@ TEST_CASE("issue 30.5 (H200): a device-side assert, the primary context reset, a
       set_diagnostic_hook([](const Error&) {});  // the destructors below fail with the sticky error
     }
     set_diagnostic_hook(nullptr);
-    Context::reset_primary(dev);
-    // Runs again: a new module, buffers and a kernel in the reset context.
-    Stream s(p);
-    Module m = Module::from_ptx(p, kIssue30Ptx);
+    Context::reset_primary(dev);  // (does not release it: `p` keeps its retain)
+    // Runs again: a new module, buffers and a kernel in the reset context,
+    // retained afresh (the driver's handle for it, whatever it is now).
+    const Context q = Context::primary(dev);
+    Stream s(q);
+    Module m = Module::from_ptx(q, kIssue30Ptx);
     auto twice = m.kernel<void(float*, const float*, unsigned)>("twice");
     const unsigned n = 4096;
     std::vector<float> host(n, 1.5f), back(n);
-    DeviceBuffer<float> in(p, n), out(p, n);
+    DeviceBuffer<float> in(q, n), out(q, n);
     copy(in, host);
     launch(s, twice, {.grid = 16, .block = 256}, out, in, n);
     copy(s, back, out);
