@@ -26,6 +26,8 @@ struct Fake {
   fake_host_funcs_run_fn host_funcs_run;
   fake_last_context_fn last_context;
   fake_hold_user_object_destructors_fn hold_user_object_destructors;
+  fake_hold_fn hold;
+  fake_pending_fn pending;
 
   // The fake that oxicuda loaded (loading it first if need be).
   static Fake& get() {
@@ -50,6 +52,8 @@ struct Fake {
       x.last_context = reinterpret_cast<fake_last_context_fn>(dlsym(lib, "fake_last_context"));
       x.hold_user_object_destructors = reinterpret_cast<fake_hold_user_object_destructors_fn>(
           dlsym(lib, "fake_hold_user_object_destructors"));
+      x.hold = reinterpret_cast<fake_hold_fn>(dlsym(lib, "fake_hold"));
+      x.pending = reinterpret_cast<fake_pending_fn>(dlsym(lib, "fake_pending"));
       return x;
     }();
     return f;

@@ -23,7 +23,12 @@ class DeviceBuffer {
   DeviceBuffer() noexcept = default;
   DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
   // Stream-ordered: usable by work enqueued on `stream` after this call (and
-  // on other streams once they wait for an event recorded after it).
+  // on other streams once they wait for an event recorded after it). Its
+  // synchronous copies and fills (copy_from, copy_to, copy, fill) run on
+  // that stream, after the work enqueued there before them. The per-thread
+  // default stream is refused: it is another queue on every thread, so the
+  // buffer would be freed on whichever thread's queue drops it, not ordered
+  // after the work of the thread that used it.
   [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
                                                    SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
@@ -41,7 +46,9 @@ class DeviceBuffer {
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
+  // The span knows the buffer's context and, for a stream-ordered buffer,
+  // the stream it is ordered on (see copy.hpp's ordering rule).
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw(), free_stream_.raw()}; }
   [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     return device_span().subspan(offset, count);
   }
@@ -58,7 +65,9 @@ class DeviceBuffer {
   // buffer is then empty.
   void reset() noexcept { release(); }
 
-  // Synchronous copies to and from host memory (sizes must match).
+  // Synchronous copies to and from host memory (sizes must match); for a
+  // stream-ordered buffer, on its stream after the work enqueued there
+  // (copy.hpp's ordering rule).
   void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
   void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
 
@@ -81,6 +90,10 @@ class DeviceBuffer {
 
 struct PinnedOptions {
   bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+  // CU_MEMHOSTALLOC_DEVICEMAP: mapped into the device's address space, so
+  // that kernels read and write it in place (zero-copy): mapped_span() and
+  // device_ptr() (cuMemHostGetDevicePointer) give the device's address.
+  bool device_map = false;
 };
 
 // `count` elements of T in page-locked (pinned) host memory: copies to and
@@ -124,11 +137,21 @@ class PinnedBuffer {
   // NOLINTNEXTLINE(google-explicit-constructor)
   operator std::span<const T>() const noexcept { return {data_, count_}; }
   [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Allocated with {.device_map = true}: the device's address of the
+  // memory (cuMemHostGetDevicePointer; with unified addressing it equals
+  // data(), which the driver does not promise otherwise), 0 when not mapped.
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
+  [[nodiscard]] bool mapped() const noexcept { return device_ptr_ != 0; }
+  // The mapped memory as a DeviceSpan, for a kernel to read and write in
+  // place (zero-copy). An Error when the buffer was not allocated mapped.
+  // (Not device_span(): a PinnedBuffer stays a host range for copies.)
+  [[nodiscard]] DeviceSpan<T> mapped_span(SourceLocation where = SourceLocation::current()) const;
 
   void swap(PinnedBuffer& other) noexcept {
     std::swap(ctx_, other.ctx_);
     std::swap(data_, other.data_);
     std::swap(count_, other.count_);
+    std::swap(device_ptr_, other.device_ptr_);
   }
 
  private:
@@ -137,6 +160,7 @@ class PinnedBuffer {
   Context ctx_;
   T* data_ = nullptr;
   std::size_t count_ = 0;
+  ffi::CUdeviceptr device_ptr_ = 0;
 };
 
 namespace detail {
@@ -155,13 +179,28 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
-  ScopedCurrent current(ctx, where);
+  detail::reclaim();
+  detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
 
+namespace detail {
+// The per-thread default stream names the calling thread's queue: a
+// stream-ordered buffer's stream must be one queue for every thread.
+inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
+                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
+                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
+                where));
+}
+}  // namespace detail
+
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::allocate_async", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
   detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
@@ -182,6 +221,7 @@ void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
                         "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
                         where));
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::free_on", where);
   free_stream_ = stream;
 }
 
@@ -224,11 +264,32 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (count == 0) return;
   unsigned flags = ffi::memhostalloc_portable;
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
+  if (options.device_map) flags |= ffi::memhostalloc_devicemap;
+  detail::reclaim();
   void* p = nullptr;
-  ScopedCurrent current(ctx, where);
+  detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
+  if (options.device_map) {
+    const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
+    if (OXICUDA_UNLIKELY(!r.ok())) {
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
+      device_ptr_ = 0;
+      detail::fail(r, where);
+    }
+  }
   data_ = static_cast<T*>(p);
   count_ = count;
+}
+
+template <class T>
+DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
+  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
+    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
+    if (count_ != 0)
+      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
+                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
+  }
+  return {device_ptr_, count_, ctx_.raw()};
 }
 
 template <class T>
@@ -240,6 +301,7 @@ void PinnedBuffer<T>::release() noexcept {
   }
   data_ = nullptr;
   count_ = 0;
+  device_ptr_ = 0;
 }
 
 OXICUDA_NAMESPACE_END

@@ -54,6 +54,34 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 
 namespace detail {
 
+// A DeviceBuffer (an owning buffer: it knows its Context), as opposed to a
+// span. A default-constructed or moved-from one has no context.
+template <class R>
+concept owning_device_buffer = device_range<R> && requires(const R& r) {
+  { r.context() } -> std::same_as<const Context&>;
+  r.stream_ordered();
+};
+
+// A moved-from or default-constructed DeviceBuffer is an Error naming the
+// type (an empty one of a context, DeviceBuffer(ctx, 0), is not).
+template <class R>
+void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
+  if constexpr (owning_device_buffer<R>)
+    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
+}
+
+// A span's size in bytes, or an Error when size() * sizeof(T) does not fit
+// a size_t (a span made from a raw pointer and a wrong count).
+template <class T>
+std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!s.size_fits()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
+                     " bytes: more bytes than a size_t holds; its count is wrong"}),
+                where));
+  return s.size_bytes();
+}
+
 // The two sides of a copy, after its checks (same element type, a mutable
 // destination, the same count): a device address or a host pointer each.
 struct CopySides {
@@ -75,9 +103,11 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
+    check_buffer_handle(src, op, where);
     c.dst_device = d.device_ptr();
     c.src_device = s.device_ptr();
-    c.bytes = d.size_bytes();
+    c.bytes = span_bytes(d, op, where);
     c.ctx = d.context() ? d.context() : s.context();
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
@@ -85,9 +115,10 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
     c.dst_device = d.device_ptr();
     c.src_host = std::data(src);
-    c.bytes = d.size_bytes();
+    c.bytes = span_bytes(d, op, where);
     c.ctx = d.context();
   } else {
     using T = device_element_t<Src>;
@@ -95,9 +126,10 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    check_buffer_handle(src, op, where);
     c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
     c.src_device = s.device_ptr();
-    c.bytes = s.size_bytes();
+    c.bytes = span_bytes(s, op, where);
     c.ctx = s.context();
   }
   return c;
@@ -116,10 +148,11 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
 }
 
 template <class Dst>
-void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation where) {
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
   using T = device_element_t<Dst>;
   static_assert(!std::is_const_v<T>, "fill: the destination is const");
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  check_buffer_handle(dst, op, where);
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
     check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
@@ -129,10 +162,11 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
 }
 
 template <class Dst>
-void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
   static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
+  check_buffer_handle(dst, op, where);
   const auto d = dst.device_span();
-  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, d.size_bytes(), q), where);
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
 }
 
 template <class R>
@@ -143,24 +177,42 @@ CUcontext context_of(const R& r) noexcept {
     return nullptr;
 }
 
-// A synchronous operation: `enqueue` on the calling thread's per-thread
-// default stream, with the memory's context current (when known), then wait
-// for that stream. Unlike the driver's own "synchronous" cuMemcpy/cuMemset
-// (which may return before a pageable copy or a memset has landed, and are
-// not ordered with non-blocking streams), the bytes are in place when this
-// returns, for every stream to see.
+// The stream a stream-ordered buffer's memory is ordered on (else null).
+template <class R>
+CUstream stream_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().stream();
+  else
+    return nullptr;
+}
+
+// A synchronous operation: `enqueue` on a queue, with the memory's context
+// current (when known), then wait for that queue. The queue is the stream
+// of a stream-ordered side (allocate_async), so that the operation comes
+// after the work enqueued there before it (when both sides are
+// stream-ordered on different streams, the source's stream is synchronized
+// first); otherwise it is the calling thread's per-thread default stream,
+// which is ordered after none of the user's streams. Unlike the driver's own
+// "synchronous" cuMemcpy/cuMemset (which may return before a pageable copy
+// or a memset has landed, and are not ordered with non-blocking streams),
+// the bytes are in place when this returns, for every stream to see.
 template <class Enqueue>
-void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
+void synchronously(CUcontext ctx, CUstream ordered_on, CUstream also_after, SourceLocation where,
+                   Enqueue&& enqueue) {
+  reclaim();
+  const CUstream q = ordered_on ? ordered_on : ffi::stream_per_thread();
   auto run = [&] {
-    enqueue(ffi::stream_per_thread());
-    check(OXICUDA_DRIVER(StreamSynchronize, ffi::stream_per_thread()), where);
+    if (also_after && also_after != q) check(OXICUDA_DRIVER(StreamSynchronize, also_after), where);
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
   };
   if (ctx) {
-    ScopedCurrent current(ctx, where);
+    SwitchCurrent current(ctx, where);
     run();
   } else {
     run();
   }
+  reclaim();
 }
 
 // clang-format off
@@ -170,16 +222,46 @@ concept copyable = (device_range<Dst> || device_range<Src>) &&
                    (device_range<Src> || host_range<Src>);
 // clang-format on
 
+// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
+template <class Enqueue>
+void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
+  on_stream(stream, operation, where, [&](CUstream q) {
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
+  });
+  reclaim();
+}
+
 }  // namespace detail
 
-// Synchronous copy: when it returns, the bytes are in place (see
-// detail::synchronously). The device side's context, when its span knows
-// it, is current for the call.
+// The ordering rule of the synchronous copies and fills (copy(dst, src),
+// fill, fill_bytes, DeviceBuffer::copy_from/copy_to): when one returns, the
+// bytes are in place. It is ordered after the work of a stream-ordered
+// buffer's stream (allocate_async: it runs on that stream), and after
+// nothing else: work pending on your streams is not waited for. Where work
+// is pending, use the forms that take a stream, copy(stream, dst, src),
+// fill(stream, dst, value), fill_bytes(stream, dst, byte): they enqueue on
+// `stream`, after everything enqueued there before, and wait for it.
+
+// Synchronous copy (the ordering rule above). The device side's context,
+// when its span knows it, is current for the call.
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
-  detail::synchronously(ctx, where, [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+  const CUstream on = detail::stream_of(dst) ? detail::stream_of(dst) : detail::stream_of(src);
+  detail::synchronously(ctx, on, detail::stream_of(src), where,
+                        [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered and synchronous: enqueued on `stream` (after the work
+// enqueued there before), then waits for `stream`; the bytes are in place
+// when it returns.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::copy", where,
+                             [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
 }
 
 // Stream-ordered copy: enqueued on `stream`, one driver call.
@@ -191,28 +273,46 @@ void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where
 }
 
 // Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever T. The
-// synchronous forms return with the memory set; the _async ones are one
-// driver call on `stream`.
+// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
+// T. The synchronous forms return with the memory set (the ordering rule
+// above; with a stream: enqueued there and waited for); the _async ones are
+// one driver call on `stream`.
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
           SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill", where,
+                             [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
 }
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::fill_async", where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
+  detail::on_stream(stream, "oxicuda::fill_async", where,
+                    [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
 }
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), where,
-                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
+                             [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
 }
 
 template <class Dst>
@@ -220,7 +320,7 @@ requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
-                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
 }
 
 OXICUDA_NAMESPACE_END

@@ -307,6 +307,37 @@ inline std::string refusal_reason(ffi::CUresult r) {
   return {};
 }
 
+// Whether `r` is a sticky error: a kernel faulted, and the context is
+// unusable from then on (the driver repeats the error for every later call
+// in it, whatever the call).
+inline bool sticky_result(ffi::CUresult r) noexcept {
+  switch (r) {
+    case ffi::CUDA_ERROR_ASSERT:
+    case ffi::CUDA_ERROR_ILLEGAL_ADDRESS:
+    case ffi::CUDA_ERROR_LAUNCH_FAILED:
+    case ffi::CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case ffi::CUDA_ERROR_MISALIGNED_ADDRESS:
+    case ffi::CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case ffi::CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case ffi::CUDA_ERROR_INVALID_PC:
+    case ffi::CUDA_ERROR_LAUNCH_TIMEOUT:
+    case ffi::CUDA_ERROR_TENSOR_MEMORY_LEAK:
+    case ffi::CUDA_ERROR_CONTAINED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline constexpr const char* sticky_advice =
+    "this error is sticky: a kernel faulted (a device-side assert, an illegal address or instruction, ...), and "
+    "the context is now unusable: every later call in it fails with this same error, whatever the call, so this "
+    "call may not be the one at fault. To recover, drop every handle of the context's objects (its buffers, "
+    "streams, events and modules are lost; their destructors' failures go to the diagnostic hook), then reset it: "
+    "a primary context with Context::reset_primary(device) (cuDevicePrimaryCtxReset; then retain it again with "
+    "Context::primary), a created one by dropping its last handle and creating another. Where the driver still "
+    "refuses after that, only a new process recovers";
+
 // A driver call's result, with the entry point that gave it.
 struct Outcome {
   ffi::CUresult result;
@@ -318,12 +349,16 @@ struct Outcome {
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+  // In a forked child no call reaches the driver (loader.hpp's on_fork_child):
+  // what the driver would answer there.
+  if (OXICUDA_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
   if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
       o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
     std::string why = refusal_reason(o.result);
     if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
   }
+  if (sticky_result(o.result)) detail = detail.empty() ? std::string(sticky_advice) : cat({detail, "\n", sticky_advice});
   raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
@@ -346,6 +381,7 @@ inline void check(Outcome o, SourceLocation where) {
 // oxicuda::Stream"). Returns whether the call succeeded.
 inline bool check_nothrow(Outcome o, const char* during) noexcept {
   if (OXICUDA_LIKELY(o.ok())) return true;
+  if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
   report(o.result, ffi::entry_info(o.entry).name, during,
          missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
   return false;
@@ -471,6 +507,56 @@ inline std::string_view Error::name() const noexcept {
   return t ? t->name : detail::result_table(library_).unknown_name;
 }
 
+// Any entry point of the loaded driver, by name and CUDA version, from the
+// driver oxicuda loaded (cuGetProcAddress_v2, with the legacy default
+// stream semantics of oxicuda's own table): for a driver function that
+// oxicuda does not wrap, without linking libcuda or calling
+// cuGetProcAddress yourself. `symbol` is the name without a _v2 suffix, as
+// cuGetProcAddress takes it; `version` the CUDA version whose form you want
+// (12000 for CUDA 12.0). Typed, with cuda.h's PFN types (cudaTypedefs.h):
+//   auto get = oxicuda::driver_entry_point<PFN_cuCtxGetApiVersion_v3020>("cuCtxGetApiVersion", 3020);
+//   unsigned v = 0;
+//   get(ctx.raw(), &v);  // a CUresult, yours to check
+// An Error (CUDA_ERROR_NOT_FOUND) when the driver has no such function, or
+// not at that version; the call itself is then never made.
+[[nodiscard]] void* driver_entry_point(const char* symbol, int version,
+                                       SourceLocation where = SourceLocation::current());
+// clang-format off
+template <class Fn>
+  requires(std::is_pointer_v<Fn> && std::is_function_v<std::remove_pointer_t<Fn>>)
+[[nodiscard]] Fn driver_entry_point(const char* symbol, int version, SourceLocation where = SourceLocation::current()) {
+  return reinterpret_cast<Fn>(driver_entry_point(symbol, version, where));
+}
+// clang-format on
+
+inline void* driver_entry_point(const char* symbol, int version, SourceLocation where) {
+  constexpr const char* op = "oxicuda::driver_entry_point";
+  if (symbol == nullptr || *symbol == '\0')
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, "no symbol name was given", where));
+  void* p = nullptr;
+  ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  detail::check(detail::Outcome{detail::api().GetProcAddress(symbol, &p, version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                                                              &status),
+                                ffi::Entry::GetProcAddress},
+                where);
+  if (status == ffi::CU_GET_PROC_ADDRESS_SUCCESS && p != nullptr) return p;
+  const DriverInfo& info = driver_info();
+  const std::string driver = detail::cat({"the loaded driver (", info.library, ", CUDA ",
+                                          std::to_string(info.version / 1000), ".",
+                                          std::to_string(info.version % 1000 / 10), ")"});
+  if (status == ffi::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
+    detail::raise(Error(ffi::CUDA_ERROR_NOT_FOUND, op,
+                        detail::cat({driver, " has ", symbol, ", but not at version ", std::to_string(version),
+                                     ": ask for the version of an older CUDA, or use a newer driver"}),
+                        where));
+  detail::raise(Error(ffi::CUDA_ERROR_NOT_FOUND, op,
+                      detail::cat({driver, " has no entry point named ", symbol, " (at version ",
+                                   std::to_string(version),
+                                   "); give the name without a version suffix, as cuGetProcAddress takes it "
+                                   "(\"cuMemAlloc\", not \"cuMemAlloc_v2\")"}),
+                      where));
+}
+
 inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
   return detail::error_handler_slot().exchange(handler, std::memory_order_acq_rel);
 }
@@ -483,11 +569,12 @@ OXICUDA_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
 // without its `cu`) with the arguments that follow, and pairs the result with
-// that entry point, so that an error can only name the call that was made
-// (for use inside namespace oxicuda, where its unqualified names resolve):
+// that entry point, so that an error can only name the call that was made:
 //   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+// oxicuda's own; for a driver function of your own choosing, see
+// oxicuda::driver_entry_point.
 #define OXICUDA_DRIVER(member, ...) \
-  (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
+  (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
 
 // The same for NVRTC's and nvJitLink's calls:
 //   detail::check(OXICUDA_NVRTC(CompileProgram, prog, n, options), where);

@@ -22,6 +22,7 @@ using Milliseconds = std::chrono::duration<float, std::milli>;
 namespace detail {
 inline void destroy_event(CUevent_st* e) noexcept {
   check_nothrow(OXICUDA_DRIVER(EventDestroy, e), "destroying an oxicuda::Event");
+  reclaim();
 }
 }  // namespace detail
 
@@ -63,8 +64,9 @@ inline CUevent create_event(const Context& ctx, EventOptions options, SourceLoca
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
   if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  reclaim();
   CUevent raw = nullptr;
-  ScopedCurrent current(ctx, where);
+  SwitchCurrent current(ctx.raw(), where);
   check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
   return raw;
 }

@@ -822,6 +822,7 @@ struct CUgraphExecUpdateResultInfo {
   X(DeviceGetPCIBusId, 4010, "cuDeviceGetPCIBusId", (char* pciBusId, int len, CUdevice dev))                           \
   X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
   X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
+  X(DevicePrimaryCtxReset, 11000, "cuDevicePrimaryCtxReset_v2", (CUdevice dev))                                        \
   X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev))                           \
   X(CtxDestroy, 4000, "cuCtxDestroy_v2", (CUcontext ctx))                                                              \
   X(CtxGetCurrent, 4000, "cuCtxGetCurrent", (CUcontext * pctx))                                                        \
@@ -891,6 +892,7 @@ struct CUgraphExecUpdateResultInfo {
     (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))                                         \
   X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
   X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
+  X(MemHostGetDevicePointer, 3020, "cuMemHostGetDevicePointer_v2", (CUdeviceptr * pdptr, void* p, unsigned int Flags)) \
   X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
   X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \

@@ -10,6 +10,10 @@
 
 #include "library.hpp"
 
+#if !OXICUDA_WINDOWS
+#include <pthread.h>
+#endif
+
 OXICUDA_NAMESPACE_BEGIN
 
 // Why the driver is, or is not, usable.
@@ -55,6 +59,7 @@ namespace detail {
 struct Driver {
   ffi::DriverApi api;
   long pid = 0;  // the process that loaded the driver (a forked child has another)
+  bool forked_child = false;  // set in a child forked after the load (see on_fork_child)
   bool provided[ffi::entry_count] = {};  // by entry: the slot holds the driver's function, not the stand-in
   DriverInfo info;
 
@@ -116,9 +121,31 @@ inline void resolve(Driver& d, LibHandle h) {
   d.info.via_get_proc_address = any_from_gpa;
 }
 
+#if !OXICUDA_WINDOWS
+// The driver loaded in this process, for the fork handler.
+inline Driver* loaded_driver = nullptr;
+// In a child forked after the driver was loaded, the driver serves nothing
+// (it answers CUDA_ERROR_NOT_INITIALIZED) and some of its calls crash
+// (cuStreamDestroy, on driver 580). So the child, single-threaded at this
+// point, puts every slot of the table back to its stand-in: no call of
+// oxicuda's reaches the driver there. Calls are refused with an Error that
+// explains (detail::fail), and destructors leak what the parent owns,
+// silently (detail::check_nothrow).
+inline void on_fork_child() noexcept {
+  if (loaded_driver) {
+    loaded_driver->api = ffi::DriverApi{};
+    loaded_driver->forked_child = true;
+  }
+}
+#endif
+
 inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
+#if !OXICUDA_WINDOWS
+  loaded_driver = d;
+  ::pthread_atfork(nullptr, nullptr, &on_fork_child);
+#endif
   DriverInfo& info = d->info;
   const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
                          sizeof default_candidates / sizeof default_candidates[0], false, "", nullptr, 0};
@@ -174,7 +201,7 @@ inline const ffi::DriverApi& api() noexcept { return driver().api; }
 
 // Whether this process is a child forked after the driver was loaded (the
 // driver then answers every call with CUDA_ERROR_NOT_INITIALIZED).
-inline bool forked_after_load() noexcept { return driver().pid != process_id(); }
+inline bool forked_after_load() noexcept { return driver().forked_child || driver().pid != process_id(); }
 
 // Whether the driver lacks this entry point (its slot holds the stand-in).
 inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[static_cast<std::size_t>(entry)]; }

@@ -77,8 +77,15 @@ class Stream {
   // How many handles share the queue (0 for an empty stream).
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
   // Whether both handles are the same driver queue: work on one queue is
-  // ordered by stream order; across two it needs an event.
-  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept { return raw() == other.raw(); }
+  // ordered by stream order; across two it needs an event. The legacy
+  // default stream is one queue per context. The per-thread default stream
+  // is a different queue on every thread that uses a handle to it, so it is
+  // never called the same queue as another (or itself): an event orders it.
+  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept {
+    const CUstream q = raw();
+    if (q != other.raw() || q == ffi::stream_per_thread()) return false;
+    return q != ffi::stream_legacy() || context().raw() == other.context().raw();
+  }
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
@@ -114,9 +121,10 @@ namespace detail {
 // cuStreamCreate creates in the current context).
 inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceLocation where) {
   if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
+  reclaim();
   const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
   CUstream raw = nullptr;
-  ScopedCurrent current(ctx, where);
+  SwitchCurrent current(ctx.raw(), where);
   if (options.priority == 0)
     check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
   else
@@ -142,7 +150,7 @@ inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std:
 template <class Call>
 OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call call) {
   if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
-  ScopedCurrent current(stream.context(), where);
+  SwitchCurrent current(stream.context().raw(), where);
   return call(q);
 }
 
@@ -153,6 +161,7 @@ OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, 
 // emptiness check alone.
 template <class Call>
 decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
+  reclaim();  // (one load when no host function's callable is waiting)
   CUstream q = stream.raw();
   if (OXICUDA_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);

@@ -13,6 +13,17 @@
 #include <cstdio>
 #include <type_traits>
 
+// oxicuda::driver_entry_point takes cuda.h's PFN types (issue 30).
+static_assert(std::is_same_v<decltype(oxicuda::driver_entry_point<PFN_cuCtxGetApiVersion_v3020>("cuCtxGetApiVersion",
+                                                                                               3020)),
+                             PFN_cuCtxGetApiVersion_v3020>);
+
+// OXICUDA_DRIVER names everything fully qualified: it compiles outside
+// namespace oxicuda, with no using-directive (issue 30).
+[[maybe_unused]] static oxicuda::ffi::CUresult count_devices(int* n) {
+  return OXICUDA_DRIVER(DeviceGetCount, n).result;
+}
+
 namespace abi {
 
 // Types that must agree up to enums: our enums (fixed `int`) and cuda.h's

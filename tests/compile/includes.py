@@ -8,7 +8,8 @@ or one of the platform headers oxicuda needs (<windows.h>; <dlfcn.h> and <unistd
 <fcntl.h>, <sys/stat.h> and <dirent.h>, for the kernel cache's files on POSIX;
 <link.h>, for the loaded NVRTC's identity in the cache key: dlinfo, dl_iterate_phdr;
 <sys/file.h> and <sys/resource.h>, for the cache's counter lock (flock) and
-RLIMIT_FSIZE);
+RLIMIT_FSIZE; <pthread.h>, for pthread_atfork: a forked child's driver table goes
+back to its stand-ins);
 never "..." (the single header includes nothing of ours, so it works when
 fetched alone, e.g. by Compiler Explorer), and never the heavy headers the
 design rules out (<iostream>, <regex>, <format>).
@@ -28,7 +29,7 @@ cassert cctype cerrno cfenv cfloat cinttypes climits clocale cmath csetjmp csign
 cstdint cstdio cstdlib cstring ctime cuchar cwchar cwctype
 """.split())
 PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h", "link.h", "sys/file.h",
-            "sys/resource.h"}
+            "sys/resource.h", "pthread.h"}
 RULED_OUT = {"iostream", "regex", "format"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*(.*?)\s*(//.*)?$')
 

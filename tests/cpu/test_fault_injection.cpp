@@ -115,6 +115,7 @@ std::vector<Op> operations() {
          launch(s, k, {.grid = 2, .block = 64, .cluster = {2}}, static_cast<float*>(nullptr), 0);
          launch(s, k, {.shared_bytes = 64 * 1024}, static_cast<float*>(nullptr), 0);
        }},
+      {"a primary context's reset", [] { Context::reset_primary(Device::get(0)); }},
       {"memory",
        [] {
          Context ctx = Context::primary(Device::get(0));
@@ -122,6 +123,8 @@ std::vector<Op> operations() {
          std::vector<unsigned> host(64, 1);
          DeviceBuffer<unsigned> a(ctx, 64), b(ctx, 64);
          PinnedBuffer<unsigned> pinned(ctx, 64);
+         PinnedBuffer<unsigned> mapped(ctx, 64, {.device_map = true});
+         (void)mapped.mapped_span();
          copy(a, host);
          copy(b, a);
          copy(host, b);

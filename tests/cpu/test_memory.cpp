@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <span>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -175,4 +176,163 @@ TEST_CASE_FIXTURE(ContextTest, "stream-ordered allocation: allocate on one strea
   pool.trim_to(0);
   DeviceBuffer<int> sync(ctx, 4);
   CHECK_THROWS_WITH_AS(sync.free_on(consumer), doctest::Contains("not allocated stream-ordered"), Error);
+}
+
+// --- issue 30: ordering of the synchronous copies and fills; overflowing spans; moved-from fills ---
+
+TEST_CASE_FIXTURE(StreamTest, "issue 30.1: a stream-ordered buffer's synchronous copies and fills are ordered after its stream's pending work") {
+  auto b = DeviceBuffer<float>::allocate_async(s, 4);
+  b.copy_from(std::vector<float>(4, 1.0f));
+  std::vector<float> h(4, 0.0f);
+  fake.hold(s.raw(), 1);  // the stream's work waits, as behind a slow kernel
+  fill_async(s, b, 7.0f);
+  b.copy_to(h);  // after the fill
+  CHECK(h == std::vector<float>(4, 7.0f));
+  // The review's case: copy_from returns, and the stream's earlier work
+  // must not land on the copied bytes afterwards.
+  fill_async(s, b, 9.0f);
+  b.copy_from(std::vector<float>{1, 2, 3, 4});
+  fake.hold(s.raw(), 0);
+  s.synchronize();
+  b.copy_to(h);
+  CHECK(h == std::vector<float>{1, 2, 3, 4});
+  // copy() and fill() of the buffer, and of a span of it, likewise.
+  fake.hold(s.raw(), 1);
+  fill_async(s, b, 5.0f);
+  std::vector<float> two(2, 0.0f);
+  copy(two, b.subspan(1, 2));
+  CHECK(two == std::vector<float>(2, 5.0f));
+  fill_async(s, b, 8.0f);
+  fill(b, 3.0f);
+  CHECK(fake.pending(s.raw()) == 0);
+  b.copy_to(h);
+  CHECK(h == std::vector<float>(4, 3.0f));
+  fill_async(s, b, 2.0f);
+  fill_bytes(b.subspan(0, 1), 0);
+  fake.hold(s.raw(), 0);
+  s.synchronize();
+  b.copy_to(h);
+  CHECK(h == std::vector<float>{0.0f, 2.0f, 2.0f, 2.0f});
+  // Two stream-ordered buffers on different streams: after both.
+  Stream t(ctx);
+  auto c = DeviceBuffer<float>::allocate_async(t, 4);
+  fake.hold(t.raw(), 1);
+  fill_async(t, c, 6.0f);
+  copy(b, c);
+  CHECK(fake.pending(t.raw()) == 0);
+  b.copy_to(h);
+  CHECK(h == std::vector<float>(4, 6.0f));
+  fake.hold(t.raw(), 0);
+}
+
+TEST_CASE_FIXTURE(StreamTest, "issue 30.1: copy(stream, ...), fill(stream, ...) and fill_bytes(stream, ...) wait for the stream's pending work (the README's pattern)") {
+  for (const bool non_blocking : {true, false}) {
+    Stream q(ctx, {.non_blocking = non_blocking});
+    DeviceBuffer<float> x(ctx, 4), y(ctx, 4);  // synchronous allocations: no stream of their own
+    std::vector<float> host(4, 2.0f), out(4, 0.0f);
+    fill(y, 0.0f);
+    fake.hold(q.raw(), 1);
+    copy_async(q, x, host);
+    copy_async(q, y, x);  // y written on q, as the README's kernel writes it
+    copy(q, out, y);      // enqueued after them, and waited for
+    CHECK(out == std::vector<float>(4, 2.0f));
+    CHECK(fake.pending(q.raw()) == 0);
+    fake.hold(q.raw(), 1);
+    fill_async(q, y, 4.0f);
+    fill(q, x, 1.0f);
+    copy(q, out, y);
+    CHECK(out == std::vector<float>(4, 4.0f));
+    fill_bytes_async(q, y, 0xff);
+    fill_bytes(q, y, 0);
+    copy(q, out, y);
+    CHECK(out == std::vector<float>(4, 0.0f));
+    copy(q, out, x);
+    CHECK(out == std::vector<float>(4, 1.0f));
+    fake.hold(q.raw(), 0);
+  }
+}
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.1: allocate_async and free_on refuse the per-thread default stream; is_same_queue never calls two threads' per-thread queues the same") {
+  Stream per_thread = Stream::per_thread_default(ctx);
+  const Error e = error_of([&] { (void)DeviceBuffer<int>::allocate_async(per_thread, 16); });
+  CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(e.call() == "oxicuda::DeviceBuffer::allocate_async");
+  CHECK(e.detail().find("the per-thread default stream is a different queue on every thread") == 0);
+  CHECK(fake.calls("cuMemAllocAsync") == 0);
+  Stream own(ctx);
+  auto b = DeviceBuffer<int>::allocate_async(own, 16);
+  const Error f = error_of([&] { b.free_on(per_thread); });
+  CHECK(f.call() == "oxicuda::DeviceBuffer::free_on");
+  CHECK(b.device_span().stream() == own.raw());
+  CHECK_NOTHROW(b.free_on(Stream::legacy_default(ctx)));  // one queue of the context, for every thread
+  // A handle to the per-thread stream made on another thread names that
+  // thread's queue there, and this thread's here: never the same queue.
+  Stream theirs;
+  std::thread([&] { theirs = Stream::per_thread_default(ctx); }).join();
+  CHECK_FALSE(per_thread.is_same_queue(theirs));
+  CHECK_FALSE(per_thread.is_same_queue(per_thread));
+  // The legacy default stream: one queue per context.
+  Context other = Context::create(Device::get(0));
+  CHECK(Stream::legacy_default(ctx).is_same_queue(Stream::legacy_default(ctx)));
+  CHECK_FALSE(Stream::legacy_default(ctx).is_same_queue(Stream::legacy_default(other)));
+  CHECK(own.is_same_queue(Stream(own)));
+}
+
+TEST_CASE_FIXTURE(StreamTest, "issue 30.4: a span whose size in bytes overflows is an Error, not a zero-byte copy") {
+  DeviceBuffer<double> real(ctx, 4);
+  const DeviceSpan<double> huge(real.device_ptr(), std::size_t{1} << 61, ctx.raw());
+  CHECK(huge.size_bytes() == static_cast<std::size_t>(-1));  // not 0
+  CHECK_FALSE(huge.size_fits());
+  for (const Error& e : {error_of([&] { copy(huge, huge); }), error_of([&] { fill_bytes(huge, 0); }),
+                         error_of([&] { fill_bytes_async(s, huge, 0); }), error_of([&] { copy_async(s, huge, huge); })}) {
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+    CHECK(e.detail() == "the device span has 2305843009213693952 elements of 8 bytes: more bytes than a size_t "
+                        "holds; its count is wrong");
+  }
+  CHECK(fake.calls("cuMemsetD8Async") == 0);
+  CHECK(fake.calls("cuMemcpyDtoDAsync") == 0);
+}
+
+TEST_CASE_FIXTURE(StreamTest, "issue 30.4: fills of a moved-from or default-constructed DeviceBuffer are an Error naming the type") {
+  DeviceBuffer<float> a(ctx, 4);
+  DeviceBuffer<float> taken = std::move(a);
+  DeviceBuffer<float> never;
+  for (DeviceBuffer<float>* b : {&a, &never}) {  // NOLINT(bugprone-use-after-move)
+    for (const Error& e : {error_of([&] { fill_async(s, *b, 1.0f); }), error_of([&] { fill_bytes_async(s, *b, 0); }),
+                           error_of([&] { fill(*b, 1.0f); }), error_of([&] { fill_bytes(*b, 0); }),
+                           error_of([&] { fill(s, *b, 1.0f); }),
+                           error_of([&] { copy(*b, std::vector<float>()); })}) {
+      CHECK(e.result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+      CHECK(e.detail() ==
+            "this oxicuda::DeviceBuffer is empty (default-constructed or moved-from); it has no driver handle");
+    }
+  }
+  CHECK(fake.calls("cuMemsetD32Async") == 0);
+  // An empty buffer of a context is no such handle: its fills do nothing.
+  DeviceBuffer<float> empty(ctx, 0);
+  CHECK_NOTHROW(fill(empty, 1.0f));
+  CHECK_NOTHROW(fill_async(s, empty, 1.0f));
+  auto empty_ordered = DeviceBuffer<float>::allocate_async(s, 0);
+  CHECK_NOTHROW(fill_bytes(empty_ordered, 0));
+}
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.5: a PinnedBuffer allocated mapped has the device's address of its memory") {
+  PinnedBuffer<float> mapped(ctx, 16, {.device_map = true});
+  CHECK(mapped.mapped());
+  CHECK(mapped.device_ptr() == reinterpret_cast<std::uintptr_t>(mapped.data()));  // the fake: unified addressing
+  const DeviceSpan<float> span = mapped.mapped_span();
+  CHECK(span.device_ptr() == mapped.device_ptr());
+  CHECK(span.size() == 16);
+  CHECK(span.context() == ctx.raw());
+  CHECK(fake.calls("cuMemHostGetDevicePointer") == 1);
+  PinnedBuffer<float> plain(ctx, 16);
+  CHECK_FALSE(plain.mapped());
+  const Error e = error_of([&] { (void)plain.mapped_span(); });
+  CHECK(e.result() == ffi::CUDA_ERROR_NOT_MAPPED);
+  CHECK(e.detail() == "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}");
+  PinnedBuffer<float> moved = std::move(mapped);
+  CHECK(moved.mapped());
+  CHECK_FALSE(mapped.mapped());  // NOLINT(bugprone-use-after-move)
+  DeviceBuffer<float> device(ctx, 16);
+  copy(device, moved);  // still a host range for copies
 }

@@ -5,6 +5,12 @@
 #include "fixtures.hpp"
 
 #include <atomic>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -197,4 +203,86 @@ TEST_CASE_FIXTURE(ContextTest, "handles: copy, move and self-assignment keep the
   e = Event(ctx);  // e's old state still has f
   CHECK((f.use_count() == 1 && e.use_count() == 1 && e.raw() != f.raw()));
   CHECK(fake.live("event") == at_start.event + 2);
+}
+
+// --- issue 30.3: fork() and host functions ---
+
+namespace {
+// Sets its flag when destroyed (moves hand the flag on).
+struct DestroyFlag {
+  std::atomic<bool>* flag;
+  explicit DestroyFlag(std::atomic<bool>* f) : flag(f) {}
+  DestroyFlag(DestroyFlag&& o) noexcept : flag(std::exchange(o.flag, nullptr)) {}
+  DestroyFlag(const DestroyFlag&) = delete;
+  DestroyFlag& operator=(const DestroyFlag&) = delete;
+  DestroyFlag& operator=(DestroyFlag&&) = delete;
+  ~DestroyFlag() {
+    if (flag) *flag = true;
+  }
+};
+}  // namespace
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.3: a host function's callable whose last Stream handle dropped first is destroyed at the next oxicuda call, on any thread") {
+  std::atomic<bool> destroyed{false};
+  {
+    Stream s(ctx);
+    fake.hold(s.raw(), 1);  // the work before the host function is still running
+    DeviceBuffer<float> buf(ctx, 256);
+    s.launch_host_func([buf = std::move(buf), flag = DestroyFlag(&destroyed)] {});
+    CHECK(fake.host_funcs_run() == 0);
+  }  // the last handle: cuStreamDestroy returns at once, the work is pending
+  CHECK(fake.pending(nullptr) == 1);
+  fake.hold(nullptr, 0);  // the GPU gets there: the host function runs on the driver's thread
+  CHECK(fake.host_funcs_run() == 1);
+  CHECK_FALSE(destroyed);  // never on the driver's thread
+  CHECK(fake.live("memory") == at_start.memory + 1);
+  // No synchronize: the next oxicuda call, here on another thread, destroys it.
+  std::thread([&] { Event e(ctx); }).join();
+  CHECK(destroyed);
+  CHECK(fake.live("memory") == at_start.memory);
+}
+
+TEST_CASE("issue 30.3: in a forked child no call reaches the driver: destructors leak, synchronize and ready are refused with the reason") {
+  FakeScope scope;
+  Context ctx = Context::primary(Device::get(0));
+  std::optional<Stream> s(std::in_place, ctx);
+  std::optional<Event> e(std::in_place, ctx);
+  std::optional<DeviceBuffer<int>> b(std::in_place, ctx, 16);
+  std::optional<PinnedBuffer<int>> p(std::in_place, ctx, 16);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const long before = scope.fake.calls("*");
+    int status = 0;
+    auto refused = [&](auto&& f, int code) {
+      try {
+        f();
+        status = status ? status : code;  // not refused
+      } catch (const Error& err) {
+        if (err.result() != ffi::CUDA_ERROR_NOT_INITIALIZED ||
+            err.detail().find("this process is a child forked after the CUDA driver was initialized") ==
+                std::string::npos)
+          status = status ? status : code + 1;
+      }
+    };
+    refused([&] { s->synchronize(); }, 10);
+    refused([&] { (void)s->ready(); }, 12);
+    refused([&] { e->synchronize(); }, 14);
+    refused([&] { (void)e->ready(); }, 16);
+    refused([&] { ctx.synchronize(); }, 18);
+    refused([&] { copy_async(*s, *b, std::vector<int>(16)); }, 20);
+    refused([&] { Stream another(ctx); }, 22);
+    s.reset();  // each destructor: no driver call (the driver crashes in cuStreamDestroy there)
+    e.reset();
+    b.reset();
+    p.reset();
+    ctx = Context();
+    if (status == 0 && scope.fake.calls("*") != before) status = 3;
+    _exit(status);
+  }
+  int status = -1;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_NOTHROW(s->synchronize());  // the parent carries on
 }

@@ -77,3 +77,27 @@ TEST_CASE_FIXTURE(FakeTest, "threads: streams created concurrently in different 
   CHECK(fake.calls("cuStreamCreate") == 16 * 200);
   CHECK(fake.calls("cuStreamDestroy") == 16 * 200);
 }
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.2: a context destroyed while current on this thread, by another thread, is an Error here, not a crash") {
+  Context created = Context::create(Device::get(0));
+  const CUcontext raw = created.raw();
+  created.make_current();  // keeps no reference
+  std::thread([c = std::move(created)]() mutable { c = Context(); }).join();  // the last handle: cuCtxDestroy
+  REQUIRE(Context::current().raw() == raw);  // as on the driver: still current here, destroyed
+  // The driver's answer with it current...
+  ffi::CUdeviceptr d = 0;
+  CHECK(detail::api().MemAlloc(&d, 16) == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  // ... and oxicuda's guards do not make it current again (the driver
+  // crashes there: a double free on the H200): an Error that says why.
+  const Error e = error_of([&] { Stream s(ctx); });
+  CHECK(e.result() == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  CHECK(e.detail().find("the calling thread's current context was destroyed while it was current here") == 0);
+  CHECK(error_of([&] { DeviceBuffer<int> b(ctx, 4); }).result() == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  CHECK(error_of([&] { ScopedCurrent guard(ctx); }).result() == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
+  CHECK(Context::current().raw() == raw);
+  CHECK(fake.calls("cuStreamCreate") == 0);
+  // Recovery: make a live context current.
+  ctx.make_current();
+  CHECK_NOTHROW((void)Stream(ctx));
+  REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
+}

@@ -70,6 +70,15 @@ typedef long (*fake_host_funcs_run_fn)(void);
 // driver thread): the real driver's release is as late as that, on its own
 // internal thread (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
 typedef void (*fake_hold_user_object_destructors_fn)(int hold);
+// Holds a stream's work (hold = 1): copies, fills, frees, event records
+// and host functions enqueued on it wait, as behind a slow kernel, until
+// the stream is synchronized or released (hold = 0). A null stream: every
+// stream, and released, also the work of held streams destroyed with work
+// pending (which the driver runs after cuStreamDestroy returns).
+typedef void (*fake_hold_fn)(const void* stream, int hold);
+// The work waiting on a held stream; for a null stream, the work of
+// destroyed ones.
+typedef long (*fake_pending_fn)(const void* stream);
 
 // The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
 // fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as

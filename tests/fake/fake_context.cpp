@@ -28,6 +28,21 @@ bool valid_ctx(CUcontext c) {
 
 CUcontext current() { return ctx_stack.empty() ? nullptr : ctx_stack.back(); }
 
+// As the driver: a primary context released by its last holder stays
+// current where it was, and calls there answer CUDA_ERROR_CONTEXT_IS_DESTROYED
+// (cuMemAlloc on the H200); so do calls on a thread where a created context
+// destroyed elsewhere is still current.
+CUresult need_current_locked() {
+  CUcontext c = current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  return valid_ctx(c) ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+CUresult need_current() {
+  std::lock_guard lock(mu);
+  return need_current_locked();
+}
+
 long live_context() { return count_live(Kind::context); }
 long live_primary() {
   long n = 0;
@@ -59,6 +74,26 @@ CUresult fake_DevicePrimaryCtxRelease(CUdevice dev) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   --primaries[dev].retains;
+  return CUDA_SUCCESS;
+}
+
+// The fake's contexts hold no state to reset: the call is checked and counted.
+CUresult fake_DevicePrimaryCtxReset(CUdevice dev) {
+  FAKE_ENTRY(DevicePrimaryCtxReset);
+  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+// A driver function that is not in oxicuda's table, for the tests of
+// oxicuda::driver_entry_point (found through cuGetProcAddress_v2 only).
+FAKE_EXPORT CUresult fake_CtxGetApiVersion(CUcontext ctx, unsigned int* version) __asm__("cuCtxGetApiVersion");
+CUresult fake_CtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (!ctx) ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *version = 3020;
   return CUDA_SUCCESS;
 }
 
@@ -118,22 +153,24 @@ CUresult fake_CtxPopCurrent(CUcontext* pctx) {
 
 CUresult fake_CtxSynchronize() {
   FAKE_ENTRY(CtxSynchronize);
-  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard lock(mu);
-  return capture_forbids_unsafe();
+  if (const CUresult r = need_current_locked()) return r;
+  if (const CUresult r = capture_forbids_unsafe()) return r;
+  drain_context(current(), false);
+  return CUDA_SUCCESS;
 }
 
 CUresult fake_CtxGetDevice(CUdevice* d) {
   FAKE_ENTRY(CtxGetDevice);
+  if (const CUresult r = need_current()) return r;
   CUcontext c = current();
-  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
   *d = reinterpret_cast<Ctx*>(c)->device;
   return CUDA_SUCCESS;
 }
 
 CUresult fake_CtxGetStreamPriorityRange(int* least, int* greatest) {
   FAKE_ENTRY(CtxGetStreamPriorityRange);
-  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const CUresult r = need_current()) return r;
   if (least) *least = 0;
   if (greatest) *greatest = -5;
   return CUDA_SUCCESS;

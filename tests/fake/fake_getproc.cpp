@@ -13,11 +13,13 @@ CUresult fake_GetProcAddress(const char* symbol, void** pfn, int version, cuuint
   if (flags > 2) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  for (const auto& e : entries) {
-    if (std::strcmp(e.name, symbol) != 0) continue;
+  // The table's entry points, and a function that is not in it.
+  static const EntryInfo extra[] = {{"cuCtxGetApiVersion", 3020, "cuCtxGetApiVersion"}};
+  auto lookup = [&](const EntryInfo& e) -> bool {
+    if (std::strcmp(e.name, symbol) != 0) return false;
     if (version < e.version) {
       if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-      return CUDA_SUCCESS;
+      return true;
     }
     Dl_info self{};
     dladdr(reinterpret_cast<void*>(&fake_GetProcAddress), &self);
@@ -25,7 +27,11 @@ CUresult fake_GetProcAddress(const char* symbol, void** pfn, int version, cuuint
     *pfn = lib ? dlsym(lib, e.symbol) : nullptr;
     if (lib) dlclose(lib);
     if (*pfn && status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-    return CUDA_SUCCESS;
-  }
+    return true;
+  };
+  for (const auto& e : entries)
+    if (lookup(e)) return CUDA_SUCCESS;
+  for (const auto& e : extra)
+    if (lookup(e)) return CUDA_SUCCESS;
   return CUDA_SUCCESS;
 }

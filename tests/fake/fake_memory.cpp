@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace fake {
 
@@ -21,6 +22,9 @@ struct Pool {
 // Never destroyed, as `live` (fake_state.hpp).
 std::map<std::uintptr_t, std::size_t>& allocations = *new std::map<std::uintptr_t, std::size_t>;
 std::map<std::uintptr_t, std::size_t>& host_allocations = *new std::map<std::uintptr_t, std::size_t>;
+// The pinned allocations made with CU_MEMHOSTALLOC_DEVICEMAP (mapped at the
+// same address, as under unified addressing).
+std::map<std::uintptr_t, std::size_t>& mapped_allocations = *new std::map<std::uintptr_t, std::size_t>;
 Pool pools[8];
 
 }  // namespace
@@ -66,7 +70,7 @@ using namespace fake;
 
 CUresult fake_MemGetInfo(std::size_t* free_bytes, std::size_t* total) {
   FAKE_ENTRY(MemGetInfo);
-  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const CUresult r = need_current()) return r;
   std::lock_guard lock(mu);
   std::size_t used = 0;
   for (auto& [p, n] : allocations) used += n;
@@ -77,7 +81,7 @@ CUresult fake_MemGetInfo(std::size_t* free_bytes, std::size_t* total) {
 
 CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
   FAKE_ENTRY(MemAlloc);
-  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const CUresult r = need_current()) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytes > (std::size_t{1} << 36)) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(mu);
@@ -115,16 +119,27 @@ static CUresult capture_copy(CUstream s, std::uintptr_t dst, bool dst_device, st
   return capture_work(s, std::move(w), captured);
 }
 
-// The fake's streams are always drained: async work happens at once. A
-// zero-size copy succeeds whatever its pointers (as the driver), without
-// passing a null pointer to memcpy.
+// Async work happens at once, unless the stream is held (defer): a copy
+// from host memory then takes its bytes now (the driver stages pageable
+// memory), and writes them when the stream's work runs. A zero-size copy
+// succeeds whatever its pointers (as the driver), without passing a null
+// pointer to memcpy.
 CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemcpyHtoDAsync);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, dst, true, reinterpret_cast<std::uintptr_t>(src), false, n);
   if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-  if (n) std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
+  if (n == 0) return CUDA_SUCCESS;
+  if (!held(s)) {
+    std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
+    return CUDA_SUCCESS;
+  }
+  std::vector<unsigned char> bytes(static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + n);
+  defer(s, [dst, bytes = std::move(bytes)] {
+    if (in_allocation(dst, bytes.size()))
+      std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), bytes.data(), bytes.size());
+  });
   return CUDA_SUCCESS;
 }
 
@@ -134,7 +149,13 @@ CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstrea
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, reinterpret_cast<std::uintptr_t>(dst), false, src, true, n);
   if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  if (n) std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  auto work = [dst, src, n] {
+    if (n && in_allocation(src, n)) std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  };
+  if (held(s))
+    defer(s, std::move(work));
+  else
+    work();
   return CUDA_SUCCESS;
 }
 
@@ -144,9 +165,15 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, dst, true, src, true, n);
   if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  if (n)
-    std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
-                 reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  auto work = [dst, src, n] {
+    if (n && in_allocation(dst, n) && in_allocation(src, n))
+      std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+                   reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  };
+  if (held(s))
+    defer(s, std::move(work));
+  else
+    work();
   return CUDA_SUCCESS;
 }
 
@@ -162,8 +189,15 @@ static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
     return capture_work(s, std::move(w), captured);
   }
   if (!in_allocation(dst, n * sizeof(T)) || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
-  auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
-  for (std::size_t i = 0; i < n; ++i) p[i] = value;
+  auto work = [dst, value, n] {
+    if (!in_allocation(dst, n * sizeof(T))) return;
+    auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
+    for (std::size_t i = 0; i < n; ++i) p[i] = value;
+  };
+  if (held(s))
+    defer(s, std::move(work));
+  else
+    work();
   return CUDA_SUCCESS;
 }
 
@@ -178,12 +212,13 @@ CUresult fake_MemsetD32Async(CUdeviceptr dst, unsigned int v, std::size_t n, CUs
 
 CUresult fake_MemHostAlloc(void** pp, std::size_t bytes, unsigned int flags) {
   FAKE_ENTRY(MemHostAlloc);
-  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const CUresult r = need_current()) return r;
   if (!pp || bytes == 0 || flags > 7) return CUDA_ERROR_INVALID_VALUE;
   void* mem = std::malloc(bytes);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(mu);
   host_allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  if (flags & oxicuda::ffi::memhostalloc_devicemap) mapped_allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
   *pp = mem;
   return CUDA_SUCCESS;
 }
@@ -197,7 +232,22 @@ CUresult fake_MemFreeHost(void* p) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   host_allocations.erase(it);
+  mapped_allocations.erase(reinterpret_cast<std::uintptr_t>(p));
   std::free(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int flags) {
+  FAKE_ENTRY(MemHostGetDevicePointer);
+  if (!pdptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (const CUresult r = need_current()) return r;
+  std::lock_guard lock(mu);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  auto it = mapped_allocations.upper_bound(a);
+  if (it == mapped_allocations.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  if (a >= it->first + it->second) return CUDA_ERROR_INVALID_VALUE;
+  *pdptr = a;
   return CUDA_SUCCESS;
 }
 
@@ -226,14 +276,24 @@ CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
     bool captured = false;
     return capture_work(s, std::move(w), captured);
   }
-  auto it = allocations.find(p);
-  if (it == allocations.end()) {
+  if (!allocations.count(p)) {
     ++invalid_destroys;
     return CUDA_ERROR_INVALID_VALUE;
   }
-  pools[0].used -= it->second;
-  allocations.erase(it);
-  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  auto work = [p] {
+    auto it = allocations.find(p);
+    if (it == allocations.end()) {
+      ++invalid_destroys;
+      return;
+    }
+    pools[0].used -= it->second;
+    allocations.erase(it);
+    std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  };
+  if (held(s))
+    defer(s, std::move(work));
+  else
+    work();
   return CUDA_SUCCESS;
 }
 

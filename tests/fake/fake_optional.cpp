@@ -6,8 +6,8 @@
 #include <thread>
 
 // As the driver, the function runs on a thread of the driver's, where CUDA
-// calls are refused; the fake's queues are always drained, so it runs now,
-// and the call returns once it has.
+// calls are refused; it runs now, and the call returns once it has, unless
+// the stream is held (fake_hold): then it runs with the stream's other work.
 CUresult fake_LaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
   FAKE_ENTRY(LaunchHostFunc);
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
@@ -20,6 +20,10 @@ CUresult fake_LaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
     w.data = data;
     bool captured = false;
     if (const CUresult r = fake::capture_work(s, std::move(w), captured); captured) return r;
+    if (fake::held(s)) {
+      fake::defer(s, [fn, data] { fake::run_host_function(fn, data); });
+      return CUDA_SUCCESS;
+    }
   }
   std::thread([fn, data] {
     fake::in_host_function = true;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,11 +51,34 @@ extern thread_local bool in_host_function;  // on the thread that runs host func
 extern int device_count;
 
 // fake_context.cpp
-CUcontext current();  // the calling thread's current context
+CUcontext current();  // the calling thread's current context (possibly destroyed)
+// Whether the calling thread's current context is usable, as the driver
+// answers: CUDA_ERROR_INVALID_CONTEXT (none), CUDA_ERROR_CONTEXT_IS_DESTROYED
+// (a fully released primary context, or a created one destroyed while
+// current here). Takes `mu`; the _locked form is for callers that hold it.
+CUresult need_current();
+CUresult need_current_locked();
 
 // fake_stream_event.cpp
 // Whether work may be enqueued on `s` (and notes the context it goes to).
 CUresult use_stream(CUstream s);
+// Pending work (fake_hold): a held stream's work waits, in order, until
+// the stream is synchronized (or its context), an event recorded after it
+// is waited for, the legacy default stream orders after it (a blocking
+// stream), or the test releases it; a held stream destroyed with work
+// pending leaves that work to run at the release of all streams, as the
+// driver runs it after cuStreamDestroy returns. With `mu` held: whether
+// `s` is held, and (when it is) queueing `work` on it; a caller does its
+// work at once when the stream is not held (checked first, so that the
+// hot path allocates nothing).
+bool held(CUstream s);
+void defer(CUstream s, std::function<void()> work);
+// With `mu` held: runs a host function as the driver does, on a thread of
+// its own where CUDA calls are refused, and counts it.
+void run_host_function(CUhostFn fn, void* data);
+// With `mu` held: runs the pending work of the held streams of `ctx` (only
+// the blocking ones when `blocking_only`).
+void drain_context(CUcontext ctx, bool blocking_only);
 
 // fake_memory.cpp
 // [ptr, ptr + bytes) inside one device allocation?

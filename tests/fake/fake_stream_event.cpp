@@ -1,9 +1,14 @@
-// The fake driver's streams and events. Its queues are always drained:
-// work enqueued on a stream happens at once.
+// The fake driver's streams and events. Work enqueued on a stream happens
+// at once, unless the test holds the stream (fake_hold): then copies, fills,
+// frees, event records and host functions wait (fake_state.hpp's defer).
+// Kernels always run at once.
 #include "fake_state.hpp"
 
 #include <cstdint>
 #include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace fake {
 
@@ -13,28 +18,79 @@ struct Stream {
   CUcontext ctx;
   unsigned flags;
   int priority;
+  bool held = false;                         // fake_hold: work waits in `pending`
+  std::vector<std::function<void()>> pending;
 };
 struct Event {
   CUcontext ctx;
   unsigned flags;
   bool recorded;
   double time_ms;
+  CUstream pending_on = nullptr;  // its last record waits on this held stream
 };
 
 double clock_ms = 0;
 CUcontext last_enqueue_context = nullptr;
+// The pending work of held streams destroyed before it ran. Never destroyed, as `live`.
+std::vector<std::function<void()>>& orphans = *new std::vector<std::function<void()>>;
+
+// Runs a stream's pending work, in order (work it enqueues runs too).
+void drain(Stream* st) {
+  while (!st->pending.empty()) {
+    std::vector<std::function<void()>> work = std::move(st->pending);
+    st->pending.clear();
+    for (auto& w : work) w();
+  }
+}
+
+void drain(CUstream s) {
+  if (reinterpret_cast<std::uintptr_t>(s) > 2 && alive(s, Kind::stream)) drain(reinterpret_cast<Stream*>(s));
+}
+
+bool has_pending(CUstream s) {
+  return reinterpret_cast<std::uintptr_t>(s) > 2 && alive(s, Kind::stream) &&
+         !reinterpret_cast<Stream*>(s)->pending.empty();
+}
 
 }  // namespace
+
+bool held(CUstream s) {
+  return reinterpret_cast<std::uintptr_t>(s) > 2 && alive(s, Kind::stream) && reinterpret_cast<Stream*>(s)->held;
+}
+
+void defer(CUstream s, std::function<void()> work) { reinterpret_cast<Stream*>(s)->pending.push_back(std::move(work)); }
+
+void drain_context(CUcontext ctx, bool blocking_only) {
+  std::vector<Stream*> streams;
+  for (auto& [h, k] : live)
+    if (k == Kind::stream) {
+      auto* st = static_cast<Stream*>(const_cast<void*>(h));
+      if (st->ctx == ctx && (!blocking_only || (st->flags & CU_STREAM_NON_BLOCKING) == 0)) streams.push_back(st);
+    }
+  for (Stream* st : streams) drain(st);
+}
+
+void run_host_function(CUhostFn fn, void* data) {
+  std::thread([fn, data] {
+    in_host_function = true;
+    fn(data);
+  }).join();
+  ++host_funcs_run;
+}
 
 CUresult use_stream(CUstream s) {
   // As the driver: null and CU_STREAM_LEGACY (1) / CU_STREAM_PER_THREAD (2)
   // are the default streams of the calling thread's current context.
   if (reinterpret_cast<std::uintptr_t>(s) <= 2) {
-    if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (const CUresult r = need_current_locked()) return r;
     last_enqueue_context = current();
     // The legacy stream synchronizes with every blocking stream: with one
-    // that captures, that is a dependency the capture cannot hold.
-    if (reinterpret_cast<std::uintptr_t>(s) != 2) return capture_forbids_legacy(current());
+    // that captures, that is a dependency the capture cannot hold; work
+    // pending on a held one runs first.
+    if (reinterpret_cast<std::uintptr_t>(s) != 2) {
+      if (const CUresult r = capture_forbids_legacy(current())) return r;
+      drain_context(current(), true);
+    }
     return CUDA_SUCCESS;
   }
   if (!alive(s, Kind::stream)) return CUDA_ERROR_INVALID_HANDLE;
@@ -66,6 +122,33 @@ long live_event() { return count_live(Kind::event); }
 
 using namespace fake;
 
+FAKE_EXPORT void fake_hold(const void* stream, int hold) {
+  std::lock_guard lock(mu);
+  if (stream == nullptr) {  // every stream, and the work of destroyed ones
+    for (auto& [h, k] : live)
+      if (k == Kind::stream) static_cast<Stream*>(const_cast<void*>(h))->held = hold != 0;
+    if (hold) return;
+    for (auto& [h, k] : live)
+      if (k == Kind::stream) drain(static_cast<Stream*>(const_cast<void*>(h)));
+    while (!orphans.empty()) {
+      std::vector<std::function<void()>> work = std::move(orphans);
+      orphans.clear();
+      for (auto& w : work) w();
+    }
+    return;
+  }
+  if (!alive(stream, Kind::stream)) return;
+  auto* st = static_cast<Stream*>(const_cast<void*>(stream));
+  st->held = hold != 0;
+  if (!hold) drain(st);
+}
+
+FAKE_EXPORT long fake_pending(const void* stream) {
+  std::lock_guard lock(mu);
+  if (stream == nullptr) return static_cast<long>(orphans.size());
+  return alive(stream, Kind::stream) ? static_cast<long>(static_cast<const Stream*>(stream)->pending.size()) : -1;
+}
+
 FAKE_EXPORT const void* fake_last_context() {
   std::lock_guard lock(mu);
   return last_enqueue_context;
@@ -75,11 +158,11 @@ FAKE_EXPORT const void* fake_last_context() {
 
 static CUresult create_stream(CUstream* ph, unsigned flags, int priority) {
   if (!ph || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+  if (const CUresult r = need_current()) return r;
   CUcontext c = current();
-  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
   if (priority > 0) priority = 0;
   if (priority < -5) priority = -5;
-  auto* s = new Stream{c, flags, priority};
+  auto* s = new Stream{c, flags, priority, false, {}};
   std::lock_guard lock(mu);
   live[s] = Kind::stream;
   *ph = reinterpret_cast<CUstream>(s);
@@ -105,7 +188,10 @@ CUresult fake_StreamDestroy(CUstream s) {
   }
   stream_destroyed(s);
   live.erase(s);
-  delete reinterpret_cast<Stream*>(s);
+  auto* st = reinterpret_cast<Stream*>(s);
+  // As the driver: cuStreamDestroy returns at once; pending work runs later.
+  for (auto& w : st->pending) orphans.push_back(std::move(w));
+  delete st;
   finish_unlocked(lock);
   return CUDA_SUCCESS;
 }
@@ -114,14 +200,17 @@ CUresult fake_StreamSynchronize(CUstream s) {
   FAKE_ENTRY(StreamSynchronize);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
-  return capture_forbids_sync(s);
+  if (const CUresult r = capture_forbids_sync(s)) return r;
+  drain(s);
+  return CUDA_SUCCESS;
 }
 
 CUresult fake_StreamQuery(CUstream s) {
   FAKE_ENTRY(StreamQuery);
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
-  return capture_forbids_sync(s);
+  if (const CUresult r = capture_forbids_sync(s)) return r;
+  return has_pending(s) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
@@ -131,7 +220,9 @@ CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   if (const CUresult r = use_stream(s)) return r;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   bool captured = false;
-  return capture_wait(s, e, captured);
+  const CUresult r = capture_wait(s, e, captured);
+  if (!captured) drain(reinterpret_cast<Event*>(e)->pending_on);  // the waited-for work, done first
+  return r;
 }
 
 CUresult fake_StreamGetPriority(CUstream s, int* p) {
@@ -168,9 +259,9 @@ CUresult fake_StreamGetCtx(CUstream s, CUcontext* pctx) {
 CUresult fake_EventCreate(CUevent* ph, unsigned int flags) {
   FAKE_ENTRY(EventCreate);
   if (flags & ~0x7u) return CUDA_ERROR_INVALID_VALUE;
+  if (const CUresult r = need_current()) return r;
   CUcontext c = current();
-  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
-  auto* e = new Event{c, flags, false, 0};
+  auto* e = new Event{c, flags, false, 0, nullptr};
   std::lock_guard lock(mu);
   live[e] = Kind::event;
   *ph = reinterpret_cast<CUevent>(e);
@@ -195,6 +286,18 @@ CUresult fake_EventRecord(CUevent e, CUstream s) {
   if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
   if (const CUresult r = use_stream(s)) return r;
   if (capture_record(e, s)) return CUDA_SUCCESS;  // a record inside a capture: a point to fork and join at
+  auto* ev = reinterpret_cast<Event*>(e);
+  if (held(s)) {
+    defer(s, [e, s] {
+      if (alive(e, Kind::event) && reinterpret_cast<Event*>(e)->pending_on == s) {
+        reinterpret_cast<Event*>(e)->pending_on = nullptr;
+        mark_recorded(e);
+      }
+    });
+    ev->pending_on = s;
+    return CUDA_SUCCESS;
+  }
+  ev->pending_on = nullptr;
   mark_recorded(e);  // every record is half a millisecond after the one before
   return CUDA_SUCCESS;
 }
@@ -202,13 +305,16 @@ CUresult fake_EventRecord(CUevent e, CUstream s) {
 CUresult fake_EventSynchronize(CUevent e) {
   FAKE_ENTRY(EventSynchronize);
   std::lock_guard lock(mu);
-  return alive(e, Kind::event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
+  drain(reinterpret_cast<Event*>(e)->pending_on);
+  return CUDA_SUCCESS;
 }
 
 CUresult fake_EventQuery(CUevent e) {
   FAKE_ENTRY(EventQuery);
   std::lock_guard lock(mu);
-  return alive(e, Kind::event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!alive(e, Kind::event)) return CUDA_ERROR_INVALID_HANDLE;
+  return reinterpret_cast<Event*>(e)->pending_on ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult fake_EventElapsedTime(float* ms, CUevent start, CUevent end) {
