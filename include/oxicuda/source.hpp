@@ -24,9 +24,11 @@
 #include "lto.hpp"
 
 #if !OXICUDA_WINDOWS
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <atomic>
@@ -115,6 +117,14 @@ inline std::string uncachable(std::string_view source, const SourceOptions& o) {
     if (k++ % 2 == 1)
       if (const std::string_view p = disk_probe(h); !p.empty())
         return cat({"a header uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  // NVRTC preprocesses the options' macros (-D) and the name expressions too.
+  for (std::string_view a : o.compile.arguments())
+    if (const std::string_view p = disk_probe(a); !p.empty())
+      return cat({"the option '", a, "' uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  for (std::string_view e : o.name_expressions)
+    if (const std::string_view p = disk_probe(e); !p.empty())
+      return cat({"the name expression '", e, "' uses ", p,
+                  ", whose answer may come from the disk (NVRTC does not report it)"});
   return {};
 }
 
@@ -292,6 +302,17 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
     for (std::string_view name : given)
       if (k++ % 2 == 0 && name == h) in_memory = true;
     if (!in_memory) return cat({"NVRTC read \"", h, "\" from disk (it is not among the headers given)"});
+#if !OXICUDA_WINDOWS
+    // NVRTC resolves an include relative to the including file's name, on
+    // disk: a header given as "d/x.h" that includes "y.h" reads the file
+    // d/y.h when there is one, and the trace then names "d/y.h", as it names
+    // a header given by that name. When a file by the name exists, the trace
+    // cannot tell which was read.
+    struct stat st {};
+    if (h != nvrtc_builtin_header && ::stat(std::string(h).c_str(), &st) == 0)
+      return cat({"NVRTC processed \"", h, "\", the name of a header given, and a file by that name exists on disk: ",
+                  "the trace cannot tell which one it read"});
+#endif
   }
   return {};
 }
@@ -402,9 +423,17 @@ inline std::string search_inputs(const char* tag, const char* env) {
 
 // Fingerprints of what could change the file the search finds: one line a
 // file or directory ("path dev ino size mtime", or "path -").
-inline std::string search_fingerprints() {
+inline std::string search_fingerprints(const char* env) {
   std::string out;
 #if !OXICUDA_WINDOWS
+  // The file the variable names, through any links on its way (a directory
+  // link re-pointed names another library by the same path).
+  if (const std::string named = env_string(env); !named.empty()) {
+    char* real = ::realpath(named.c_str(), nullptr);
+    const std::string r = real ? std::string(real) : std::string("-");
+    std::free(real);
+    out.append(env).append(" ").append(r).append(" ").append(file_fingerprint(r.c_str())).push_back('\n');
+  }
   std::string dirs = caller_search().dirs;
   for (const char* root : {"CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"}) {
     const std::string r = env_string(root);
@@ -422,6 +451,22 @@ inline std::string search_fingerprints() {
     if (d.empty() || seen.find(line) != std::string::npos) continue;
     seen.append(d).push_back('\n');
     out.append(d).append(" ").append(file_fingerprint(std::string(d).c_str())).push_back('\n');
+    // glibc also searches <dir>/glibc-hwcaps/<level>/ (x86-64-v2, ...), which
+    // RTLD_DI_SERINFO does not list: a library added there changes no
+    // fingerprint of <dir> itself.
+    const std::string hw = cat({d, "/glibc-hwcaps"});
+    out.append(hw).append(" ").append(file_fingerprint(hw.c_str())).push_back('\n');
+    if (DIR* dh = ::opendir(hw.c_str())) {
+      std::string levels;
+      while (const struct dirent* ent = ::readdir(dh))
+        if (ent->d_name[0] != '.') levels.append(hw).append("/").append(ent->d_name).push_back('\n');
+      ::closedir(dh);
+      for (std::string_view lr = levels; !lr.empty();) {
+        const std::string_view l = lr.substr(0, lr.find('\n'));
+        lr.remove_prefix(l.size() + (l.size() < lr.size()));
+        out.append(l).append(" ").append(file_fingerprint(std::string(l).c_str())).push_back('\n');
+      }
+    }
   }
 #endif
   return out;
@@ -559,7 +604,7 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
   const bool loaded = !id.empty() || loaded_in_process(files, file_count, env_string(env));
   const std::string record = cat({tag, "-", KeyHash().add(search_inputs(tag, env)).hex()});
   std::string payload, note;
-  const std::string fingerprints = search_fingerprints();
+  const std::string fingerprints = search_fingerprints(env);
   const bool have_record = cache_record_read(dir, record, payload, note);
   if (!loaded && have_record) {
     std::string_view in = payload, recorded, prints;
@@ -752,7 +797,14 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
   bool compiled = false;
 #if !OXICUDA_WINDOWS
-  if (!trace_dir.empty()) {
+  struct rlimit fsize {};
+  const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
+  if (!trace_dir.empty() && size_limited) {
+    // NVRTC writes the trace itself, and past the limit the write would
+    // raise SIGXFSZ, which ends the process: no trace, so not stored.
+    b.not_cached = cat({"the process has a file-size limit (RLIMIT_FSIZE, ", std::to_string(fsize.rlim_cur),
+                        " bytes), under which NVRTC's trace of the headers it read is not written"});
+  } else if (!trace_dir.empty()) {
     const TraceFile trace(trace_dir, key);
     if (trace.name.empty()) {
       b.not_cached = cat({"no file for NVRTC's trace could be made in ", trace_dir});

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,6 +224,70 @@ TEST_CASE("stale: options that read files are not cached, with a note") {
         std::string::npos);
 }
 
+TEST_CASE("stale: a header given in memory whose name also names a file on disk (review)") {
+  // Given "d/x.h" (which includes "y.h") and "d/y.h": NVRTC resolves "y.h"
+  // relative to d/x.h on disk first, reads ./d/y.h, and its trace names
+  // "d/y.h", the name of a header given. It was stored, and served after
+  // ./d/y.h changed.
+  if (child()) return;
+  (void)fresh_cache();
+  const std::string work = fresh_dir("named");
+  REQUIRE(::mkdir((work + "/d").c_str(), 0700) == 0);
+  write_file(work + "/d/y.h", "#define NAME disk_one\n");
+  char old_cwd[4096];
+  REQUIRE(::getcwd(old_cwd, sizeof old_cwd));
+  REQUIRE(::chdir(work.c_str()) == 0);
+  SourceOptions o;
+  o.headers.add("d/x.h").add("#include \"y.h\"\n").add("d/y.h").add("#define NAME memory_y\n");
+  const std::string source = "#include \"d/x.h\"\nextern \"C\" __global__ void NAME(int* p) { *p = 1; }\n";
+  const Module first = load(source, o);
+  const bool read_disk = has_kernel(first, "disk_one");
+  MESSAGE("NVRTC read ", read_disk ? "the file on disk" : "the header given");
+  CHECK(std::string(first.info_log()).find("a file by that name exists on disk") != std::string::npos);
+  write_file(work + "/d/y.h", "#define NAME disk_two\n");
+  const Module second = load(source, o);
+  CHECK_FALSE(has_kernel(second, "disk_one"));
+  if (read_disk) CHECK(has_kernel(second, "disk_two"));
+  REQUIRE(::chdir(old_cwd) == 0);
+}
+
+TEST_CASE("stale: __has_include in an option's macro or a name expression is not cached (review)") {
+  if (child()) return;
+  (void)fresh_cache();
+  const std::string header = fresh_dir("probe2") + "/cfg.cuh";
+  SourceOptions o;
+  o.compile.defines.add("HAS=__has_include(\"" + header + "\")");
+  const std::string source = "#if HAS\n#define NAME present\n#else\n#define NAME absent\n#endif\n"
+                             "extern \"C\" __global__ void NAME(int* p) { *p = 1; }\n";
+  const Module first = load(source, o);
+  CHECK(has_kernel(first, "absent"));
+  CHECK(std::string(first.info_log()).find("kernel cache: not used, since the option '-DHAS=") != std::string::npos);
+  write_file(header, "\n");
+  CHECK(has_kernel(load(source, o), "present"));
+  SourceOptions n;
+  n.name_expressions.add("k<__has_include(\"" + header + "\")>");
+  const Module m = load("template <int N> __global__ void k(int* p) { *p = N; }\n", n);
+  CHECK(std::string(m.info_log()).find("kernel cache: not used, since the name expression 'k<__has_include(") !=
+        std::string::npos);
+}
+
+TEST_CASE("stale: a compile under RLIMIT_FSIZE (child)") {
+  if (!child() || !std::getenv("STALE_FSIZE")) return;
+  struct rlimit rl {2048, 2048};
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &rl) == 0);
+  const Module m = load("extern \"C\" __global__ void fsize_kernel(int* p) { *p = 1; }\n");
+  CHECK(has_kernel(m, "fsize_kernel"));
+  CHECK(std::string(m.info_log()).find("file-size limit (RLIMIT_FSIZE, 2048 bytes)") != std::string::npos);
+}
+
+TEST_CASE("stale: NVRTC's trace is not written under RLIMIT_FSIZE, which would end the process (review)") {
+  // NVRTC writes its trace itself, before the cache's own limit checks:
+  // under `ulimit -f 2` a cacheable compile died of SIGXFSZ.
+  if (child()) return;
+  (void)fresh_cache();
+  CHECK(run_child("stale: a compile under RLIMIT_FSIZE (child)", "STALE_FSIZE=1"));
+}
+
 // ---------------------------------------------------------------------------
 // Between two processes.
 
@@ -311,6 +376,52 @@ TEST_CASE("identity: another NVRTC or nvJitLink first in the search; entries of 
     // the file it names is another library than the system's.)
     const std::string other = first + (lto ? "/libnvJitLink.so.13" : "/libnvrtc.so.13");
     REQUIRE(::symlink(lto ? fake_nvjitlink : fake_nvrtc, other.c_str()) == 0);
+    CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=miss"));
+  }
+}
+
+TEST_CASE("identity: OXICUDA_LIBNVRTC_PATH through a directory link re-pointed; a glibc-hwcaps directory (review)") {
+  if (child()) return;
+  const char* fake_nvrtc = std::getenv("FAKE_NVRTC_LIBRARY");
+  REQUIRE(fake_nvrtc);
+  const LibraryInfo& real = nvrtc_info();
+  REQUIRE(real.found);
+  char* real_path = ::realpath(real.path.c_str(), nullptr);
+  REQUIRE(real_path);
+  const std::string system_nvrtc = real_path;
+  std::free(real_path);
+  {
+    // cur -> v1 (the real NVRTC), then cur -> v2 (another): the variable's
+    // text is the same; the library is not.
+    (void)fresh_cache();
+    const std::string root = fresh_dir("linked");
+    REQUIRE(::mkdir((root + "/v1").c_str(), 0700) == 0);
+    REQUIRE(::mkdir((root + "/v2").c_str(), 0700) == 0);
+    REQUIRE(::symlink(system_nvrtc.c_str(), (root + "/v1/libnvrtc.so.13").c_str()) == 0);
+    REQUIRE(::symlink(fake_nvrtc, (root + "/v2/libnvrtc.so.13").c_str()) == 0);
+    REQUIRE(::symlink("v1", (root + "/cur").c_str()) == 0);
+    const std::string env = "OXICUDA_LIBNVRTC_PATH='" + root + "/cur/libnvrtc.so.13' ";
+    CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=miss"));
+    CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=hit"));
+    REQUIRE(::unlink((root + "/cur").c_str()) == 0);
+    REQUIRE(::symlink("v2", (root + "/cur").c_str()) == 0);
+    CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=miss"));
+  }
+  auto set = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
+  if (set("OXICUDA_LIBNVRTC_PATH")) {
+    MESSAGE("glibc-hwcaps part skipped: OXICUDA_LIBNVRTC_PATH names the library; no search to change");
+    return;
+  }
+  {
+    // glibc searches <dir>/glibc-hwcaps/x86-64-v2/ before <dir> itself.
+    (void)fresh_cache();
+    const std::string first = fresh_dir("hwcaps");
+    REQUIRE(::mkdir((first + "/glibc-hwcaps").c_str(), 0700) == 0);
+    REQUIRE(::mkdir((first + "/glibc-hwcaps/x86-64-v2").c_str(), 0700) == 0);
+    const std::string env = "LD_LIBRARY_PATH='" + first + "' ";
+    CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=miss"));
+    CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=hit"));
+    REQUIRE(::symlink(fake_nvrtc, (first + "/glibc-hwcaps/x86-64-v2/libnvrtc.so.13").c_str()) == 0);
     CHECK(run_child("identity: one compile (child)", env + "IDENTITY_EXPECT=miss"));
   }
 }
