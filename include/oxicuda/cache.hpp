@@ -280,6 +280,18 @@ inline std::string cache_location(std::string& note) {
 // is created.
 // `create` false: looks only (kernel_cache_info); a directory still to be
 // created is named, not created.
+#if !OXICUDA_WINDOWS
+// What cache_directory verified last on this thread.
+struct VerifiedCacheDir {
+  std::string dir;
+  dev_t dev = 0, parent_dev = 0;
+  ino_t ino = 0, parent_ino = 0;
+  uid_t parent_uid = 0;
+  mode_t parent_mode = 0;
+};
+inline thread_local VerifiedCacheDir verified_cache_dir;
+#endif
+
 inline std::string cache_directory(std::string& note, bool create) {
 #if OXICUDA_WINDOWS
   (void)create;
@@ -292,6 +304,17 @@ inline std::string cache_directory(std::string& note, bool create) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::size_t last = dir.find_last_of('/');
   const std::string parent = last == 0 ? cat({"/"}) : dir.substr(0, last);
+  // The directory this thread verified last (every step below), while it is
+  // still the same directory, yours, private, not a link, in a parent that
+  // still passes: two system calls instead of a walk from the root (a hit's
+  // largest cost after the load).
+  VerifiedCacheDir& memo = verified_cache_dir;
+  struct stat now {}, up {};
+  if (create && !memo.dir.empty() && memo.dir == dir && ::lstat(dir.c_str(), &now) == 0 && S_ISDIR(now.st_mode) &&
+      now.st_dev == memo.dev && now.st_ino == memo.ino && now.st_uid == ::geteuid() && (now.st_mode & 022) == 0 &&
+      ::stat(parent.c_str(), &up) == 0 && up.st_dev == memo.parent_dev && up.st_ino == memo.parent_ino &&
+      up.st_uid == memo.parent_uid && up.st_mode == memo.parent_mode)
+    return dir;
   // The directories on the way, from the top, up to the parent.
   std::size_t missing_from = std::string::npos;
   for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
@@ -367,6 +390,13 @@ inline std::string cache_directory(std::string& note, bool create) {
                       : cat({"writable by others and not sticky"}),
                   ", who could replace the cache with a directory of their choice. Compiled without the cache"}));
     return {};
+  }
+  struct stat mine {};
+  if (create && ::lstat(dir.c_str(), &mine) == 0 && ::stat(parent.c_str(), &st) == 0) {
+    memo.dir = dir;
+    memo.dev = mine.st_dev, memo.ino = mine.st_ino;
+    memo.parent_dev = st.st_dev, memo.parent_ino = st.st_ino, memo.parent_uid = st.st_uid,
+    memo.parent_mode = st.st_mode;
   }
   return dir;
 #endif

@@ -906,9 +906,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
   std::string notes, dir, key;
-  const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
-  if (!why_not.empty()) notes = detail::cat({"kernel cache: not used, since ", why_not});
-  if (options.cache && why_not.empty()) {
+  if (options.cache) {
     std::string dir_note;
     dir = detail::cache_directory(dir_note);
     detail::add_note(notes, dir_note);
@@ -927,6 +925,13 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
       Module hit;
       if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
     }
+  }
+  // A miss: may its result be kept? (A hit needs no such check: an entry is
+  // stored only when these rules held, and the key holds all they read.)
+  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+      !why_not.empty()) {
+    key.clear();
+    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
   }
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
