@@ -898,6 +898,7 @@ struct CUgraphExecUpdateResultInfo {
   X(DeviceGetPCIBusId, 4010, "cuDeviceGetPCIBusId", (char* pciBusId, int len, CUdevice dev))                           \
   X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
   X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
+  X(DevicePrimaryCtxReset, 11000, "cuDevicePrimaryCtxReset_v2", (CUdevice dev))                                        \
   X(CtxCreate, 3020, "cuCtxCreate_v2", (CUcontext * pctx, unsigned int flags, CUdevice dev))                           \
   X(CtxDestroy, 4000, "cuCtxDestroy_v2", (CUcontext ctx))                                                              \
   X(CtxGetCurrent, 4000, "cuCtxGetCurrent", (CUcontext * pctx))                                                        \
@@ -967,6 +968,7 @@ struct CUgraphExecUpdateResultInfo {
     (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))                                         \
   X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
   X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
+  X(MemHostGetDevicePointer, 3020, "cuMemHostGetDevicePointer_v2", (CUdeviceptr * pdptr, void* p, unsigned int Flags)) \
   X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
   X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
@@ -985,6 +987,11 @@ struct CUgraphExecUpdateResultInfo {
   X(GraphClone, 10000, "cuGraphClone", (CUgraph * phGraphClone, CUgraph originalGraph))                                \
   X(GraphGetNodes, 10000, "cuGraphGetNodes", (CUgraph hGraph, CUgraphNode * nodes, std::size_t * numNodes))            \
   X(GraphNodeGetType, 10000, "cuGraphNodeGetType", (CUgraphNode hNode, CUgraphNodeType * type))                        \
+  X(GraphNodeGetDependencies, 10000, "cuGraphNodeGetDependencies",                                                     \
+    (CUgraphNode hNode, CUgraphNode * dependencies, std::size_t * numDependencies))                                    \
+  X(GraphNodeGetDependentNodes, 10000, "cuGraphNodeGetDependentNodes",                                                 \
+    (CUgraphNode hNode, CUgraphNode * dependentNodes, std::size_t * numDependentNodes))                                \
+  X(GraphChildGraphNodeGetGraph, 10000, "cuGraphChildGraphNodeGetGraph", (CUgraphNode hNode, CUgraph * phGraph))       \
   X(GraphAddDependencies, 10000, "cuGraphAddDependencies",                                                             \
     (CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, std::size_t numDependencies))                     \
   X(GraphAddKernelNode, 12000, "cuGraphAddKernelNode_v2",                                                              \
@@ -1254,7 +1261,8 @@ enum nvJitLinkInputType : int {
   X(GetErrorLogSize, 0, "nvJitLinkGetErrorLogSize", (nvJitLinkHandle handle, std::size_t * size))                \
   X(GetErrorLog, 0, "nvJitLinkGetErrorLog", (nvJitLinkHandle handle, char* log))                                 \
   X(GetInfoLogSize, 0, "nvJitLinkGetInfoLogSize", (nvJitLinkHandle handle, std::size_t * size))                  \
-  X(GetInfoLog, 0, "nvJitLinkGetInfoLog", (nvJitLinkHandle handle, char* log))
+  X(GetInfoLog, 0, "nvJitLinkGetInfoLog", (nvJitLinkHandle handle, char* log))                                 \
+  X(Version, 0, "nvJitLinkVersion", (unsigned int* major, unsigned int* minor))
 
 namespace nvjitlink {
 #define OXICUDA_TABLE_PREFIX "nvJitLink"
@@ -1322,7 +1330,8 @@ struct LibraryInfo {
                          // "/usr/local/cuda"
   std::string path;      // its full path, as the loader resolved it (empty when unknown)
   std::string reason;    // when not found: what was tried, and how to install the library
-  int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown
+  int version = 0;       // major * 1000 + minor * 10 (13000 for 13.0), 0 when unknown (nvJitLink before
+                         // 12.3 has no nvJitLinkVersion)
 
   [[nodiscard]] bool available() const noexcept { return found; }
 };
@@ -1597,6 +1606,10 @@ OXICUDA_NAMESPACE_END
 #include <type_traits>
 
 
+#if !OXICUDA_WINDOWS
+#include <pthread.h>
+#endif
+
 OXICUDA_NAMESPACE_BEGIN
 
 // Why the driver is, or is not, usable.
@@ -1642,6 +1655,7 @@ namespace detail {
 struct Driver {
   ffi::DriverApi api;
   long pid = 0;  // the process that loaded the driver (a forked child has another)
+  bool forked_child = false;  // set in a child forked after the load (see on_fork_child)
   bool provided[ffi::entry_count] = {};  // by entry: the slot holds the driver's function, not the stand-in
   DriverInfo info;
 
@@ -1703,9 +1717,31 @@ inline void resolve(Driver& d, LibHandle h) {
   d.info.via_get_proc_address = any_from_gpa;
 }
 
+#if !OXICUDA_WINDOWS
+// The driver loaded in this process, for the fork handler.
+inline Driver* loaded_driver = nullptr;
+// In a child forked after the driver was loaded, the driver serves nothing
+// (it answers CUDA_ERROR_NOT_INITIALIZED) and some of its calls crash
+// (cuStreamDestroy, on driver 580). So the child, single-threaded at this
+// point, puts every slot of the table back to its stand-in: no call of
+// oxicuda's reaches the driver there. Calls are refused with an Error that
+// explains (detail::fail), and destructors leak what the parent owns,
+// silently (detail::check_nothrow).
+inline void on_fork_child() noexcept {
+  if (loaded_driver) {
+    loaded_driver->api = ffi::DriverApi{};
+    loaded_driver->forked_child = true;
+  }
+}
+#endif
+
 inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
+#if !OXICUDA_WINDOWS
+  loaded_driver = d;
+  ::pthread_atfork(nullptr, nullptr, &on_fork_child);
+#endif
   DriverInfo& info = d->info;
   const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
                          sizeof default_candidates / sizeof default_candidates[0], false, "", nullptr, 0};
@@ -1761,7 +1797,7 @@ inline const ffi::DriverApi& api() noexcept { return driver().api; }
 
 // Whether this process is a child forked after the driver was loaded (the
 // driver then answers every call with CUDA_ERROR_NOT_INITIALIZED).
-inline bool forked_after_load() noexcept { return driver().pid != process_id(); }
+inline bool forked_after_load() noexcept { return driver().forked_child || driver().pid != process_id(); }
 
 // Whether the driver lacks this entry point (its slot holds the stand-in).
 inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[static_cast<std::size_t>(entry)]; }
@@ -1870,8 +1906,13 @@ inline const NvJitLink& nvjitlink() noexcept {
     const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                            sizeof nvjitlink_files / sizeof nvjitlink_files[0], true, nvjitlink_hint,
                            nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
-    if (!load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info))
+    if (load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info)) {
+      // nvJitLinkVersion is CUDA 12.3's: older ones leave the version 0.
+      unsigned major = 0, minor = 0;
+      if (l->api.Version(&major, &minor) == ffi::NVJITLINK_SUCCESS) l->info.version = static_cast<int>(major * 1000 + minor * 10);
+    } else {
       l->api = {};
+    }
     return l;
   }();
   return *lib;
@@ -2195,6 +2236,37 @@ inline std::string refusal_reason(ffi::CUresult r) {
   return {};
 }
 
+// Whether `r` is a sticky error: a kernel faulted, and the context is
+// unusable from then on (the driver repeats the error for every later call
+// in it, whatever the call).
+inline bool sticky_result(ffi::CUresult r) noexcept {
+  switch (r) {
+    case ffi::CUDA_ERROR_ASSERT:
+    case ffi::CUDA_ERROR_ILLEGAL_ADDRESS:
+    case ffi::CUDA_ERROR_LAUNCH_FAILED:
+    case ffi::CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case ffi::CUDA_ERROR_MISALIGNED_ADDRESS:
+    case ffi::CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case ffi::CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case ffi::CUDA_ERROR_INVALID_PC:
+    case ffi::CUDA_ERROR_LAUNCH_TIMEOUT:
+    case ffi::CUDA_ERROR_TENSOR_MEMORY_LEAK:
+    case ffi::CUDA_ERROR_CONTAINED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline constexpr const char* sticky_advice =
+    "this error is sticky: a kernel faulted (a device-side assert, an illegal address or instruction, ...), and "
+    "the context is now unusable: every later call in it fails with this same error, whatever the call, so this "
+    "call may not be the one at fault. To recover, drop every handle of the context's objects (its buffers, "
+    "streams, events and modules are lost; their destructors' failures go to the diagnostic hook), then reset it: "
+    "a primary context with Context::reset_primary(device) (cuDevicePrimaryCtxReset; then retain it again with "
+    "Context::primary), a created one by dropping its last handle and creating another. Where the driver still "
+    "refuses after that, only a new process recovers";
+
 // A driver call's result, with the entry point that gave it.
 struct Outcome {
   ffi::CUresult result;
@@ -2206,12 +2278,16 @@ struct Outcome {
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
 [[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+  // In a forked child no call reaches the driver (loader.hpp's on_fork_child):
+  // what the driver would answer there.
+  if (OXICUDA_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
   if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
       o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
     std::string why = refusal_reason(o.result);
     if (!why.empty()) detail = detail.empty() ? std::move(why) : cat({detail, "\n", why});
   }
+  if (sticky_result(o.result)) detail = detail.empty() ? std::string(sticky_advice) : cat({detail, "\n", sticky_advice});
   raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
@@ -2234,6 +2310,7 @@ inline void check(Outcome o, SourceLocation where) {
 // oxicuda::Stream"). Returns whether the call succeeded.
 inline bool check_nothrow(Outcome o, const char* during) noexcept {
   if (OXICUDA_LIKELY(o.ok())) return true;
+  if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
   report(o.result, ffi::entry_info(o.entry).name, during,
          missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
   return false;
@@ -2359,6 +2436,56 @@ inline std::string_view Error::name() const noexcept {
   return t ? t->name : detail::result_table(library_).unknown_name;
 }
 
+// Any entry point of the loaded driver, by name and CUDA version, from the
+// driver oxicuda loaded (cuGetProcAddress_v2, with the legacy default
+// stream semantics of oxicuda's own table): for a driver function that
+// oxicuda does not wrap, without linking libcuda or calling
+// cuGetProcAddress yourself. `symbol` is the name without a _v2 suffix, as
+// cuGetProcAddress takes it; `version` the CUDA version whose form you want
+// (12000 for CUDA 12.0). Typed, with cuda.h's PFN types (cudaTypedefs.h):
+//   auto get = oxicuda::driver_entry_point<PFN_cuCtxGetApiVersion_v3020>("cuCtxGetApiVersion", 3020);
+//   unsigned v = 0;
+//   get(ctx.raw(), &v);  // a CUresult, yours to check
+// An Error (CUDA_ERROR_NOT_FOUND) when the driver has no such function, or
+// not at that version; the call itself is then never made.
+[[nodiscard]] void* driver_entry_point(const char* symbol, int version,
+                                       SourceLocation where = SourceLocation::current());
+// clang-format off
+template <class Fn>
+  requires(std::is_pointer_v<Fn> && std::is_function_v<std::remove_pointer_t<Fn>>)
+[[nodiscard]] Fn driver_entry_point(const char* symbol, int version, SourceLocation where = SourceLocation::current()) {
+  return reinterpret_cast<Fn>(driver_entry_point(symbol, version, where));
+}
+// clang-format on
+
+inline void* driver_entry_point(const char* symbol, int version, SourceLocation where) {
+  constexpr const char* op = "oxicuda::driver_entry_point";
+  if (symbol == nullptr || *symbol == '\0')
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, "no symbol name was given", where));
+  void* p = nullptr;
+  ffi::CUdriverProcAddressQueryResult status = ffi::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  detail::check(detail::Outcome{detail::api().GetProcAddress(symbol, &p, version, ffi::CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                                                              &status),
+                                ffi::Entry::GetProcAddress},
+                where);
+  if (status == ffi::CU_GET_PROC_ADDRESS_SUCCESS && p != nullptr) return p;
+  const DriverInfo& info = driver_info();
+  const std::string driver = detail::cat({"the loaded driver (", info.library, ", CUDA ",
+                                          std::to_string(info.version / 1000), ".",
+                                          std::to_string(info.version % 1000 / 10), ")"});
+  if (status == ffi::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
+    detail::raise(Error(ffi::CUDA_ERROR_NOT_FOUND, op,
+                        detail::cat({driver, " has ", symbol, ", but not at version ", std::to_string(version),
+                                     ": ask for the version of an older CUDA, or use a newer driver"}),
+                        where));
+  detail::raise(Error(ffi::CUDA_ERROR_NOT_FOUND, op,
+                      detail::cat({driver, " has no entry point named ", symbol, " (at version ",
+                                   std::to_string(version),
+                                   "); give the name without a version suffix, as cuGetProcAddress takes it "
+                                   "(\"cuMemAlloc\", not \"cuMemAlloc_v2\")"}),
+                      where));
+}
+
 inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
   return detail::error_handler_slot().exchange(handler, std::memory_order_acq_rel);
 }
@@ -2371,11 +2498,12 @@ OXICUDA_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
 // without its `cu`) with the arguments that follow, and pairs the result with
-// that entry point, so that an error can only name the call that was made
-// (for use inside namespace oxicuda, where its unqualified names resolve):
+// that entry point, so that an error can only name the call that was made:
 //   detail::check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+// oxicuda's own; for a driver function of your own choosing, see
+// oxicuda::driver_entry_point.
 #define OXICUDA_DRIVER(member, ...) \
-  (detail::Outcome{detail::api().member(__VA_ARGS__), ffi::Entry::member})
+  (::oxicuda::detail::Outcome{::oxicuda::detail::api().member(__VA_ARGS__), ::oxicuda::ffi::Entry::member})
 
 // The same for NVRTC's and nvJitLink's calls:
 //   detail::check(OXICUDA_NVRTC(CompileProgram, prog, n, options), where);
@@ -2912,6 +3040,7 @@ OXICUDA_NAMESPACE_END
 // explicitly), ScopedCurrent, the "make current, restore on exit" guard, and
 // ScopedCurrentNothrow, the same for destructors.
 
+#include <atomic>
 #include <utility>
 
 
@@ -2940,6 +3069,59 @@ struct MemoryInfo {
   std::size_t free = 0;
   std::size_t total = 0;
 };
+
+namespace detail {
+
+// The created contexts that oxicuda has destroyed, so that a guard never
+// makes one current again: a context destroyed while it was current on
+// another thread stays that thread's current context (the driver answers
+// CUDA_ERROR_CONTEXT_IS_DESTROYED there), and setting it current again
+// crashes the driver (a double free, on the H200). A handle the driver
+// reuses for a new context is taken off the list. A spin lock: the header
+// needs no <mutex> (MinGW's win32 thread model has none).
+struct DestroyedContexts {
+  std::atomic<bool> any{false};
+  std::atomic_flag lock;  // clear (C++20)
+  CUcontext list[64] = {};  // the latest 64
+  unsigned next = 0;
+};
+inline DestroyedContexts& destroyed_contexts() noexcept {
+  static DestroyedContexts* d = new DestroyedContexts;  // never destroyed: used by static destructors
+  return *d;
+}
+struct DestroyedLock {
+  DestroyedContexts& d;
+  explicit DestroyedLock(DestroyedContexts& c) noexcept : d(c) {
+    while (d.lock.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  DestroyedLock(const DestroyedLock&) = delete;
+  DestroyedLock& operator=(const DestroyedLock&) = delete;
+  ~DestroyedLock() { d.lock.clear(std::memory_order_release); }
+};
+inline void note_context_destroyed(CUcontext c) noexcept {
+  DestroyedContexts& d = destroyed_contexts();
+  DestroyedLock lock(d);
+  d.list[d.next++ % 64] = c;
+  d.any.store(true, std::memory_order_release);
+}
+inline void note_context_created(CUcontext c) noexcept {
+  DestroyedContexts& d = destroyed_contexts();
+  if (!d.any.load(std::memory_order_acquire)) return;
+  DestroyedLock lock(d);
+  for (CUcontext& x : d.list)
+    if (x == c) x = nullptr;
+}
+inline bool context_destroyed(CUcontext c) noexcept {
+  DestroyedContexts& d = destroyed_contexts();
+  if (OXICUDA_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
+  DestroyedLock lock(d);
+  for (CUcontext x : d.list)
+    if (x == c) return true;
+  return false;
+}
+
+}  // namespace detail
 
 // A CUDA context. Copies share it: a primary context is retained once and
 // released (cuDevicePrimaryCtxRelease) when the last copy drops; a created
@@ -2976,6 +3158,13 @@ class Context {
   // context is left as it was.
   [[nodiscard]] static Context create(const Device& device, ContextOptions options = {},
                                       SourceLocation where = SourceLocation::current());
+  // Resets the device's primary context (cuDevicePrimaryCtxReset): every
+  // allocation and all state in it are destroyed, and the next use
+  // initializes it afresh. The way back from a sticky error (a device-side
+  // assert, an illegal address): drop every handle of the objects that lived
+  // in it first (buffers, streams, events, modules), as they are gone; the
+  // Context handles themselves stay valid.
+  static void reset_primary(const Device& device, SourceLocation where = SourceLocation::current());
   // A handle to a context that other code owns; oxicuda never releases it.
   [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, {}); }
   // The calling thread's current context, borrowed; empty when none is current.
@@ -2986,7 +3175,12 @@ class Context {
   [[nodiscard]] Kind kind() const noexcept { return owner_ ? owner_->kind : Kind::borrowed; }
   [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const;
 
-  // Makes this the calling thread's current context (cuCtxSetCurrent).
+  // Makes this the calling thread's current context (cuCtxSetCurrent). It
+  // keeps no reference: keep a Context handle for as long as the context is
+  // current on the thread. A created context destroyed while current on a
+  // thread (its last handle dropped elsewhere) is unusable there: the
+  // driver's calls answer CUDA_ERROR_CONTEXT_IS_DESTROYED, and oxicuda's
+  // guards raise that Error instead of making it current again.
   void make_current(SourceLocation where = SourceLocation::current()) const;
   // Waits for all work in the context (cuCtxSynchronize with it current).
   void synchronize(SourceLocation where = SourceLocation::current()) const;
@@ -3007,9 +3201,8 @@ class Context {
       if (kind == Kind::primary)
         detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");
-      else
-        detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
-                              "destroying an oxicuda::Context");
+      else if (detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying an oxicuda::Context"))
+        detail::note_context_destroyed(raw);
     }
   };
 
@@ -3021,49 +3214,114 @@ class Context {
   detail::Shared<Owner> owner_;
 };
 
+namespace detail {
+
+[[noreturn]] OXICUDA_COLD inline void current_context_destroyed(SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED, "oxicuda::ScopedCurrent",
+              "the calling thread's current context was destroyed while it was current here: its last "
+              "oxicuda::Context handle was dropped (on another thread, or after make_current(), which keeps no "
+              "reference). Make a live context current (Context::make_current) before this call, and keep a "
+              "Context handle for as long as its context is current on any thread",
+              where));
+}
+
+// Makes `ctx` current and returns what was current before; `switched` says
+// whether a cuCtxSetCurrent was made. An Error when the current context is
+// one oxicuda has destroyed (see DestroyedContexts).
+inline CUcontext switch_current(CUcontext ctx, bool& switched, SourceLocation where) {
+  CUcontext previous = nullptr;
+  check(OXICUDA_DRIVER(CtxGetCurrent, &previous), where);
+  switched = false;
+  if (previous != ctx) {
+    if (OXICUDA_UNLIKELY(context_destroyed(previous))) current_context_destroyed(where);
+    check(OXICUDA_DRIVER(CtxSetCurrent, ctx), where);
+    switched = true;
+  }
+  return previous;
+}
+
+// oxicuda's own guard around one call: `ctx` current for the call (its
+// caller holds the Context), the previous one restored when it switched.
+class SwitchCurrent {
+ public:
+  SwitchCurrent(CUcontext ctx, SourceLocation where) : previous_(switch_current(ctx, switched_, where)) {}
+  SwitchCurrent(const SwitchCurrent&) = delete;
+  SwitchCurrent& operator=(const SwitchCurrent&) = delete;
+  ~SwitchCurrent() {
+    if (switched_)
+      check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_), "restoring the thread's previous context");
+  }
+
+ private:
+  bool switched_ = false;
+  CUcontext previous_;
+};
+
+}  // namespace detail
+
+namespace detail {
+// How many times make_current() has run on this thread: a guard whose
+// context was current already restores it at its end when this changed.
+inline thread_local unsigned long make_current_count = 0;
+}  // namespace detail
+
 // Makes a context current on the calling thread for the guard's lifetime and
-// then restores whatever was current before (also when that was nothing).
-// When the context is already current it costs one cuCtxGetCurrent. An
-// empty Context or a null CUcontext is an Error before any driver call: the
-// driver would take cuCtxSetCurrent(NULL) as "pop", and the restore would
-// then overwrite the context below the top of the thread's stack.
+// then restores whatever was current before, in every case: also when that
+// was nothing, and also when the context was current already and the scope
+// made another one current (with make_current(); a direct cuCtxSetCurrent
+// of your own inside such a scope is yours to undo). The guard keeps its
+// Context alive (a copy: one atomic increment), so `ScopedCurrent
+// guard{Context::create(dev)}` keeps the new context for the guard's scope;
+// a guard of a raw CUcontext keeps nothing alive. It costs one
+// cuCtxGetCurrent, and a cuCtxSetCurrent at each end when the context was
+// not current. An empty Context
+// or a null CUcontext is an Error before any driver call: the driver would
+// take cuCtxSetCurrent(NULL) as "pop", and the restore would then overwrite
+// the context below the top of the thread's stack. A current context that
+// oxicuda destroyed (its last handle dropped while it was current here) is
+// an Error (CUDA_ERROR_CONTEXT_IS_DESTROYED), not restored.
 class ScopedCurrent {
  public:
   explicit ScopedCurrent(const Context& ctx, SourceLocation where = SourceLocation::current())
-      : ScopedCurrent(ctx.raw(), where, "oxicuda::Context") {}
+      : keep_(ctx), previous_(enter(ctx.raw(), where, "oxicuda::Context")) {}
+  explicit ScopedCurrent(Context&& ctx, SourceLocation where = SourceLocation::current())
+      : keep_(std::move(ctx)), previous_(enter(keep_.raw(), where, "oxicuda::Context")) {}
   explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current())
-      : ScopedCurrent(ctx, where, "CUcontext (null)") {}
+      : previous_(enter(ctx, where, "CUcontext (null)")) {}
   ScopedCurrent(const ScopedCurrent&) = delete;
   ScopedCurrent& operator=(const ScopedCurrent&) = delete;
   ~ScopedCurrent() {
-    if (switched_)
+    if (switched_ || detail::make_current_count != made_)
       detail::check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_),
                             "restoring the thread's previous context (oxicuda::ScopedCurrent)");
   }
 
  private:
-  ScopedCurrent(CUcontext ctx, SourceLocation where, const char* empty_type) {
+  CUcontext enter(CUcontext ctx, SourceLocation where, const char* empty_type) {
     if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
-    detail::check(OXICUDA_DRIVER(CtxGetCurrent, &previous_), where);
-    if (previous_ != ctx) {
-      detail::check(OXICUDA_DRIVER(CtxSetCurrent, ctx), where);
-      switched_ = true;
-    }
+    made_ = detail::make_current_count;
+    return detail::switch_current(ctx, switched_, where);
   }
 
-  CUcontext previous_ = nullptr;
+  Context keep_;  // (destroyed after the restore)
+  unsigned long made_ = 0;
   bool switched_ = false;
+  CUcontext previous_ = nullptr;
 };
 
 namespace detail {
 
 // ScopedCurrent for destructors: never throws; failures go to the diagnostic
-// hook, saying what was being done. A null context changes nothing.
+// hook, saying what was being done. A null context changes nothing. A
+// previous context that oxicuda destroyed is not made current again: the
+// thread is left with none.
 class ScopedCurrentNothrow {
  public:
   ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
-    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx)
+    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx) {
+      if (context_destroyed(previous_)) previous_ = nullptr;
       switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
+    }
   }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
@@ -3080,9 +3338,15 @@ class ScopedCurrentNothrow {
 }  // namespace detail
 
 inline Context Context::primary(const Device& device, SourceLocation where) {
+  detail::reclaim();
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(DevicePrimaryCtxRetain, &raw, device.raw()), where);
   return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::primary));
+}
+
+inline void Context::reset_primary(const Device& device, SourceLocation where) {
+  detail::reclaim();
+  detail::check(OXICUDA_DRIVER(DevicePrimaryCtxReset, device.raw()), where);
 }
 
 inline Context Context::create(const Device& device, ContextOptions options, SourceLocation where) {
@@ -3090,8 +3354,10 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   if (options.keep_local_memory) flags |= ffi::CU_CTX_LMEM_RESIZE_TO_MAX;
   // cuCtxCreate pushes the new context on the calling thread's stack; pop it
   // so the thread's current context is what it was.
+  detail::reclaim();
   CUcontext raw = nullptr;
   detail::check(OXICUDA_DRIVER(CtxCreate, &raw, flags, device.raw()), where);
+  detail::note_context_created(raw);
   CUcontext popped = nullptr;
   const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
   if (OXICUDA_UNLIKELY(!pop.ok())) {
@@ -3111,7 +3377,7 @@ inline Context Context::current(SourceLocation where) {
 inline Device Context::device(SourceLocation where) const {
   CUcontext raw = detail::checked(*this, "oxicuda::Context", "oxicuda::Context::device", where);
   if (device_ >= 0) return Device::from_raw(device_);
-  ScopedCurrent current(raw, where);
+  detail::SwitchCurrent current(raw, where);
   ffi::CUdevice d = 0;
   detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
   return Device::from_raw(d);
@@ -3119,18 +3385,21 @@ inline Device Context::device(SourceLocation where) const {
 
 inline void Context::make_current(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(CtxSetCurrent, detail::checked(*this, "oxicuda::Context", "oxicuda::Context::make_current", where)), where);
+  ++detail::make_current_count;
 }
 
 inline void Context::synchronize(SourceLocation where) const {
   {
-    ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::synchronize", where), where);
+    detail::SwitchCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::synchronize", where),
+                                  where);
     detail::check(OXICUDA_DRIVER(CtxSynchronize), where);
   }
   detail::reclaim();
 }
 
 inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) const {
-  ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::stream_priority_range", where), where);
+  detail::SwitchCurrent current(
+      detail::checked(*this, "oxicuda::Context", "oxicuda::Context::stream_priority_range", where), where);
   StreamPriorityRange r;
   detail::check(OXICUDA_DRIVER(CtxGetStreamPriorityRange, &r.least, &r.greatest),
                 where);
@@ -3138,7 +3407,9 @@ inline StreamPriorityRange Context::stream_priority_range(SourceLocation where) 
 }
 
 inline MemoryInfo Context::memory_info(SourceLocation where) const {
-  ScopedCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::memory_info", where), where);
+  detail::reclaim();  // (the memory that finished host functions' callables own is freed first)
+  detail::SwitchCurrent current(detail::checked(*this, "oxicuda::Context", "oxicuda::Context::memory_info", where),
+                                where);
   MemoryInfo m;
   detail::check(OXICUDA_DRIVER(MemGetInfo, &m.free, &m.total), where);
   return m;
@@ -3244,6 +3515,7 @@ using Milliseconds = std::chrono::duration<float, std::milli>;
 namespace detail {
 inline void destroy_event(CUevent_st* e) noexcept {
   check_nothrow(OXICUDA_DRIVER(EventDestroy, e), "destroying an oxicuda::Event");
+  reclaim();
 }
 }  // namespace detail
 
@@ -3285,8 +3557,9 @@ inline CUevent create_event(const Context& ctx, EventOptions options, SourceLoca
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
   if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  reclaim();
   CUevent raw = nullptr;
-  ScopedCurrent current(ctx, where);
+  SwitchCurrent current(ctx.raw(), where);
   check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
   return raw;
 }
@@ -3409,8 +3682,15 @@ class Stream {
   // How many handles share the queue (0 for an empty stream).
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
   // Whether both handles are the same driver queue: work on one queue is
-  // ordered by stream order; across two it needs an event.
-  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept { return raw() == other.raw(); }
+  // ordered by stream order; across two it needs an event. The legacy
+  // default stream is one queue per context. The per-thread default stream
+  // is a different queue on every thread that uses a handle to it, so it is
+  // never called the same queue as another (or itself): an event orders it.
+  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept {
+    const CUstream q = raw();
+    if (q != other.raw() || q == ffi::stream_per_thread()) return false;
+    return q != ffi::stream_legacy() || context().raw() == other.context().raw();
+  }
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
@@ -3446,9 +3726,10 @@ namespace detail {
 // cuStreamCreate creates in the current context).
 inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceLocation where) {
   if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Stream::Stream", where);
+  reclaim();
   const unsigned flags = options.non_blocking ? ffi::CU_STREAM_NON_BLOCKING : ffi::CU_STREAM_DEFAULT;
   CUstream raw = nullptr;
-  ScopedCurrent current(ctx, where);
+  SwitchCurrent current(ctx.raw(), where);
   if (options.priority == 0)
     check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
   else
@@ -3474,7 +3755,7 @@ inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std:
 template <class Call>
 OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call call) {
   if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
-  ScopedCurrent current(stream.context(), where);
+  SwitchCurrent current(stream.context().raw(), where);
   return call(q);
 }
 
@@ -3485,6 +3766,7 @@ OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, 
 // emptiness check alone.
 template <class Call>
 decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
+  reclaim();  // (one load when no host function's callable is waiting)
   CUstream q = stream.raw();
   if (OXICUDA_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
@@ -3612,7 +3894,9 @@ OXICUDA_NAMESPACE_END
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 
 OXICUDA_NAMESPACE_BEGIN
@@ -3625,12 +3909,53 @@ inline std::uint64_t read_le(const unsigned char* p, int bytes) noexcept {
   return v;
 }
 
-enum class ImageKind { ptx, elf, fatbin };
+// ltoir: NVRTC's LTO-IR (-dlto), which only nvJitLink reads; unknown: bytes
+// that are none of these (a control byte among the first ones, where PTX
+// text has none).
+enum class ImageKind { ptx, elf, fatbin, ltoir, unknown };
 
 inline ImageKind image_kind(const unsigned char* p, std::size_t size) noexcept {
   if (size >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') return ImageKind::elf;
   if (size >= 4 && read_le(p, 4) == 0xBA55ED50u) return ImageKind::fatbin;
+  if (size >= 4 && read_le(p, 4) == 0x7F4E43EDu) return ImageKind::ltoir;
+  std::size_t n = size;
+  while (n > 0 && p[n - 1] == '\0') --n;  // a terminating NUL is PTX's
+  for (std::size_t i = 0; i < n && i < 16; ++i)
+    if (p[i] == 0x7f || (p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r' && p[i] != '\f'))
+      return ImageKind::unknown;
   return ImageKind::ptx;
+}
+
+// The first bytes of an image, in hex, for messages ("7f 45 4c 46 ...").
+inline std::string first_bytes(const unsigned char* p, std::size_t size) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < size && i < 8; ++i) {
+    if (i) s.push_back(' ');
+    s.push_back(hex[p[i] >> 4]);
+    s.push_back(hex[p[i] & 15]);
+  }
+  return size > 8 ? cat({s, " ..."}) : s;
+}
+
+// PTX text of n bytes as the driver and nvJitLink take it: copied and
+// NUL-terminated (they read up to a NUL, not a size). Trailing NULs are
+// dropped; an empty text (or only white space), or a NUL inside it (they would read only what
+// comes before it), is an Error of `operation` with `code`.
+template <class Result>
+std::string ptx_text(const char* ptx, std::size_t n, Result code, const char* operation, std::string_view what,
+                     std::string_view reader, SourceLocation where) {
+  while (n > 0 && ptx[n - 1] == '\0') --n;
+  std::size_t text = 0;
+  while (text < n && (ptx[text] == ' ' || ptx[text] == '\t' || ptx[text] == '\r' || ptx[text] == '\n')) ++text;
+  if (text == n) raise(Error(code, operation, cat({what, " is empty"}), where));
+  if (const void* nul = std::memchr(ptx, '\0', n))
+    raise(Error(code, operation,
+                cat({what, " of ", std::to_string(n), " bytes has a NUL byte at offset ",
+                     std::to_string(static_cast<const char*>(nul) - ptx),
+                     "; ", reader, " would read only the text before it"}),
+                where));
+  return std::string(ptx, n);
 }
 
 // Why a binary image is unfit to hand to the driver (which reads it without
@@ -3688,6 +4013,8 @@ struct JitOptions {
   int optimization_level = -1;        // 0..4; -1: the driver's default (4)
   bool line_info = false;             // -lineinfo
   bool debug_info = false;            // -G
+  bool log_verbose = false;           // CU_JIT_LOG_VERBOSE: a more detailed info log
+  bool wall_time = false;             // CU_JIT_WALL_TIME: Module::jit_wall_time_ms() after the load
   // Room for each of the info and error logs. The driver takes the size as
   // a 32-bit unsigned: at most max_log_bytes (more is an Error).
   std::size_t log_bytes = 16 * 1024;
@@ -3727,6 +4054,8 @@ struct JitOptionList {
       add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
     if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
     if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+    if (options.log_verbose) add(ffi::CU_JIT_LOG_VERBOSE, value(1));
+    if (options.wall_time) add(ffi::CU_JIT_WALL_TIME, nullptr);
   }
   JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
   JitOptionList& operator=(const JitOptionList&) = delete;
@@ -3737,6 +4066,14 @@ struct JitOptionList {
     ++count;
   }
   static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // The JIT's wall time in milliseconds, which the driver writes as a float
+  // into the option's value slot (0 when not asked for).
+  [[nodiscard]] float wall_time_ms() const noexcept {
+    float ms = 0;
+    for (unsigned i = 0; i < count; ++i)
+      if (keys[i] == ffi::CU_JIT_WALL_TIME) std::memcpy(&ms, &values[i], sizeof ms);
+    return ms;
+  }
   // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
   [[nodiscard]] std::string error_log() const {
     return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
@@ -3802,6 +4139,9 @@ class Module {
     return state_ ? std::string_view(state_->info_log) : std::string_view();
   }
   [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  // How long the driver's JIT took to load it, in milliseconds, when it was
+  // loaded with JitOptions::wall_time (CU_JIT_WALL_TIME); else 0.
+  [[nodiscard]] float jit_wall_time_ms() const noexcept { return state_ ? state_->wall_time_ms : 0.0f; }
 
   friend bool operator==(const Module& a, const Module& b) noexcept { return a.raw() == b.raw(); }
 
@@ -3811,8 +4151,9 @@ class Module {
     CUmodule raw = nullptr;
     std::string info_log;
     std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
-    State(Context c, CUmodule r, std::string log, std::string n) noexcept
-        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)) {}
+    float wall_time_ms = 0;
+    State(Context c, CUmodule r, std::string log, std::string n, float ms = 0) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)), wall_time_ms(ms) {}
     ~State() {
       detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
     }
@@ -3887,9 +4228,11 @@ class Function {
   [[nodiscard]] BlockSizeSuggestion suggested_block_size(std::size_t dynamic_shared_bytes = 0, int block_size_limit = 0,
                                                          SourceLocation where = SourceLocation::current()) const;
 
-  // Lets launches use up to `bytes` of dynamic shared memory (above 48 KiB a
-  // kernel must opt in: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-  // Launches do this themselves when they ask for more than is allowed.
+  // Lets launches use up to `bytes` of dynamic shared memory
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: by default 48 KiB less
+  // the kernel's static shared memory; more is opt-in, up to what the device
+  // gives a block less the static part). Launches do this themselves when
+  // they ask for more than the kernel allows.
   void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
   // What launches may use now without raising the limit, as the driver says
   // (cuFuncGetAttribute): also after the limit was set through another
@@ -3906,11 +4249,15 @@ class Function {
   struct State : detail::Owned {
     Module module;
     std::string name;
-    // The dynamic shared memory limit last set through this Function (48 KiB
-    // until then): a hint that saves launches a driver call. Another
-    // Function of the same kernel, or raw(), may have changed the limit since;
-    // a launch refused for it re-reads the limit (see launch.hpp).
-    mutable std::atomic<unsigned> dynamic_shared_allowed{48 * 1024};
+    // The kernel's dynamic shared memory limit
+    // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) as last read or set
+    // through this Function, or unknown_limit until a launch asks for dynamic
+    // shared memory: it saves later launches a driver call. The driver's
+    // default is 48 KiB less the kernel's static shared memory, not 48 KiB.
+    // Another Function of the same kernel, or raw(), may have changed the
+    // limit since; a launch refused for it re-reads the limit (launch.hpp).
+    static constexpr unsigned unknown_limit = ~0u;
+    mutable std::atomic<unsigned> dynamic_shared_allowed{unknown_limit};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
@@ -3936,7 +4283,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
   std::string log = jit.info_log();
   if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names));
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
   return m;
 }
 
@@ -3949,18 +4296,8 @@ inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOpti
 // a large share of this header's compile time.)
 inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
                                SourceLocation where) {
-  while (n > 0 && ptx[n - 1] == '\0') --n;  // a terminating NUL (or several) is fine
-  std::size_t text = 0;
-  while (text < n && (ptx[text] == ' ' || ptx[text] == '\t' || ptx[text] == '\r' || ptx[text] == '\n')) ++text;
-  if (text == n)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx", "the PTX source is empty", where));
-  if (const void* nul = n ? std::memchr(ptx, '\0', n) : nullptr)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
-                        detail::cat({"the PTX source of ", std::to_string(n), " bytes has a NUL byte at offset ",
-                                     std::to_string(static_cast<const char*>(nul) - ptx),
-                                     "; the driver would read only the text before it"}),
-                        where));
-  const std::string copy(ptx, n);  // the driver wants it NUL-terminated
+  const std::string copy = detail::ptx_text(ptx, n, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
+                                            "the PTX source", "the driver", where);
   return load(ctx, copy.c_str(), copy.size(), true, options, where);
 }
 
@@ -3972,6 +4309,18 @@ inline Module Module::from_image(const Context& ctx, const void* data, std::size
   const detail::ImageKind kind = detail::image_kind(p, size);
   if (kind == detail::ImageKind::ptx)
     return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
+  if (kind == detail::ImageKind::ltoir)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
+                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
+                        where));
+  if (kind == detail::ImageKind::unknown)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
+                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
+                        where));
   std::string problem = detail::image_problem(p, size, kind);
   if (!problem.empty())
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
@@ -4016,6 +4365,12 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
       break;
     }
   }
+  if (OXICUDA_UNLIKELY(name.find('\0') != std::string_view::npos))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
+                        detail::cat({"the kernel name of ", std::to_string(name.size()),
+                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
+                                     "; the driver would look up only the name before it"}),
+                        where));
   std::string n(name);
   CUfunction raw = nullptr;
   detail::Outcome r;
@@ -4078,13 +4433,39 @@ struct ModuleAccess {
                      SourceLocation where, std::string names, std::string_view log) {
     return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
   }
+  // A Module owning `raw`, which the caller loaded into `ctx` (a cache hit,
+  // which inspects the driver's result itself).
+  static Module adopt(const Context& ctx, CUmodule raw, std::string log, std::string names) {
+    Module m;
+    m.state_ = Shared<const Module::State>::make(ctx, raw, std::move(log), std::move(names));
+    return m;
+  }
 };
 
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
-  // The limit last set through `fn` (a hint; see Function::State).
+  // The same for copies of one Function (one state), and only for them.
+  static const void* identity(const Function& fn) noexcept { return fn.state_.get(); }
+  // The limit last read or set through `fn` (a hint; see Function::State),
+  // 48 KiB while unknown.
   static unsigned allowed_hint(const Function& fn) noexcept {
-    return fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    const unsigned v = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    return v == Function::State::unknown_limit ? 48 * 1024 : v;
+  }
+  // The kernel's limit: the cached one, or (the first time) the driver's,
+  // read and cached. The driver's answer when reading fails.
+  static Outcome allowed(const Function& fn, unsigned& bytes) noexcept {
+    bytes = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    if (OXICUDA_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
+    return read_allowed(fn, bytes);
+  }
+  // Reads the kernel's limit from the driver, and caches it.
+  static Outcome read_allowed(const Function& fn, unsigned& bytes) noexcept {
+    int v = 0;
+    const Outcome r = OXICUDA_DRIVER(FuncGetAttribute, &v, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.raw_);
+    bytes = r.ok() && v >= 0 ? static_cast<unsigned>(v) : 0;
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
   }
   // Raises the limit to `bytes`; the driver's answer, not thrown.
   static Outcome try_allow(const Function& fn, unsigned bytes) noexcept {
@@ -4270,35 +4651,47 @@ OXICUDA_NAMESPACE_BEGIN
 // A view of `size()` elements of T in device memory. Passes to a typed
 // kernel parameter `T*` (and converts to T* wherever one is wanted). It may
 // know the context of its memory (a span of a DeviceBuffer does), which
-// synchronous copies and fills make current for their call.
+// synchronous copies and fills make current for their call, and, for the
+// memory of a stream-ordered buffer (allocate_async), the stream it is
+// ordered on, after which synchronous copies and fills order themselves.
 template <class T>
 class DeviceSpan {
  public:
   using element_type = T;
 
   constexpr DeviceSpan() noexcept = default;
-  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr) noexcept
-      : ptr_(ptr), count_(count), ctx_(ctx) {}
+  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr,
+                       CUstream stream = nullptr) noexcept
+      : ptr_(ptr), count_(count), ctx_(ctx), stream_(stream) {}
   // A span of T converts to a span of const T.
   // clang-format off
   template <class U>
     requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
   constexpr DeviceSpan(DeviceSpan<U> other) noexcept
-      : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()) {}
+      : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()), stream_(other.stream()) {}
   // clang-format on
 
   [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
   [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
-  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  // size() * sizeof(T); a count too large for that (a span made from a raw
+  // pointer and a wrong count) gives SIZE_MAX instead of wrapping, and every
+  // copy and fill of such a span is an Error.
+  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept {
+    return count_ > std::size_t(-1) / sizeof(T) ? std::size_t(-1) : count_ * sizeof(T);
+  }
+  // Whether size() * sizeof(T) fits a size_t.
+  [[nodiscard]] constexpr bool size_fits() const noexcept { return count_ <= std::size_t(-1) / sizeof(T); }
   [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
   // The context of the memory, when known (else null).
   [[nodiscard]] constexpr CUcontext context() const noexcept { return ctx_; }
+  // The stream that a stream-ordered buffer's memory is ordered on (else null).
+  [[nodiscard]] constexpr CUstream stream() const noexcept { return stream_; }
   // Elements [offset, offset + count); clamped to the span.
   [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     if (offset > count_) offset = count_;
     if (count > count_ - offset) count = count_ - offset;
-    return {ptr_ + offset * sizeof(T), count, ctx_};
+    return {ptr_ + offset * sizeof(T), count, ctx_, stream_};
   }
   [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
   // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
@@ -4308,6 +4701,7 @@ class DeviceSpan {
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
   CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
 };
 
 // `count` elements of T in device memory, freed when the buffer is
@@ -4386,6 +4780,34 @@ inline void check_sizes(const char* operation, std::size_t dst, std::size_t src,
 
 namespace detail {
 
+// A DeviceBuffer (an owning buffer: it knows its Context), as opposed to a
+// span. A default-constructed or moved-from one has no context.
+template <class R>
+concept owning_device_buffer = device_range<R> && requires(const R& r) {
+  { r.context() } -> std::same_as<const Context&>;
+  r.stream_ordered();
+};
+
+// A moved-from or default-constructed DeviceBuffer is an Error naming the
+// type (an empty one of a context, DeviceBuffer(ctx, 0), is not).
+template <class R>
+void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
+  if constexpr (owning_device_buffer<R>)
+    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
+}
+
+// A span's size in bytes, or an Error when size() * sizeof(T) does not fit
+// a size_t (a span made from a raw pointer and a wrong count).
+template <class T>
+std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!s.size_fits()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
+                     " bytes: more bytes than a size_t holds; its count is wrong"}),
+                where));
+  return s.size_bytes();
+}
+
 // The two sides of a copy, after its checks (same element type, a mutable
 // destination, the same count): a device address or a host pointer each.
 struct CopySides {
@@ -4407,9 +4829,11 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     const auto d = dst.device_span();
     const auto s = src.device_span();
     check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
+    check_buffer_handle(src, op, where);
     c.dst_device = d.device_ptr();
     c.src_device = s.device_ptr();
-    c.bytes = d.size_bytes();
+    c.bytes = span_bytes(d, op, where);
     c.ctx = d.context() ? d.context() : s.context();
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
@@ -4417,9 +4841,10 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     static_assert(!std::is_const_v<T>, "copy: the destination is const");
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
     c.dst_device = d.device_ptr();
     c.src_host = std::data(src);
-    c.bytes = d.size_bytes();
+    c.bytes = span_bytes(d, op, where);
     c.ctx = d.context();
   } else {
     using T = device_element_t<Src>;
@@ -4427,9 +4852,10 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    check_buffer_handle(src, op, where);
     c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
     c.src_device = s.device_ptr();
-    c.bytes = s.size_bytes();
+    c.bytes = span_bytes(s, op, where);
     c.ctx = s.context();
   }
   return c;
@@ -4448,10 +4874,11 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
 }
 
 template <class Dst>
-void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation where) {
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
   using T = device_element_t<Dst>;
   static_assert(!std::is_const_v<T>, "fill: the destination is const");
   static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  check_buffer_handle(dst, op, where);
   const auto d = dst.device_span();
   if constexpr (sizeof(T) == 1)
     check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
@@ -4461,10 +4888,11 @@ void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, SourceLocation w
 }
 
 template <class Dst>
-void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, SourceLocation where) {
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
   static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
+  check_buffer_handle(dst, op, where);
   const auto d = dst.device_span();
-  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, d.size_bytes(), q), where);
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
 }
 
 template <class R>
@@ -4475,24 +4903,42 @@ CUcontext context_of(const R& r) noexcept {
     return nullptr;
 }
 
-// A synchronous operation: `enqueue` on the calling thread's per-thread
-// default stream, with the memory's context current (when known), then wait
-// for that stream. Unlike the driver's own "synchronous" cuMemcpy/cuMemset
-// (which may return before a pageable copy or a memset has landed, and are
-// not ordered with non-blocking streams), the bytes are in place when this
-// returns, for every stream to see.
+// The stream a stream-ordered buffer's memory is ordered on (else null).
+template <class R>
+CUstream stream_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().stream();
+  else
+    return nullptr;
+}
+
+// A synchronous operation: `enqueue` on a queue, with the memory's context
+// current (when known), then wait for that queue. The queue is the stream
+// of a stream-ordered side (allocate_async), so that the operation comes
+// after the work enqueued there before it (when both sides are
+// stream-ordered on different streams, the source's stream is synchronized
+// first); otherwise it is the calling thread's per-thread default stream,
+// which is ordered after none of the user's streams. Unlike the driver's own
+// "synchronous" cuMemcpy/cuMemset (which may return before a pageable copy
+// or a memset has landed, and are not ordered with non-blocking streams),
+// the bytes are in place when this returns, for every stream to see.
 template <class Enqueue>
-void synchronously(CUcontext ctx, SourceLocation where, Enqueue&& enqueue) {
+void synchronously(CUcontext ctx, CUstream ordered_on, CUstream also_after, SourceLocation where,
+                   Enqueue&& enqueue) {
+  reclaim();
+  const CUstream q = ordered_on ? ordered_on : ffi::stream_per_thread();
   auto run = [&] {
-    enqueue(ffi::stream_per_thread());
-    check(OXICUDA_DRIVER(StreamSynchronize, ffi::stream_per_thread()), where);
+    if (also_after && also_after != q) check(OXICUDA_DRIVER(StreamSynchronize, also_after), where);
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
   };
   if (ctx) {
-    ScopedCurrent current(ctx, where);
+    SwitchCurrent current(ctx, where);
     run();
   } else {
     run();
   }
+  reclaim();
 }
 
 // clang-format off
@@ -4502,16 +4948,46 @@ concept copyable = (device_range<Dst> || device_range<Src>) &&
                    (device_range<Src> || host_range<Src>);
 // clang-format on
 
+// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
+template <class Enqueue>
+void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
+  on_stream(stream, operation, where, [&](CUstream q) {
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
+  });
+  reclaim();
+}
+
 }  // namespace detail
 
-// Synchronous copy: when it returns, the bytes are in place (see
-// detail::synchronously). The device side's context, when its span knows
-// it, is current for the call.
+// The ordering rule of the synchronous copies and fills (copy(dst, src),
+// fill, fill_bytes, DeviceBuffer::copy_from/copy_to): when one returns, the
+// bytes are in place. It is ordered after the work of a stream-ordered
+// buffer's stream (allocate_async: it runs on that stream), and after
+// nothing else: work pending on your streams is not waited for. Where work
+// is pending, use the forms that take a stream, copy(stream, dst, src),
+// fill(stream, dst, value), fill_bytes(stream, dst, byte): they enqueue on
+// `stream`, after everything enqueued there before, and wait for it.
+
+// Synchronous copy (the ordering rule above). The device side's context,
+// when its span knows it, is current for the call.
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
-  detail::synchronously(ctx, where, [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+  const CUstream on = detail::stream_of(dst) ? detail::stream_of(dst) : detail::stream_of(src);
+  detail::synchronously(ctx, on, detail::stream_of(src), where,
+                        [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered and synchronous: enqueued on `stream` (after the work
+// enqueued there before), then waits for `stream`; the bytes are in place
+// when it returns.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::copy", where,
+                             [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
 }
 
 // Stream-ordered copy: enqueued on `stream`, one driver call.
@@ -4523,28 +4999,46 @@ void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where
 }
 
 // Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever T. The
-// synchronous forms return with the memory set; the _async ones are one
-// driver call on `stream`.
+// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
+// T. The synchronous forms return with the memory set (the ordering rule
+// above; with a stream: enqueued there and waited for); the _async ones are
+// one driver call on `stream`.
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
           SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill", where,
+                             [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
 }
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::fill_async", where, [&](CUstream q) { detail::fill_on(q, dst, value, where); });
+  detail::on_stream(stream, "oxicuda::fill_async", where,
+                    [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
 }
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), where,
-                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
+                             [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
 }
 
 template <class Dst>
@@ -4552,7 +5046,7 @@ requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
-                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, where); });
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
 }
 
 OXICUDA_NAMESPACE_END
@@ -4582,7 +5076,12 @@ class DeviceBuffer {
   DeviceBuffer() noexcept = default;
   DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
   // Stream-ordered: usable by work enqueued on `stream` after this call (and
-  // on other streams once they wait for an event recorded after it).
+  // on other streams once they wait for an event recorded after it). Its
+  // synchronous copies and fills (copy_from, copy_to, copy, fill) run on
+  // that stream, after the work enqueued there before them. The per-thread
+  // default stream is refused: it is another queue on every thread, so the
+  // buffer would be freed on whichever thread's queue drops it, not ordered
+  // after the work of the thread that used it.
   [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
                                                    SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
@@ -4600,7 +5099,9 @@ class DeviceBuffer {
   [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
   // The device address as a T* (for a kernel argument; not dereferenceable on the host).
   [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
+  // The span knows the buffer's context and, for a stream-ordered buffer,
+  // the stream it is ordered on (see copy.hpp's ordering rule).
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw(), free_stream_.raw()}; }
   [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
     return device_span().subspan(offset, count);
   }
@@ -4617,7 +5118,9 @@ class DeviceBuffer {
   // buffer is then empty.
   void reset() noexcept { release(); }
 
-  // Synchronous copies to and from host memory (sizes must match).
+  // Synchronous copies to and from host memory (sizes must match); for a
+  // stream-ordered buffer, on its stream after the work enqueued there
+  // (copy.hpp's ordering rule).
   void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
   void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
 
@@ -4640,6 +5143,10 @@ class DeviceBuffer {
 
 struct PinnedOptions {
   bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+  // CU_MEMHOSTALLOC_DEVICEMAP: mapped into the device's address space, so
+  // that kernels read and write it in place (zero-copy): mapped_span() and
+  // device_ptr() (cuMemHostGetDevicePointer) give the device's address.
+  bool device_map = false;
 };
 
 // `count` elements of T in page-locked (pinned) host memory: copies to and
@@ -4683,11 +5190,21 @@ class PinnedBuffer {
   // NOLINTNEXTLINE(google-explicit-constructor)
   operator std::span<const T>() const noexcept { return {data_, count_}; }
   [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Allocated with {.device_map = true}: the device's address of the
+  // memory (cuMemHostGetDevicePointer; with unified addressing it equals
+  // data(), which the driver does not promise otherwise), 0 when not mapped.
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
+  [[nodiscard]] bool mapped() const noexcept { return device_ptr_ != 0; }
+  // The mapped memory as a DeviceSpan, for a kernel to read and write in
+  // place (zero-copy). An Error when the buffer was not allocated mapped.
+  // (Not device_span(): a PinnedBuffer stays a host range for copies.)
+  [[nodiscard]] DeviceSpan<T> mapped_span(SourceLocation where = SourceLocation::current()) const;
 
   void swap(PinnedBuffer& other) noexcept {
     std::swap(ctx_, other.ctx_);
     std::swap(data_, other.data_);
     std::swap(count_, other.count_);
+    std::swap(device_ptr_, other.device_ptr_);
   }
 
  private:
@@ -4696,6 +5213,7 @@ class PinnedBuffer {
   Context ctx_;
   T* data_ = nullptr;
   std::size_t count_ = 0;
+  ffi::CUdeviceptr device_ptr_ = 0;
 };
 
 namespace detail {
@@ -4714,13 +5232,28 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
   if (count == 0) return;
-  ScopedCurrent current(ctx, where);
+  detail::reclaim();
+  detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
 
+namespace detail {
+// The per-thread default stream names the calling thread's queue: a
+// stream-ordered buffer's stream must be one queue for every thread.
+inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
+                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
+                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
+                where));
+}
+}  // namespace detail
+
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::allocate_async", where);
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
   DeviceBuffer b;
   detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
@@ -4741,6 +5274,7 @@ void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
                         "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
                         where));
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::free_on", where);
   free_stream_ = stream;
 }
 
@@ -4783,11 +5317,32 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   if (count == 0) return;
   unsigned flags = ffi::memhostalloc_portable;
   if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
+  if (options.device_map) flags |= ffi::memhostalloc_devicemap;
+  detail::reclaim();
   void* p = nullptr;
-  ScopedCurrent current(ctx, where);
+  detail::SwitchCurrent current(ctx.raw(), where);
   detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
+  if (options.device_map) {
+    const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
+    if (OXICUDA_UNLIKELY(!r.ok())) {
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
+      device_ptr_ = 0;
+      detail::fail(r, where);
+    }
+  }
   data_ = static_cast<T*>(p);
   count_ = count;
+}
+
+template <class T>
+DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
+  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
+    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
+    if (count_ != 0)
+      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
+                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
+  }
+  return {device_ptr_, count_, ctx_.raw()};
 }
 
 template <class T>
@@ -4799,6 +5354,7 @@ void PinnedBuffer<T>::release() noexcept {
   }
   data_ = nullptr;
   count_ = 0;
+  device_ptr_ = 0;
 }
 
 OXICUDA_NAMESPACE_END
@@ -4875,6 +5431,8 @@ OXICUDA_NAMESPACE_END
 // as the driver takes them, or checked as an untyped launch's bytes.
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -4906,7 +5464,10 @@ struct LaunchConfig {
   Dim3 grid{1};
   Dim3 block{1};
   unsigned shared_bytes = 0;
-  Dim3 cluster{0, 0, 0};  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x
+  // {0,0,0}: no cluster; e.g. {2}: clusters of 2 blocks along x. A cluster
+  // with a zero dimension beside a non-zero one, or one that does not divide
+  // the grid in each dimension, is an Error naming both.
+  Dim3 cluster{0, 0, 0};
   bool cooperative = false;
 };
 
@@ -4939,6 +5500,67 @@ P to_parameter(A&& a) noexcept {
     return a.device_span().data();
   else
     return static_cast<P>(std::forward<A>(a));
+}
+
+inline std::string dims(Dim3 d) {
+  return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)});
+}
+
+// A cluster (any dimension non-zero) must have every dimension non-zero and
+// divide the grid in each: checked before the driver sees it (a zero
+// dimension beside a non-zero one would otherwise be a plain launch).
+[[noreturn]] OXICUDA_COLD inline void bad_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation,
+                                                  SourceLocation where) {
+  const Dim3 c = cfg.cluster, g = cfg.grid;
+  const bool zero = c.x == 0 || c.y == 0 || c.z == 0;
+  raise(Error(ffi::CUDA_ERROR_INVALID_CLUSTER_SIZE, operation,
+              cat({"kernel '", fn.name(), "': cluster ", dims(c), ", grid ", dims(g),
+                   zero ? ": a cluster dimension is zero beside a non-zero one (every dimension of a cluster is at "
+                          "least 1; {0, 0, 0} is no cluster)"
+                        : ": the cluster does not divide the grid (each grid dimension must be a multiple of the "
+                          "cluster's)"}),
+              where));
+}
+
+inline void check_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation, SourceLocation where) {
+  const Dim3 c = cfg.cluster, g = cfg.grid;
+  if (c.x == 0 || c.y == 0 || c.z == 0 || g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0)
+    bad_cluster(fn, cfg, operation, where);
+}
+
+template <class A>
+inline constexpr bool is_device_buffer_v = false;
+template <class T>
+inline constexpr bool is_device_buffer_v<DeviceBuffer<T>> = true;
+
+[[noreturn]] OXICUDA_COLD inline void empty_buffer_argument(const Function& fn, std::size_t position,
+                                                            std::size_t count, std::string_view type,
+                                                            const char* operation, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
+              cat({"argument ", std::to_string(position), " of ", std::to_string(count), " (", type,
+                   ") to kernel '", fn.name(),
+                   "' is an empty buffer (default-constructed or moved-from): the kernel would get a null pointer"}),
+              where));
+}
+
+// Refuses a default-constructed or moved-from DeviceBuffer among a typed
+// launch's arguments (it has no memory and no context; a buffer of 0
+// elements made in a context passes, as its null pointer with a size of 0).
+// Nothing to do, at compile time, for arguments that are not buffers.
+template <class... Args>
+inline void check_arguments(const Function& fn, const char* operation, SourceLocation where, const Args&... args) {
+  if constexpr ((is_device_buffer_v<Args> || ...)) {
+    std::size_t position = 0;
+    auto check = [&]<class A>(const A& a) {
+      ++position;
+      if constexpr (is_device_buffer_v<A>)
+        if (OXICUDA_UNLIKELY(a.device_ptr() == 0 && !a.context()))
+          empty_buffer_argument(fn, position, sizeof...(Args), type_name<A>(), operation, where);
+    };
+    (check(args), ...);
+  } else {
+    (void)fn, (void)operation, (void)where;
+  }
 }
 
 // What the untyped launch may pass: the bytes of a kernel parameter type,
@@ -4997,23 +5619,41 @@ namespace detail {
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
                                                     SourceLocation where) {
-  auto dims = [](Dim3 d) { return cat({std::to_string(d.x), "x", std::to_string(d.y), "x", std::to_string(d.z)}); };
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
            cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
-  if (r.entry == ffi::Entry::FuncSetAttribute) {
-    int optin = 0;
+  // Both figures, where dynamic shared memory is the reason (raising the
+  // limit failed, or the launch was refused asking for more than the device
+  // can give): what the launch asks for, and what the device can give this
+  // kernel (a block's opt-in maximum less the kernel's static part). Empty
+  // when the driver cannot tell; `over` says whether the launch asks for more.
+  bool over = false;
+  auto figures = [&]() -> std::string {
+    int optin = 0, static_bytes = 0;
     const Device device = fn.module().context().device(where);
-    const bool known =
-        OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                       device.raw())
-            .ok();
+    if (!OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                        device.raw())
+             .ok() ||
+        !OXICUDA_DRIVER(FuncGetAttribute, &static_bytes, ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.raw()).ok())
+      return {};
+    const long long most = static_cast<long long>(optin) - static_bytes;
+    over = static_cast<long long>(cfg.shared_bytes) > most;
+    return cat({"the device gives a block at most ", std::to_string(optin),
+                " bytes of shared memory, and the kernel has ", std::to_string(static_bytes),
+                " bytes of static shared memory, so it can have at most ", std::to_string(most > 0 ? most : 0),
+                " bytes of dynamic shared memory, not ", std::to_string(cfg.shared_bytes)});
+  };
+  std::string shared;
+  if (r.entry == ffi::Entry::FuncSetAttribute) {
+    shared = figures();
     why = cat({why,
                ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
-               "failed",
-               known ? "; this device allows at most " : "", known ? std::to_string(optin) : std::string(),
-               known ? " bytes per block" : ""});
+               "to ",
+               std::to_string(cfg.shared_bytes), " bytes failed", shared.empty() ? "" : "; ", shared});
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_VALUE && cfg.shared_bytes > 48 * 1024 &&
+             !(shared = figures()).empty() && over) {
+    why = cat({why, ": ", shared});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
   } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
@@ -5045,24 +5685,28 @@ inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, vo
   return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
 }
 
-// A launch that asks for more than 48 KiB of dynamic shared memory. The
-// kernel's limit is raised first when this Function has not raised it that
-// far; and when the driver refuses the launch because the limit was lowered
-// since (through another Function of the kernel, or raw()), the limit is
-// read again, raised, and the launch made once more.
-OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
-                                             SourceLocation where) {
+// A launch that asks for dynamic shared memory. The driver allows a kernel
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (by default 48 KiB less
+// its static shared memory): read once per Function and cached. When the
+// launch asks for more, the limit is raised first; and when the driver
+// refuses the launch because the limit was lowered since (through another
+// Function of the kernel, or raw()), the limit is read again, raised, and
+// the launch made once more.
+inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
+                               SourceLocation where) {
   const CUfunction f = fn.raw();
+  unsigned allowed = 0;
+  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_UNLIKELY(!read.ok()))
+    fail(read, where, cat({"reading the dynamic shared memory limit of kernel '", fn.name(), "'"}));
   auto raise_limit = [&] {
     const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
     if (!raised.ok()) launch_failed(raised, fn, cfg, where);
   };
-  if (cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) raise_limit();
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
   Outcome r = launch_once(s, f, cfg, params);
-  if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) {
-    int limit = 0;
-    if (OXICUDA_DRIVER(FuncGetAttribute, &limit, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f).ok() &&
-        static_cast<unsigned>(limit) < cfg.shared_bytes) {
+  if (OXICUDA_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
+    unsigned limit = 0;
+    if (FunctionAccess::read_allowed(fn, limit).ok() && limit < cfg.shared_bytes) {
       raise_limit();
       r = launch_once(s, f, cfg, params);
     }
@@ -5074,9 +5718,11 @@ OXICUDA_COLD inline void launch_large_shared(CUstream s, const Function& fn, con
 // plain path. `params` points to the arguments, in parameter order.
 inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
+  if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
+    check_cluster(fn, cfg, "oxicuda::launch", where);
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
-    if (OXICUDA_UNLIKELY(cfg.shared_bytes > 48 * 1024)) return launch_large_shared(s, fn, cfg, params, where);
+    if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);
     if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
@@ -5121,6 +5767,7 @@ template <class... Params, class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
   detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
 }
@@ -5229,8 +5876,9 @@ struct CompileOptions {
   [[nodiscard]] StringList arguments() const;
 };
 
-// What a compile produced: LTO-IR with lto, a cubin for a real architecture
-// (sm_XX), PTX otherwise.
+// What a compile produced, as NVRTC says (also when an option in
+// CompileOptions::extra decided it): LTO-IR with lto (-dlto), a cubin for a
+// real architecture (sm_XX), PTX otherwise.
 enum class CodeKind { ptx, cubin, ltoir };
 
 struct Compiled {
@@ -5433,24 +6081,36 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
     detail::check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
     c.lowered_names.add(e).add(lowered ? lowered : "");
   }
-  std::size_t size = 0;
-  if (options.lto) {
+  // What NVRTC produced decides the kind, not the options asked for: -dlto
+  // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
+  // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
+  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
+  // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
+    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
+  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
+  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
+  if (lto_size > 0) {
     c.kind = CodeKind::ltoir;
-    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &size), where);
-    c.code.assign(size, '\0');
+    c.code.assign(lto_size, '\0');
     detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (std::string_view(options.arch).starts_with("sm_")) {
+  } else if (cubin_size > 0) {
     c.kind = CodeKind::cubin;
-    detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &size), where);
-    c.code.assign(size, '\0');
+    c.code.assign(cubin_size, '\0');
     detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
   } else {
     c.kind = CodeKind::ptx;
-    detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &size), where);
-    c.code.assign(size, '\0');
-    detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
+    c.code.assign(ptx_size, '\0');
+    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
     while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
   }
+  if (OXICUDA_UNLIKELY(c.code.empty()))
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
+                        detail::cat({"compiling '", name_, "' succeeded but NVRTC produced no code (no LTO-IR, cubin "
+                                     "or PTX; options: ", args.spaced(),
+                                     "); an option in CompileOptions::extra may ask for output that NVRTC keeps to "
+                                     "itself: use the fields (.arch, .lto, .relocatable) instead"}),
+                        where));
   return c;
 }
 
@@ -5506,6 +6166,7 @@ OXICUDA_NAMESPACE_END
 // CompileOptions::lto), PTX and cubins into one cubin for a real architecture.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -5517,10 +6178,17 @@ OXICUDA_NAMESPACE_BEGIN
 // A failed add or complete is an Error whose detail holds nvJitLink's error log.
 class LtoLinker {
  public:
-  // `arch` is a real architecture ("sm_90"); `options` more nvJitLink options
-  // ("-O3", "-lineinfo"). -lto is passed unless lto is false.
+  // `arch` is a real architecture ("sm_90", "sm_90a", "sm_100f"; or
+  // "compute_90" with the -ptx option); `options` more nvJitLink options
+  // ("-O3", "-lineinfo"). -lto is passed unless lto is false. The
+  // architecture (here and in an -arch= option) is checked before nvJitLink
+  // sees it: nvJitLink ends the whole process (exit(1)) on some malformed
+  // ones, such as "sm_1". A NUL byte in it or in an option is an Error.
   explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
                      SourceLocation where = SourceLocation::current());
+  LtoLinker(std::string_view arch, std::initializer_list<std::string_view> options, bool lto = true,
+            SourceLocation where = SourceLocation::current())
+      : LtoLinker(arch, option_list(options, where), lto, where) {}
   LtoLinker(LtoLinker&& o) noexcept : raw_(o.raw_) { o.raw_ = nullptr; }
   LtoLinker& operator=(LtoLinker&& o) noexcept {
     if (this != &o) {
@@ -5533,6 +6201,9 @@ class LtoLinker {
   ~LtoLinker() { destroy(); }
 
   // Adds an input from memory; `name` appears in nvJitLink's messages.
+  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
+  // is copied and NUL-terminated, since nvJitLink reads PTX up to a NUL, not
+  // `size` bytes; PTX with a NUL inside is an Error.
   LtoLinker& add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size, std::string_view name = "input",
                  SourceLocation where = SourceLocation::current());
   // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
@@ -5542,6 +6213,9 @@ class LtoLinker {
   [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
   // nvJitLink's info log so far.
   [[nodiscard]] std::string info_log(SourceLocation where = SourceLocation::current()) const;
+  // nvJitLink's error log so far: after a successful complete(), the
+  // warnings nvJitLink wrote there (a failed call's Error already holds it).
+  [[nodiscard]] std::string error_log(SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] nvJitLinkHandle raw() const noexcept { return raw_; }
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
@@ -5556,7 +6230,7 @@ class LtoLinker {
     return raw_;
   }
   // The error log, as far as nvJitLink gives it (the failed call is the error).
-  std::string error_log() const {
+  std::string error_detail() const {
     std::size_t size = 0;
     std::string log;
     if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
@@ -5567,11 +6241,69 @@ class LtoLinker {
     return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
   }
 
+  static StringList option_list(std::initializer_list<std::string_view> options, SourceLocation where);
+
   nvJitLinkHandle raw_ = nullptr;
 };
 
+// nvJitLink's version (13000 for 13.0; nvJitLinkVersion, CUDA 12.3+); loads
+// nvJitLink. An Error when there is none, or when it is older than 12.3.
+[[nodiscard]] int nvjitlink_version(SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
+// not starting with 0), a form nvJitLink takes without ending the process.
+inline bool plausible_arch(std::string_view arch) noexcept {
+  std::string_view rest;
+  if (arch.starts_with("sm_"))
+    rest = arch.substr(3);
+  else if (arch.starts_with("compute_"))
+    rest = arch.substr(8);
+  else
+    return false;
+  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
+  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
+  for (char c : rest)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+[[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
+  raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
+              cat({what, " holds a NUL byte at offset ", std::to_string(s.find('\0')), " (of ",
+                   std::to_string(s.size()), "); nvJitLink's options are C strings"}),
+              where));
+}
+
+inline void check_lto_arch(std::string_view arch, std::string_view given_as, SourceLocation where) {
+  if (arch.find('\0') != std::string_view::npos) nul_in_option("the architecture", arch, where);
+  if (!plausible_arch(arch))
+    raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_ARCH, "oxicuda::LtoLinker::LtoLinker",
+                cat({"the architecture '", arch, "'", given_as,
+                     " is not sm_NN, sm_NNa, sm_NNf or compute_NN, with NN the compute capability's two or three "
+                     "digits (\"sm_90\" for 9.0); it is checked before nvJitLink sees it, because nvJitLink ends "
+                     "the process on some malformed architectures"}),
+                where));
+}
+
+}  // namespace detail
+
+inline StringList LtoLinker::option_list(std::initializer_list<std::string_view> options, SourceLocation where) {
+  StringList list;
+  for (std::string_view o : options) {
+    if (o.find('\0') != std::string_view::npos) detail::nul_in_option(detail::cat({"the option '", o.substr(0, o.find('\0')), "...'"}), o, where);
+    list.add(o, where);
+  }
+  return list;
+}
+
 inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bool lto, SourceLocation where) {
-  StringList all{detail::cat({"-arch=", arch})};
+  detail::check_lto_arch(arch, "", where);
+  for (std::string_view o : options)
+    if (o.starts_with("-arch=")) detail::check_lto_arch(o.substr(6), detail::cat({" (in the option '", o, "')"}), where);
+  StringList all;
+  all.add(detail::cat({"-arch=", arch}), where);
   if (lto) all.add("-lto");
   all.add(options);
   const detail::CStrings argv(all);
@@ -5580,7 +6312,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   // A refused create still hands back a handle holding the reason (nvJitLink
   // 13: "unrecognized option"): read it, then destroy the handle, which the
   // destructor of a throwing constructor would not.
-  std::string log = raw_ ? error_log() : std::string();
+  std::string log = raw_ ? error_detail() : std::string();
   destroy();
   detail::fail(r, where, detail::cat({"creating a link (options: ", all.spaced(), ")", log}));
 }
@@ -5589,9 +6321,16 @@ inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data,
                                  std::string_view name, SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::add", where);
   const std::string n(name);
+  std::string text;
+  if (kind == ffi::NVJITLINK_INPUT_PTX) {
+    text = detail::ptx_text(static_cast<const char*>(data), data ? size : 0, ffi::NVJITLINK_ERROR_INVALID_INPUT,
+                            "oxicuda::LtoLinker::add", detail::cat({"the PTX input '", n, "'"}), "nvJitLink", where);
+    data = text.c_str();
+    size = text.size() + 1;
+  }
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
   if (OXICUDA_UNLIKELY(!r.ok()))
-    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_log()}));
+    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_detail()}));
   return *this;
 }
 
@@ -5599,17 +6338,13 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
   const ffi::nvJitLinkInputType kind = compiled.kind == CodeKind::ltoir   ? ffi::NVJITLINK_INPUT_LTOIR
                                        : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
                                                                           : ffi::NVJITLINK_INPUT_PTX;
-  if (kind == ffi::NVJITLINK_INPUT_PTX) {
-    const std::string text = compiled.code;  // with its terminating NUL
-    return add(kind, text.c_str(), text.size() + 1, name, where);
-  }
   return add(kind, compiled.code.data(), compiled.code.size(), name, where);
 }
 
 inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_log()}));
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
   std::size_t size = 0;
   detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
   std::string cubin(size, '\0');
@@ -5625,6 +6360,22 @@ inline std::string LtoLinker::info_log(SourceLocation where) const {
   if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
+}
+
+inline std::string LtoLinker::error_log(SourceLocation where) const {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
+  std::string log(size, '\0');
+  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+inline int nvjitlink_version(SourceLocation where) {
+  unsigned major = 0, minor = 0;
+  detail::check(OXICUDA_NVJITLINK(Version, &major, &minor), where);
+  return static_cast<int>(major * 1000 + minor * 10);
 }
 
 OXICUDA_NAMESPACE_END
@@ -5706,9 +6457,13 @@ class Linker {
   ~Linker() { destroy(); }
 
   // Adds an input from memory; `name` appears in the linker's messages.
+  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
+  // is copied and NUL-terminated, since the driver reads PTX up to a NUL,
+  // not `size` bytes; PTX with a NUL inside (the driver would drop what
+  // follows) is an Error. A cubin must be relocatable (built with -rdc).
   Linker& add(LinkInput kind, const void* data, std::size_t size, std::string_view name = "input",
               SourceLocation where = SourceLocation::current());
-  // Adds PTX text.
+  // Adds PTX text (the same rules).
   Linker& add_ptx(std::string_view ptx, std::string_view name = "ptx", SourceLocation where = SourceLocation::current());
   // Adds an input from a file.
   Linker& add_file(LinkInput kind, const std::string& path, SourceLocation where = SourceLocation::current());
@@ -5766,17 +6521,30 @@ inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, s
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Linker::add",
                         detail::cat({"the input '", name, "' is empty"}), where));
   const std::string n(name);
+  std::string text;
+  if (kind == LinkInput::ptx) {
+    text = detail::ptx_text(static_cast<const char*>(data), size, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Linker::add",
+                            detail::cat({"the PTX input '", n, "'"}), "the driver", where);
+    data = text.c_str();
+    size = text.size() + 1;
+  }
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
                                            const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
   if (OXICUDA_UNLIKELY(!r.ok()))
-    fail_with_log(r, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)"}), where);
+    fail_with_log(r,
+                  detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)",
+                               kind == LinkInput::cubin && (r.result == ffi::CUDA_ERROR_NO_BINARY_FOR_GPU ||
+                                                             r.result == ffi::CUDA_ERROR_INVALID_IMAGE)
+                                   ? "; a cubin input to a Linker must be relocatable device code: compile it with "
+                                     "-rdc (CompileOptions::relocatable, nvcc -rdc=true -cubin)"
+                                   : ""}),
+                  where);
   return *this;
 }
 
 inline Linker& Linker::add_ptx(std::string_view ptx, std::string_view name, SourceLocation where) {
-  const std::string text(ptx);  // the driver wants PTX NUL-terminated
-  return add(LinkInput::ptx, text.c_str(), text.size() + 1, name, where);
+  return add(LinkInput::ptx, ptx.data(), ptx.size(), name, where);
 }
 
 inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceLocation where) {
@@ -5809,30 +6577,49 @@ OXICUDA_NAMESPACE_END
 // ---- begin oxicuda/cache.hpp ----
 // oxicuda/cache.hpp — the on-disk cache of compiled kernels: a directory
 // private to the user, one file per entry named by the hash of everything
-// that made it, written atomically (a temporary file, then rename), checked
-// by a checksum when read, and kept under a size limit by evicting the
-// oldest entries. It never throws for a cache problem: it says what happened
-// (the `note`) and the caller compiles instead.
+// that made it, written atomically (a temporary file from mkstemp, its data
+// synced to disk, then a rename), checked by a checksum when read, and kept
+// under a size limit by evicting the entries used longest ago. It never
+// throws for a cache problem: it says what happened (the `note`) and the
+// caller compiles instead.
 //
-// Environment: OXICUDA_CACHE=0 disables it; OXICUDA_CACHE_DIR names the
-// directory (default $XDG_CACHE_HOME/oxicuda, else ~/.cache/oxicuda);
-// OXICUDA_CACHE_MAX_BYTES its size limit (default 256 MiB; "512M" works).
-// A writer's temporary file over an hour old is removed. POSIX only: on
-// Windows the cache is off.
+// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
+// unset: on; anything else: off, with a note naming the value);
+// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
+// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
+// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
+// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
+// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
+// 1024; a value that is not one is refused with a note and the default
+// kept). POSIX only: on Windows the cache is off.
+//
+// What a hit costs: one open, one read, and the entry's time of last use
+// set; nothing else in the directory is read or written. A store adds its
+// size to a running total kept in the directory (`total.counter`, updated
+// under flock, as ccache keeps its counters); only when the total passes the
+// limit (or the counter is missing, or every 1024 stores) is the directory
+// scanned, once, and the entries used longest ago removed until it is under.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 
 #if !OXICUDA_WINDOWS
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #endif
 
@@ -5846,14 +6633,18 @@ struct KernelCacheStats {
 [[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
 
 // Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
-// Looks only: creates nothing, loads nothing.
+// Looks only: creates nothing, removes nothing, loads nothing.
 struct KernelCacheInfo {
-  bool enabled = false;     // OXICUDA_CACHE is not 0 and a directory could be named
+  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
   std::string directory;    // where entries are kept (created at the first compile)
-  std::string note;         // when not enabled: why
-  unsigned long entries = 0;
+  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
+  unsigned long entries = 0;  // kernels kept (not the cache's own records)
   std::uint64_t bytes = 0;  // the entries' total size
-  std::uint64_t limit = 0;  // beyond it, the oldest entries are evicted (OXICUDA_CACHE_MAX_BYTES)
+  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
+  // Files named like entries that eviction leaves alone: not regular files,
+  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
+  // note names the first.
+  unsigned long skipped = 0;
 };
 [[nodiscard]] KernelCacheInfo kernel_cache_info();
 
@@ -5897,12 +6688,32 @@ struct KeyHash {
 };
 
 // An entry's checksum covers its key too, so an entry renamed to another
-// key's name does not pass for that key's.
+// key's name does not pass for that key's. It guards against a torn or
+// damaged file, not against a forger (anyone can recompute it): eight bytes
+// at a time in four independent lanes, each a multiply and a shift, so a
+// hit's check costs a fraction of a microsecond per 8 KiB, where KeyHash's
+// byte at a time took tens.
 inline std::uint64_t checksum(std::string_view key, std::string_view s) noexcept {
-  KeyHash h;
-  h.bytes(key.data(), key.size());
-  h.bytes(s.data(), s.size());
-  return h.a ^ (h.b * 0x9e3779b97f4a7c15ull);
+  constexpr std::uint64_t m = 0x9e3779b97f4a7c15ull;
+  KeyHash k;
+  k.add(key);
+  std::uint64_t h[4] = {k.a, k.b, k.a ^ 0xc2b2ae3d27d4eb4full, k.b ^ 0x165667b19e3779f9ull};
+  const char* p = s.data();
+  std::size_t n = s.size();
+  for (; n >= 32; p += 32, n -= 32)
+    for (int lane = 0; lane < 4; ++lane) {
+      std::uint64_t v;
+      std::memcpy(&v, p + 8 * lane, 8);
+      h[lane] = (h[lane] ^ v) * m;
+      h[lane] ^= h[lane] >> 31;
+    }
+  for (; n > 0; --n, ++p) h[0] = (h[0] ^ static_cast<unsigned char>(*p)) * 0x100000001b3ull;
+  std::uint64_t r = s.size();
+  for (const std::uint64_t lane : h) {
+    r = (r ^ lane) * m;
+    r ^= r >> 29;
+  }
+  return r;
 }
 
 // Fields joined into one payload, each as 8 bytes of length and its bytes.
@@ -5922,48 +6733,201 @@ inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
   return true;
 }
 
+// A file's first 32 bytes: the magic (an entry's or a record's), the
+// payload's size and its checksum.
 inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
+inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
+inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
 
-// The cache directory, ready to use: created (0700) if missing, and
-// refused when it is not a directory of this user's that no one else can
-// write. Empty when the cache is off or refused; `note` then says why (empty
-// when simply off).
+// The most any entry may take, whatever OXICUDA_CACHE_MAX_BYTES says: no
+// image we write comes near it, and a read never allocates more.
+inline constexpr std::uint64_t cache_entry_cap = 1ull << 30;
+// The most a record (cache_record_write) may take.
+inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
+// Stores between two scans that check the running total against the disk.
+inline constexpr unsigned cache_rescan_every = 1024;
+
+// OXICUDA_CACHE: whether the cache is on. Unset or empty, 1/on/true/yes (any
+// case): on; 0/off/false/no: off; anything else: off, and `note` names it.
+inline bool cache_enabled(std::string& note) {
+  const std::string v = env_string("OXICUDA_CACHE");
+  if (v.empty()) return true;
+  std::string lower = v;
+  for (char& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  for (const char* on : {"1", "on", "true", "yes"})
+    if (lower == on) return true;
+  for (const char* off : {"0", "off", "false", "no"})
+    if (lower == off) return false;
+  note = cat({"oxicuda cache: OXICUDA_CACHE='", v,
+              "' is none of 0, off, false, no (off) or 1, on, true, yes (on); the cache is off"});
+  return false;
+}
+
+// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with
+// K/KB/KiB, M/MB/MiB or G/GB/GiB after it (any case; all are powers of 1024;
+// spaces between allowed): "512M", "512MB", "2 GiB". Unset or empty: 256
+// MiB. Anything else ("lots", "12x", "-5", too large) is refused with a
+// note naming it, and the default kept rather than evict by a misread number.
+inline std::uint64_t cache_limit(std::string& note) {
+  constexpr std::uint64_t fallback = 256ull << 20;
+  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
+  if (v.empty()) return fallback;
+  auto refuse = [&] {
+    note = cat({"oxicuda cache: OXICUDA_CACHE_MAX_BYTES='", v,
+                "' is not a size (a number of bytes, or one with K, M, G, KB, MB, GB, KiB, MiB or GiB after it); "
+                "the default limit, 256 MiB, is used"});
+    return fallback;
+  };
+  std::size_t i = 0;
+  std::uint64_t n = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
+    const std::uint64_t digit = static_cast<std::uint64_t>(v[i] - '0');
+    if (n > (~0ull - digit) / 10) return refuse();
+    n = n * 10 + digit;
+    ++i;
+  }
+  if (i == 0) return refuse();
+  while (i < v.size() && v[i] == ' ') ++i;
+  std::string unit = v.substr(i);
+  for (char& c : unit)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  int shift = -1;
+  if (unit.empty() || unit == "b") shift = 0;
+  for (const auto& [letter, bits] : {std::pair<char, int>{'k', 10}, {'m', 20}, {'g', 30}})
+    if (unit == std::string(1, letter) || unit == cat({std::string_view(&letter, 1), "b"}) ||
+        unit == cat({std::string_view(&letter, 1), "ib"}))
+      shift = bits;
+  if (shift < 0 || n > (~0ull >> shift)) return refuse();
+  return n << shift;
+}
+inline std::uint64_t cache_limit() {
+  std::string note;
+  return cache_limit(note);
+}
+
+// The most an entry's file may take under `limit`.
+inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return std::min(limit, cache_entry_cap); }
+
 // The cache's directory as the environment names it; empty (and why in
-// `note`) when it names none.
+// `note`) when it names none. `note` also tells of a setting ignored.
 inline std::string cache_location(std::string& note) {
 #if OXICUDA_WINDOWS
   note = "the kernel cache is not available on Windows";
   return {};
 #else
-  std::string dir = env_string("OXICUDA_CACHE_DIR");
-  if (dir.empty()) {
-    const std::string xdg = env_string("XDG_CACHE_HOME");
-    const std::string home = env_string("HOME");
-    if (!xdg.empty())
-      dir = cat({xdg, "/oxicuda"});
-    else if (!home.empty())
-      dir = cat({home, "/.cache/oxicuda"});
-    else {
-      note = cat({"oxicuda cache: neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set; compiled without the cache"});
+  const std::string own = env_string("OXICUDA_CACHE_DIR");
+  if (!own.empty()) {
+    if (own[0] != '/') {
+      note = cat({"oxicuda cache: OXICUDA_CACHE_DIR='", own,
+                  "' is a relative path, which would put the cache wherever the program runs; refused, so "
+                  "compiled without the cache. Give an absolute path"});
       return {};
     }
+    return own;
   }
-  return dir;
+  const std::string xdg = env_string("XDG_CACHE_HOME");
+  if (!xdg.empty()) {
+    if (xdg[0] == '/') return cat({xdg, "/oxicuda"});
+    note = cat({"oxicuda cache: XDG_CACHE_HOME='", xdg,
+                "' is a relative path, which the XDG Base Directory specification says to ignore; $HOME/.cache "
+                "is used instead"});
+  }
+  const std::string home = env_string("HOME");
+  if (home.empty() || home[0] != '/') {
+    note = cat({note, note.empty() ? "" : "\n", "oxicuda cache: ",
+                home.empty() ? cat({"neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set"})
+                             : cat({"HOME='", home, "' is not an absolute path"}),
+                "; compiled without the cache"});
+    return {};
+  }
+  return cat({home, "/.cache/oxicuda"});
 #endif
 }
 
-inline std::string cache_directory(std::string& note) {
+// The cache directory, ready to use: created (0700) if missing, and
+// refused when it is not a directory of this user's that no one else can
+// write. Empty when the cache is off or refused; `note` then says why (empty
+// when simply off). Before anything is created, each directory on the way
+// that exists must be the effective user's or root's: under sudo, HOME is
+// often the user's, and a root-owned cache inside it would be one the user
+// can neither clean nor use. Then the cache is off, with a note, and nothing
+// is created.
+// `create` false: looks only (kernel_cache_info); a directory still to be
+// created is named, not created.
+#if !OXICUDA_WINDOWS
+// What cache_directory verified last on this thread.
+struct VerifiedCacheDir {
+  std::string dir;
+  dev_t dev = 0, parent_dev = 0;
+  ino_t ino = 0, parent_ino = 0;
+  uid_t parent_uid = 0;
+  mode_t parent_mode = 0;
+};
+inline thread_local VerifiedCacheDir verified_cache_dir;
+#endif
+
+inline std::string cache_directory(std::string& note, bool create) {
 #if OXICUDA_WINDOWS
+  (void)create;
   return cache_location(note);
 #else
-  if (env_string("OXICUDA_CACHE") == "0") return {};
+  if (!cache_enabled(note)) return {};
   std::string dir = cache_location(note);
   if (dir.empty()) return {};
+  auto add_note = [&](std::string_view text) { note = note.empty() ? std::string(text) : cat({note, "\n", text}); };
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::size_t last = dir.find_last_of('/');
+  const std::string parent = last == 0 ? cat({"/"}) : dir.substr(0, last);
+  // The directory this thread verified last (every step below), while it is
+  // still the same directory, yours, private, not a link, in a parent that
+  // still passes: two system calls instead of a walk from the root (a hit's
+  // largest cost after the load).
+  VerifiedCacheDir& memo = verified_cache_dir;
+  struct stat now {}, up {};
+  if (create && !memo.dir.empty() && memo.dir == dir && ::lstat(dir.c_str(), &now) == 0 && S_ISDIR(now.st_mode) &&
+      now.st_dev == memo.dev && now.st_ino == memo.ino && now.st_uid == ::geteuid() && (now.st_mode & 022) == 0 &&
+      ::stat(parent.c_str(), &up) == 0 && up.st_dev == memo.parent_dev && up.st_ino == memo.parent_ino &&
+      up.st_uid == memo.parent_uid && up.st_mode == memo.parent_mode)
+    return dir;
+  // The directories on the way, from the top, up to the parent.
+  std::size_t missing_from = std::string::npos;
+  for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    struct stat st {};
+    if (::lstat(part.c_str(), &st) != 0) {
+      missing_from = slash;
+      break;
+    }
+    const bool link = S_ISLNK(st.st_mode);
+    const unsigned link_uid = st.st_uid;
+    if (link && ::stat(part.c_str(), &st) != 0) {
+      missing_from = slash;
+      break;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      add_note(cat({"oxicuda cache: ", part, " is not a directory; compiled without the cache"}));
+      return {};
+    }
+    const bool foreign_link = link && link_uid != ::geteuid() && link_uid != 0;
+    if (foreign_link || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
+      const unsigned uid = foreign_link ? link_uid : st.st_uid;
+      const std::string_view which = part == parent ? "its parent " : "";
+      const std::string_view kind = foreign_link ? "a symbolic link " : "";
+      add_note(cat({"oxicuda cache: refusing ", dir, ": ", which, part, " is ", kind, "owned by uid ",
+                    std::to_string(uid), ", not by you (uid ", std::to_string(::geteuid()),
+                    "), so nothing is created there: under sudo, HOME is often the user's, and a cache of root's "
+                    "in it would be one they cannot use or clean. Compiled without the cache; set "
+                    "OXICUDA_CACHE_DIR (or HOME) to a directory of yours"}));
+      return {};
+    }
+  }
+  if (!create && missing_from != std::string::npos) return dir;
   // Each missing directory on the way, private to the user.
-  for (std::size_t slash = dir.find('/', 1); ; slash = dir.find('/', slash + 1)) {
+  for (std::size_t slash = missing_from; create; slash = dir.find('/', slash + 1)) {
     const std::string part = dir.substr(0, slash);
     if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      note = cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"});
+      add_note(cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"}));
       return {};
     }
     if (slash == std::string::npos) break;
@@ -5971,42 +6935,48 @@ inline std::string cache_directory(std::string& note) {
   struct stat st {};
   // A link another user made (in /tmp, say) could point at a directory of
   // yours, whose files eviction would then treat as entries.
+  if (!create && ::lstat(dir.c_str(), &st) != 0) return dir;
   if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != ::geteuid() && st.st_uid != 0) {
-    note = cat({"oxicuda cache: refusing ", dir, ": it is a symbolic link owned by uid ", std::to_string(st.st_uid),
-                ", not by you; compiled without the cache"});
+    add_note(cat({"oxicuda cache: refusing ", dir, ": it is a symbolic link owned by uid ", std::to_string(st.st_uid),
+                  ", not by you; compiled without the cache"}));
     return {};
   }
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    note = cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"});
+    add_note(cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"}));
     return {};
   }
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-    note = cat({"oxicuda cache: refusing ", dir, ": it is ",
-                st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
-                                         : cat({"writable by others"}),
-                ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
-                "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"});
+    add_note(cat({"oxicuda cache: refusing ", dir, ": it is ",
+                  st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
+                                           : cat({"writable by others"}),
+                  ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
+                  "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"}));
     return {};
   }
   // Its parent: whoever may write there could swap the directory for another
   // after these checks; in a sticky one (/tmp) no one renames what is not
   // theirs. It must be yours or root's, and writable by no one else unless
   // sticky.
-  const std::size_t end = dir.find_last_not_of('/');
-  const std::size_t slash = end == std::string::npos ? std::string::npos : dir.find_last_of('/', end);
-  const std::string parent = slash == std::string::npos ? cat({"."}) : slash == 0 ? cat({"/"}) : dir.substr(0, slash);
   if (::stat(parent.c_str(), &st) == 0 &&
       ((st.st_uid != ::geteuid() && st.st_uid != 0) || ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))) {
-    note = cat({"oxicuda cache: refusing ", dir, ": its parent ", parent, " is ",
-                st.st_uid != ::geteuid() && st.st_uid != 0
-                    ? cat({"owned by uid ", std::to_string(st.st_uid)})
-                    : cat({"writable by others and not sticky"}),
-                ", who could replace the cache with a directory of their choice. Compiled without the cache"});
+    add_note(cat({"oxicuda cache: refusing ", dir, ": its parent ", parent, " is ",
+                  st.st_uid != ::geteuid() && st.st_uid != 0
+                      ? cat({"owned by uid ", std::to_string(st.st_uid)})
+                      : cat({"writable by others and not sticky"}),
+                  ", who could replace the cache with a directory of their choice. Compiled without the cache"}));
     return {};
+  }
+  struct stat mine {};
+  if (create && ::lstat(dir.c_str(), &mine) == 0 && ::stat(parent.c_str(), &st) == 0) {
+    memo.dir = dir;
+    memo.dev = mine.st_dev, memo.ino = mine.st_ino;
+    memo.parent_dev = st.st_dev, memo.parent_ino = st.st_ino, memo.parent_uid = st.st_uid,
+    memo.parent_mode = st.st_mode;
   }
   return dir;
 #endif
 }
+inline std::string cache_directory(std::string& note) { return cache_directory(note, true); }
 
 #if !OXICUDA_WINDOWS
 // Writes all of `data` to fd.
@@ -6019,82 +6989,185 @@ inline bool write_all(int fd, std::string_view data) noexcept {
   }
   return true;
 }
-#endif
 
-// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with a
-// K, M or G after it ("512M"). Anything else (unset, "lots", "12x") keeps
-// the default, 256 MiB, rather than evicting by a misread number.
-inline std::uint64_t cache_limit() {
-  constexpr std::uint64_t fallback = 256ull << 20;
-  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
-  if (v.empty() || v[0] < '0' || v[0] > '9') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  const std::string_view unit = end;
-  if (unit.empty()) return n;
-  if (unit.size() != 1) return fallback;
-  const int shift = unit[0] == 'K' || unit[0] == 'k' ? 10 : unit[0] == 'M' || unit[0] == 'm' ? 20
-                    : unit[0] == 'G' || unit[0] == 'g' ? 30 : -1;
-  if (shift < 0 || n > (~0ull >> shift)) return fallback;
-  return static_cast<std::uint64_t>(n) << shift;
+// Reads `n` bytes into `out`; false at an error or the end of the file first.
+inline bool read_all(int fd, char* out, std::size_t n) noexcept {
+  std::size_t got = 0;
+  while (got < n) {
+    const ::ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<std::size_t>(r);
+  }
+  return true;
 }
 
-// The payload of the entry `key`, or false: not there, refused or corrupt
-// (a corrupt entry is removed; `note` says which). A hit counts as a use for
-// eviction (its time is set to now).
-inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)key, (void)payload, (void)note;
+// Whether a file of `bytes` may be written under RLIMIT_FSIZE: past it, the
+// write would raise SIGXFSZ, whose default action ends the process. (The
+// signal is the application's; no handler is installed.)
+inline bool fits_file_size_limit(std::uint64_t bytes, std::string_view path, std::string& note) {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+      bytes <= static_cast<std::uint64_t>(rl.rlim_cur))
+    return true;
+  note = cat({"oxicuda cache: not stored: ", path, " would take ", std::to_string(bytes),
+              " bytes, past the process's file-size limit (RLIMIT_FSIZE, ", std::to_string(rl.rlim_cur), " bytes)"});
   return false;
+}
+
+// Removes `path` only when it is still the file `opened` (another process
+// may have renamed a new file there since it was opened).
+inline bool remove_if_same(const std::string& path, const struct stat& opened) noexcept {
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0 || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino) return false;
+  return ::unlink(path.c_str()) == 0;
+}
+
+// Writes magic, size, checksum and `payload` to `dir`/`name` atomically: a
+// temporary file of a name no one else can have (mkstemp), its data synced to
+// disk (a crash leaves no empty entry behind), then renamed over the file.
+// `replaced`: the size of the file it replaced, 0 when none.
+inline bool write_atomically(const std::string& dir, std::string_view name, const char (&magic)[16],
+                             std::string_view sum_key, std::string_view payload, std::string& note,
+                             std::uint64_t* replaced = nullptr) {
+  const std::string path = cat({dir, "/", name});
+  if (!fits_file_size_limit(cache_header_size + payload.size(), path, note)) return false;
+  std::string tmp = cat({path, ".tmp.XXXXXX"});
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
 #else
-  const std::string path = cat({dir, "/", key, ".bin"});
+  const int fd = ::mkstemp(tmp.data());
+  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
+  if (fd < 0) {
+    note = cat({"oxicuda cache: cannot write ", tmp, " (", std::strerror(errno), ")"});
+    return false;
+  }
+  char header[cache_header_size];
+  const std::uint64_t size = payload.size(), sum = checksum(sum_key, payload);
+  std::memcpy(header, magic, sizeof magic);
+  std::memcpy(header + sizeof magic, &size, 8);
+  std::memcpy(header + sizeof magic + 8, &sum, 8);
+  bool ok = write_all(fd, std::string_view(header, sizeof header)) && write_all(fd, payload) && ::fsync(fd) == 0;
+  int error = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) ok = false, error = errno;
+  if (ok) {
+    struct stat old {};
+    if (replaced) *replaced = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? static_cast<std::uint64_t>(old.st_size) : 0;
+    if (::rename(tmp.c_str(), path.c_str()) != 0) ok = false, error = errno;
+  }
+  if (!ok) {
+    note = cat({"oxicuda cache: cannot write ", path, " (", std::strerror(error), ")"});
+    ::unlink(tmp.c_str());
+  }
+  return ok;
+}
+
+enum class CacheRead { missing, refused, corrupt, ok };
+
+// Reads the file `dir`/`name` that write_atomically wrote, with at most
+// `bound` bytes in all: a larger file is refused unread (a sparse file of
+// 100 GiB is never read). A file that is not whole (its size, magic or
+// checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
+// when the path still names the file that was read. `touch`: a good file's
+// time is set to now (a use, for eviction). Throws nothing: a failed
+// allocation is a refusal with a note.
+inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
+                              std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
+                              std::string& payload, std::string& note) noexcept {
+  std::string path;
+#if OXICUDA_EXCEPTIONS
+  try {
+#endif
+    path = cat({dir, "/", name});
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {
+    return CacheRead::refused;
+  }
+#endif
+  auto say = [&](std::initializer_list<std::string_view> parts) noexcept {
+#if OXICUDA_EXCEPTIONS
+    try {
+      note = cat(parts);
+    } catch (...) {
+    }
+#else
+    note = cat(parts);
+#endif
+  };
   // O_NONBLOCK: a FIFO by that name must not block the open (fstat then
   // refuses anything but a regular file).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ELOOP) note = cat({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
-    return false;
+    if (errno == ENOENT || errno == ENOTDIR) return CacheRead::missing;
+    if (errno == ELOOP) say({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
+    else say({"oxicuda cache: cannot read ", path, " (", std::strerror(errno), "); compiled instead"});
+    return CacheRead::refused;
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     ::close(fd);
-    note = cat({"oxicuda cache: refusing ", path,
-                ": it is not a regular file of yours that only you can write; compiled instead"});
-    return false;
+    say({"oxicuda cache: refusing ", path, ": it is not a regular file of yours that only you can write; compiled instead"});
+    return CacheRead::refused;
   }
-  if (static_cast<std::uint64_t>(st.st_size) > cache_limit()) {  // (never read into memory)
+  const std::uint64_t file_size = static_cast<std::uint64_t>(st.st_size);
+  if (file_size > bound) {  // never read into memory
     ::close(fd);
-    note = cat({"oxicuda cache: refusing ", path, ": larger than the cache's size limit; compiled instead"});
-    return false;
+    say({"oxicuda cache: refusing ", path, ": ", std::to_string(file_size), " bytes, more than any entry written (at most ",
+         std::to_string(bound), " bytes: the cache's size limit, and never over 1 GiB); not read, compiled instead"});
+    return CacheRead::refused;
   }
-  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  bool ok = got == bytes.size() && bytes.size() >= sizeof cache_magic + 16 &&
-            std::memcmp(bytes.data(), cache_magic, sizeof cache_magic) == 0;
+  char header[cache_header_size];
   std::uint64_t size = 0, sum = 0;
+  bool ok = file_size >= sizeof header && read_all(fd, header, sizeof header) &&
+            std::memcmp(header, magic, sizeof magic) == 0;
   if (ok) {
-    std::memcpy(&size, bytes.data() + sizeof cache_magic, 8);
-    std::memcpy(&sum, bytes.data() + sizeof cache_magic + 8, 8);
-    const std::string_view body = std::string_view(bytes).substr(sizeof cache_magic + 16);
-    ok = size == body.size() && sum == checksum(key, body);
-    if (ok) payload.assign(body.data(), body.size());
+    std::memcpy(&size, header + sizeof magic, 8);
+    std::memcpy(&sum, header + sizeof magic + 8, 8);
+    ok = size == file_size - sizeof header;
   }
   if (ok) {
-    ::futimens(fd, nullptr);
-  } else {
-    ::unlink(path.c_str());
-    note = cat({"oxicuda cache: discarded ", path, ": truncated or corrupt (its checksum does not match)"});
-  }
-  ::close(fd);
-  return ok;
+    bool allocated = true;
+#if OXICUDA_EXCEPTIONS
+    try {
+      payload.resize(static_cast<std::size_t>(size));
+    } catch (...) {
+      allocated = false;
+    }
+#else
+    // Without exceptions a failed allocation would abort: see first that
+    // the memory is there.
+    if (void* probe = std::malloc(static_cast<std::size_t>(size) + 1)) {
+      // (Kept from the compiler, which may otherwise drop a malloc whose
+      // memory is freed unused: clang does.)
+      __asm__ __volatile__("" : : "r"(probe) : "memory");
+      std::free(probe);
+      payload.resize(static_cast<std::size_t>(size));
+    } else {
+      allocated = false;
+    }
 #endif
+    if (!allocated) {
+      ::close(fd);
+      payload.clear();
+      say({"oxicuda cache: cannot read ", path, ": no memory for its ", std::to_string(size), " bytes; compiled instead"});
+      return CacheRead::refused;
+    }
+    ok = read_all(fd, payload.data(), payload.size()) && sum == checksum(sum_key, payload);
+  }
+  if (ok) {
+    if (touch) ::futimens(fd, nullptr);
+    ::close(fd);
+    return CacheRead::ok;
+  }
+  payload.clear();
+  const bool removed = remove_corrupt && remove_if_same(path, st);
+  ::close(fd);
+  say({"oxicuda cache: ", removed ? "discarded " : "ignored ", path,
+       ": truncated or corrupt (its size, header or checksum does not match)"});
+  return CacheRead::corrupt;
 }
+#endif
 
 // Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
 // digits) and ".bin". Eviction touches no other file.
@@ -6105,46 +7178,224 @@ inline bool entry_name(std::string_view name) noexcept {
   return true;
 }
 
-// What the directory's entries take, and the entry used longest ago.
-struct CacheScan {
-  unsigned long entries = 0;
-  std::uint64_t bytes = 0;
-  std::string oldest;
-  std::int64_t oldest_time = 0;
-};
+// A record's name: 1 to 64 of [a-z0-9-]. Its file is the name and ".record",
+// which no entry's name can be.
+inline bool record_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name)
+    if ((c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-') return false;
+  return true;
+}
+inline bool record_file_name(std::string_view name) noexcept {
+  return name.size() > 7 && name.substr(name.size() - 7) == ".record" && record_name(name.substr(0, name.size() - 7));
+}
 
-inline bool cache_scan(const std::string& dir, CacheScan& scan) {
+// A record of the cache's own (which NVRTC made the entries, say): a small
+// file, not a kernel entry: not counted in kernel_cache_info().entries, never
+// evicted, written atomically and checksummed like an entry, at most 1 MiB.
+// Read: false when it is missing, refused or corrupt (`note` says which,
+// but for missing); a corrupt record is left to be written over.
+inline bool cache_record_read(const std::string& dir, std::string_view name, std::string& payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)name, (void)payload, (void)note;
+  return false;
+#else
+  if (!record_name(name)) {
+    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
+    return false;
+  }
+  const std::string file = cat({name, ".record"});
+  return read_checked(dir, file, record_magic, cat({"record:", name}), cache_record_cap, false, false, payload, note) ==
+         CacheRead::ok;
+#endif
+}
+inline bool cache_record_write(const std::string& dir, std::string_view name, std::string_view payload,
+                               std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)name, (void)payload, (void)note;
+  return false;
+#else
+  if (!record_name(name)) {
+    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
+    return false;
+  }
+  if (cache_header_size + payload.size() > cache_record_cap) {
+    note = cat({"oxicuda cache: the record ", name, " is not stored: ", std::to_string(payload.size()),
+                " bytes, more than a record may take (1 MiB)"});
+    return false;
+  }
+  return write_atomically(dir, cat({name, ".record"}), record_magic, cat({"record:", name}), payload, note);
+#endif
+}
+
+// The payload of the entry `key`, or false: not there, refused or corrupt
+// (`note` says which, but for not there). A corrupt entry is removed, when
+// the path still names the file that was read. An entry over the bound
+// (cache_entry_bound) is refused unread. A hit writes nothing but the
+// entry's time of last use (now). Throws nothing: a failed allocation is a
+// miss.
+inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+#if OXICUDA_EXCEPTIONS
+  try {
+#endif
+    std::string limit_note;
+    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
+    return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {  // out of memory for a path or a note: a miss
+    return false;
+  }
+#endif
+#endif
+}
+
+// Whether `name` is a writer's temporary file: an entry's or a record's
+// name, ".tmp." and mkstemp's letters.
+inline bool temporary_name(std::string_view name) noexcept {
+  const std::size_t at = name.find(".tmp.");
+  if (at == std::string_view::npos) return false;
+  return entry_name(name.substr(0, at)) || record_file_name(name.substr(0, at));
+}
+
 #if !OXICUDA_WINDOWS
+// Removes `name` in `dir_fd` only when it is still the file `expected` (by
+// device and inode): another process may have renamed a new entry there.
+inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expected) noexcept {
+  struct stat now {};
+  if (::fstatat(dir_fd, name, &now, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT;
+  if (now.st_dev != expected.st_dev || now.st_ino != expected.st_ino) return false;
+  return ::unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT;
+}
+#endif
+
+// One scan of the directory: removes a writer's temporary file over an hour
+// old (its writer died before its rename) and a zero-length file named like
+// an entry (a crash's debris: no entry is ever empty), then, when the
+// entries take more than `limit`, removes them in the order of their last
+// use, oldest first, until they take at most `limit`. A file named like an
+// entry that it may not remove (not a regular file of yours, or not begun as
+// an entry is: no cache wrote it) is skipped, not counted, and eviction goes
+// on to the next. `total`: the entries' size after. False when the directory
+// cannot be read.
+inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64_t& total) {
+  total = 0;
+#if !OXICUDA_WINDOWS
+  struct File {
+    std::int64_t time;
+    std::uint64_t size;
+    struct stat st;
+    std::string name;
+  };
   DIR* d = ::opendir(dir.c_str());
   if (!d) return false;
+  const int dfd = ::dirfd(d);
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  const uid_t me = ::geteuid();
+  std::vector<File> files;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
-    if (name.size() > 41 && entry_name(name.substr(0, 36)) && name.substr(36, 5) == ".tmp.") {
-      // A writer's temporary file (an entry's name, ".tmp.", its process and
-      // count); one over an hour old was left by a process that died before
-      // its rename: removed.
-      const std::string path = cat({dir, "/", name});
-      struct stat st {};
-      if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-          now - st.st_mtim.tv_sec > 3600)
-        ::unlink(path.c_str());
+    const bool temporary = temporary_name(name);
+    if (!temporary && !entry_name(name)) continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) continue;
+    if (temporary) {
+      if (now - st.st_mtim.tv_sec > 3600) (void)remove_if_same(dfd, e->d_name, st);
       continue;
     }
-    if (!entry_name(name)) continue;
-    std::string path = cat({dir, "/", name});
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
-    ++scan.entries;
-    scan.bytes += static_cast<std::uint64_t>(st.st_size);
-    const std::int64_t time = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (scan.oldest.empty() || time < scan.oldest_time) scan.oldest_time = time, scan.oldest = std::move(path);
+    if (st.st_size == 0) {
+      (void)remove_if_same(dfd, e->d_name, st);
+      continue;
+    }
+    files.push_back({static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                     static_cast<std::uint64_t>(st.st_size), st, std::string(name)});
+    total += static_cast<std::uint64_t>(st.st_size);
+  }
+  if (total > limit) {
+    std::sort(files.begin(), files.end(), [](const File& x, const File& y) { return x.time < y.time; });
+    for (const File& f : files) {
+      if (total <= limit) break;
+      const int fd = ::openat(dfd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0) {
+        if (errno == ENOENT) total -= f.size;  // gone already
+        continue;
+      }
+      struct stat st {};
+      char head[sizeof cache_magic] = {};
+      const bool same = ::fstat(fd, &st) == 0 && st.st_dev == f.st.st_dev && st.st_ino == f.st.st_ino;
+      const ::ssize_t n = same ? ::read(fd, head, sizeof head) : -1;
+      ::close(fd);
+      if (!same) continue;  // replaced since the scan: a fresh entry, left alone
+      // An entry, or the debris of one whose header a crash cut short.
+      const bool ours = n == static_cast<::ssize_t>(sizeof head)
+                            ? std::memcmp(head, cache_magic, sizeof head) == 0
+                            : n >= 0 && static_cast<std::uint64_t>(st.st_size) < sizeof head &&
+                                  std::memcmp(head, cache_magic, static_cast<std::size_t>(n)) == 0;
+      if (!ours || remove_if_same(dfd, f.name.c_str(), f.st)) total -= f.size;  // removed, or skipped: not an entry
+    }
   }
   ::closedir(d);
   return true;
 #else
-  (void)dir, (void)scan;
+  (void)dir, (void)limit;
   return false;
+#endif
+}
+inline void cache_evict(const std::string& dir, std::uint64_t limit) {
+  std::uint64_t total = 0;
+  (void)cache_evict(dir, limit, total);
+}
+
+// The running total: `total.counter` in the directory holds the entries'
+// size and the stores since the last scan, updated under flock by every
+// store. A store that leaves the total under the limit scans nothing; one
+// that passes it scans and evicts once (cache_evict), and so does the
+// first store without a counter and every cache_rescan_every-th, which
+// catches up with what others changed (a user's rm, an older oxicuda).
+inline constexpr char cache_counter_name[] = "total.counter";
+
+inline void cache_account(const std::string& dir, std::int64_t delta, std::uint64_t limit) {
+#if !OXICUDA_WINDOWS
+  const std::string path = cat({dir, "/", cache_counter_name});
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    if (fd >= 0) ::close(fd);
+    cache_evict(dir, limit);  // no total to keep: a scan each store
+    return;
+  }
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  char text[96] = {};
+  const ::ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  unsigned long long total = 0, stores = 0;
+  char tail = 0;
+  const bool known = n > 0 && std::sscanf(text, "oxicuda-cache-total %llu %llu%c", &total, &stores, &tail) == 3 &&
+                     tail == '\n';
+  if (known) {
+    total = delta < 0 && static_cast<unsigned long long>(-delta) > total ? 0 : total + static_cast<unsigned long long>(delta);
+    ++stores;
+  }
+  bool write = true;
+  if (!known || total > limit || stores >= cache_rescan_every) {
+    std::uint64_t scanned = 0;
+    write = cache_evict(dir, limit, scanned);
+    total = scanned, stores = 0;
+  }
+  if (write) {
+    const int len = std::snprintf(text, sizeof text, "oxicuda-cache-total %llu %llu\n", total, stores);
+    std::string ignored;
+    if (len > 0 && fits_file_size_limit(static_cast<std::uint64_t>(len), path, ignored) &&
+        ::pwrite(fd, text, static_cast<std::size_t>(len), 0) == len)
+      (void)::ftruncate(fd, len);
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+#else
+  (void)dir, (void)delta, (void)limit;
 #endif
 }
 
@@ -6157,9 +7408,7 @@ inline std::string cache_remove(const std::string& dir, std::string_view key) {
   return path;
 }
 
-// Whether the file at `path` begins as an entry does (cache_magic): what
-// eviction removes was written by a cache, not merely named like it (else
-// eviction stops, over the limit).
+// Whether the file at `path` begins as an entry does (cache_magic).
 inline bool starts_as_entry(const std::string& path) noexcept {
 #if !OXICUDA_WINDOWS
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -6175,50 +7424,28 @@ inline bool starts_as_entry(const std::string& path) noexcept {
 #endif
 }
 
-// Evicts the oldest entries (by time of last use) until the directory's
-// entries take at most `limit` bytes. One scan a removal: eviction is rare,
-// a cache directory small.
-inline void cache_evict(const std::string& dir, std::uint64_t limit) {
-#if !OXICUDA_WINDOWS
-  for (;;) {
-    CacheScan scan;
-    if (!cache_scan(dir, scan) || scan.bytes <= limit || scan.oldest.empty() || !starts_as_entry(scan.oldest) ||
-        ::unlink(scan.oldest.c_str()) != 0)
-      return;
-  }
-#else
-  (void)dir, (void)limit;
-#endif
-}
-
-// Stores `payload` as the entry `key`: written to a temporary file of this
-// process, then renamed over the entry, so a reader sees the old entry, the
-// new one, or none, never part of one. Then evicts down to the limit.
-// Returns false (and says why in `note`) when it could not.
+// Stores `payload` as the entry `key` (write_atomically: a reader sees the
+// old entry, the new one, or none, never part of one), then adds it to the
+// running total, which evicts only past the limit. An entry over the bound
+// (cache_entry_bound) or past RLIMIT_FSIZE is not stored. Returns false
+// (and says why in `note`) when it could not.
 inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
 #if OXICUDA_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
   return false;
 #else
-  static std::atomic<unsigned> counter{0};
-  const std::string path = cat({dir, "/", key, ".bin"});
-  const std::string tmp = cat({path, ".tmp.", std::to_string(process_id()), ".", std::to_string(counter++)});
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    note = cat({"oxicuda cache: cannot write ", tmp, " (", std::strerror(errno), ")"});
+  std::string limit_note;
+  const std::uint64_t limit = cache_limit(limit_note);
+  const std::uint64_t bytes = cache_header_size + payload.size();
+  if (bytes > cache_entry_bound(limit)) {
+    note = cat({"oxicuda cache: not stored: the entry ", key, " would take ", std::to_string(bytes),
+                " bytes, more than an entry may (the cache's size limit, ", std::to_string(limit),
+                " bytes, and never over 1 GiB)"});
     return false;
   }
-  std::string header(cache_magic, sizeof cache_magic);
-  const std::uint64_t size = payload.size(), sum = checksum(key, payload);
-  header.append(reinterpret_cast<const char*>(&size), 8).append(reinterpret_cast<const char*>(&sum), 8);
-  const bool written = write_all(fd, header) && write_all(fd, payload);
-  const bool closed = ::close(fd) == 0;
-  if (!written || !closed || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    note = cat({"oxicuda cache: cannot write ", path, " (", std::strerror(errno), ")"});
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  cache_evict(dir, cache_limit());
+  std::uint64_t replaced = 0;
+  if (!write_atomically(dir, cat({key, ".bin"}), cache_magic, key, payload, note, &replaced)) return false;
+  cache_account(dir, static_cast<std::int64_t>(bytes) - static_cast<std::int64_t>(replaced), limit);
   return true;
 #endif
 }
@@ -6227,18 +7454,52 @@ inline bool cache_write(const std::string& dir, const std::string& key, std::str
 
 inline KernelCacheInfo kernel_cache_info() {
   KernelCacheInfo info;
-  info.limit = detail::cache_limit();
-  if (detail::env_string("OXICUDA_CACHE") == "0") {
-    info.note = detail::cat({"disabled by OXICUDA_CACHE=0"});
+  std::string limit_note;
+  info.limit = detail::cache_limit(limit_note);
+  auto add_note = [&](std::string_view text) {
+    info.note = info.note.empty() ? std::string(text) : detail::cat({info.note, "\n", text});
+  };
+  if (!detail::cache_enabled(info.note)) {
+    if (info.note.empty()) info.note = detail::cat({"disabled by OXICUDA_CACHE=", detail::env_string("OXICUDA_CACHE")});
     return info;
   }
   info.directory = detail::cache_location(info.note);
-  info.enabled = !info.directory.empty();
-  detail::CacheScan scan;
-  if (info.enabled && detail::cache_scan(info.directory, scan)) {
-    info.entries = scan.entries;
-    info.bytes = scan.bytes;
+  std::string why;
+  info.enabled = !info.directory.empty() && !detail::cache_directory(why, false).empty();
+  if (!why.empty()) info.note = why;
+  if (!limit_note.empty()) add_note(limit_note);
+#if !OXICUDA_WINDOWS
+  // Looks only: every file named like an entry, and its first bytes.
+  DIR* d = info.enabled ? ::opendir(info.directory.c_str()) : nullptr;
+  if (!d) return info;
+  const int dfd = ::dirfd(d);
+  const uid_t me = ::geteuid();
+  std::string first_skipped;
+  while (const dirent* e = ::readdir(d)) {
+    if (!detail::entry_name(e->d_name)) continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    bool entry = false;
+    if (S_ISREG(st.st_mode) && st.st_uid == me) {
+      const int fd = ::openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      char head[sizeof detail::cache_magic] = {};
+      entry = fd >= 0 && ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
+              std::memcmp(head, detail::cache_magic, sizeof head) == 0;
+      if (fd >= 0) ::close(fd);
+    }
+    if (entry) {
+      ++info.entries;
+      info.bytes += static_cast<std::uint64_t>(st.st_size);
+    } else {
+      if (info.skipped++ == 0) first_skipped = e->d_name;
+    }
   }
+  ::closedir(d);
+  if (info.skipped)
+    add_note(detail::cat({"oxicuda cache: ", std::to_string(info.skipped), " file(s) named like entries are not entries "
+                          "(not a regular file of yours, empty, or not written by a cache), for example ",
+                          info.directory, "/", first_skipped, "; eviction skips them (an empty one it removes)"}));
+#endif
   return info;
 }
 
@@ -6250,17 +7511,186 @@ inline KernelCacheStats kernel_cache_stats() noexcept {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/cache.hpp ----
 
-// ---- begin oxicuda/source.hpp ----
-// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
-// Module in one step. It compiles for the context's device (program.hpp),
-// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
-// on-disk cache (cache.hpp) and loads it with its name expressions, so that
-// module.kernel<void(float*)>("saxpy<float>") finds the template's instance.
-// A cache hit neither compiles nor loads NVRTC.
+// ---- begin oxicuda/cache_entry.hpp ----
+// oxicuda/cache_entry.hpp — what a kernel cache entry holds (the payload
+// cache.hpp frames with its magic and checksum): encode and decode, and the
+// load of a decoded entry. The checksum is a hash anyone can recompute, so
+// the decoder treats every payload as hostile: each field's bounds, the
+// kernel names as Module reads them, the image as Module::from_image checks
+// it, nothing after the image. An entry that fails is no entry.
 
 #include <string>
 #include <string_view>
 
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// An entry's fields, as views into its payload.
+struct CacheEntry {
+  bool is_text = false;    // PTX; else a cubin or fatbin
+  std::string_view names;  // "expr\0lowered\0expr\0lowered\0...": as Module keeps them
+  std::string_view log;    // the compile's log (NVRTC's, an architecture fallback)
+  std::string_view image;  // the last field
+};
+
+// Why `names` is not a list of (name expression, lowered name) pairs, each
+// NUL-terminated, whose expressions are `expected` in order (the key holds
+// them, so an entry for this key has these); empty when it is.
+inline std::string entry_names_problem(std::string_view names, const StringList* expected) {
+  if (!names.empty() && names.back() != '\0') return cat({"its kernel-names field does not end with a NUL"});
+  std::size_t count = 0;
+  StringList::iterator want = expected ? expected->begin() : StringList::iterator(nullptr);
+  for (std::string_view rest = names; !rest.empty(); ++count) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    if (rest.empty()) return cat({"its kernel-names field ends with a name expression that has no lowered name"});
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + 1);
+    if (expr.empty()) return cat({"its kernel-names field holds an empty name expression"});
+    // A lowered name is a symbol of the image: letters, digits, '_', '$', '.'.
+    if (lowered.empty()) return cat({"its kernel-names field holds an empty lowered name"});
+    for (const char c : lowered)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+            c == '.'))
+        return cat({"its kernel-names field holds a lowered name that is no symbol"});
+    if (expected) {
+      if (want == expected->end() || *want != expr)
+        return cat({"its kernel-names field does not hold the name expressions asked for"});
+      ++want;
+    }
+  }
+  if (expected && count != expected->size())
+    return cat({"its kernel-names field holds ", std::to_string(count), " name expressions, not the ",
+                std::to_string(expected->size()), " asked for"});
+  return {};
+}
+
+// Why `image` may not go to the driver, as Module::from_image and from_ptx
+// refuse it; empty when it may.
+inline std::string entry_image_problem(std::string_view image, bool is_text) {
+  if (image.empty()) return cat({"its image is empty"});
+  const auto* p = reinterpret_cast<const unsigned char*>(image.data());
+  const ImageKind kind = image_kind(p, image.size());
+  if (is_text) {
+    if (const std::size_t nul = image.find('\0'); nul != std::string_view::npos)
+      return cat({"its PTX has a NUL byte at offset ", std::to_string(nul)});
+    if (kind != ImageKind::ptx) return cat({"it says PTX, but its image is a binary one"});
+    if (image.find_first_not_of(" \t\r\n") == std::string_view::npos) return cat({"its PTX is blank"});
+    return {};
+  }
+  if (kind == ImageKind::ptx) return cat({"it says cubin or fatbin, but its image is neither"});
+  return image_problem(p, image.size(), kind);
+}
+
+// The payload of an entry. The image is the last field, so that in the
+// std::string that holds the payload a PTX image is followed by the
+// string's own NUL, as the driver wants it: a hit loads it in place.
+inline std::string encode_entry(bool is_text, std::string_view names, std::string_view log, std::string_view image) {
+  std::string payload;
+  payload.reserve(4 * 8 + 1 + names.size() + log.size() + image.size());
+  put_field(payload, is_text ? "1" : "0");
+  put_field(payload, names);
+  put_field(payload, log);
+  put_field(payload, image);
+  return payload;
+}
+
+// Reads `payload` into `entry` (views into it); `expected`, when given, are
+// the name expressions the entry must hold. Returns why it is not an entry
+// that may be loaded, or empty. Never reads outside `payload`.
+inline std::string decode_entry(const std::string& payload, CacheEntry& entry, const StringList* expected = nullptr) {
+  std::string_view in = payload, is_text;
+  if (!take_field(in, is_text) || !take_field(in, entry.names) || !take_field(in, entry.log) ||
+      !take_field(in, entry.image))
+    return cat({"a field runs past its end"});
+  if (!in.empty()) return cat({std::to_string(in.size()), " bytes follow its image"});
+  if (is_text != "0" && is_text != "1") return cat({"its kind field is neither 0 nor 1"});
+  entry.is_text = is_text == "1";
+  if (std::string problem = entry_names_problem(entry.names, expected); !problem.empty()) return problem;
+  return entry_image_problem(entry.image, entry.is_text);
+}
+
+// Whether a load failure (cuModuleLoadDataEx's result) is the entry's
+// fault, so the entry should go: an image this driver or device cannot use.
+// Any other (out of memory, a bad JitOptions value, a context gone) is the
+// caller's or the moment's, and the entry stays.
+inline bool entry_at_fault(ffi::CUresult r) noexcept {
+  switch (r) {
+    case ffi::CUDA_ERROR_INVALID_IMAGE:
+    case ffi::CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case ffi::CUDA_ERROR_INVALID_PTX:
+    case ffi::CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case ffi::CUDA_ERROR_INVALID_SOURCE:
+    case ffi::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND:
+    case ffi::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Loads a decoded entry (from its payload, no copy) into `out`; the driver's
+// result, not raised, and in `jit_error` the JIT's error log. A JitOptions
+// value the driver cannot take is raised (JitOptionList), as for any load.
+inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOptions& options, SourceLocation where,
+                          Module& out, std::string& jit_error) {
+  JitOptionList jit(options, "oxicuda::module_from_source", where);
+  CUmodule raw = nullptr;
+  Outcome r;
+  {
+    ScopedCurrent current(ctx, where);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, e.image.data(), jit.count, jit.keys, jit.values);
+  }
+  if (!r.ok()) {
+    jit_error = jit.error_log();
+    return r;
+  }
+  std::string log = jit.info_log();
+  if (!e.log.empty()) log = log.empty() ? std::string(e.log) : cat({e.log, "\n", log});
+  out = ModuleAccess::adopt(ctx, raw, std::move(log), std::string(e.names));
+  return r;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/cache_entry.hpp ----
+
+// ---- begin oxicuda/source.hpp ----
+// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
+// Module in one step. It compiles for the context's device (program.hpp),
+// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
+// on-disk cache (cache.hpp, cache_entry.hpp) and loads it with its name
+// expressions, so that module.kernel<void(float*)>("saxpy<float>") finds the
+// template's instance. A cache hit neither compiles nor loads NVRTC.
+//
+// The cache's rule: whatever NVRTC reads from disk is in the key, or the
+// result is not cached. The key holds the source, the headers given, the
+// options, the target and the identity of the NVRTC (and nvJitLink) that
+// the process loads. NVRTC itself says which headers it read: a cacheable
+// compile runs with --fdevice-time-trace, and its result is stored only when
+// every header NVRTC processed was one given in memory (or NVRTC's builtin).
+// What the trace cannot show (a __has_include probe) is refused by a
+// deliberately coarse rule on the text.
+
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#endif
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -6287,113 +7717,842 @@ struct SourceOptions {
 
 namespace detail {
 
-// Which NVRTC (or nvJitLink) would compile, for the cache key, without
-// loading it where possible: the resolved file's path, size and time, and
-// its version. When a candidate file is loaded in the process already (by
-// oxicuda or by another library), it is asked: loading it again costs
-// nothing. Else the answer is read from a record in the cache directory,
-// kept per search environment (the variables the search reads), when the
-// file the record names is unchanged; else the library is loaded and asked.
-// A record is written only for what the search found by itself, not for a
-// copy that something else had loaded. So a patch release (same version,
-// another file) makes other keys.
+// ---------------------------------------------------------------------------
+// What NVRTC may read from disk.
+
+// `text` with its line splices undone (a backslash, or the trigraph ??/,
+// before a newline or CR LF), as translation phase 2 does.
+inline std::string unspliced(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t j = text[i] == '\\' ? i + 1 : text.substr(i, 3) == "?\?/" ? i + 3 : i;
+    if (j != i) {
+      if (j < text.size() && text[j] == '\r') ++j;
+      if (j < text.size() && text[j] == '\n') {
+        i = j + 1;
+        continue;
+      }
+    }
+    out.push_back(text[i++]);
+  }
+  return out;
+}
+
+// What in `text` could make NVRTC look at the disk in a way that its trace
+// does not show, or empty. NVRTC answers __has_include from the disk and
+// does not report the probe; a token paste can spell it (CAT(__has_,
+// include)). So any "has_include" or token-paste operator (## or %:%:),
+// anywhere (also in a comment or a string), keeps the compile out of the
+// cache: coarse on purpose.
+inline std::string_view disk_probe(std::string_view text) {
+  const std::string t = unspliced(text);
+  if (t.find("has_include") != std::string::npos) return "__has_include";
+  if (t.find("##") != std::string::npos) return "the token-paste operator ##";
+  if (t.find("%:%:") != std::string::npos) return "the token-paste operator %:%:";
+  return {};
+}
+
+// Why the cache cannot serve this compile, or empty when it may (then the
+// trace decides).
+inline std::string uncachable(std::string_view source, const SourceOptions& o) {
+  if (!o.compile.include_paths.empty()) return cat({"include paths are given"});
+  for (std::string_view a : o.compile.extra) {
+    // -I, --include-path, -include, --pre-include, the PCH options
+    // (--pch, --create-pch, --use-pch, --pch-dir, ...) and a trace of the
+    // caller's own all read or write files.
+    const bool reads = a.substr(0, 2) == "-I" || a.find("include") != std::string_view::npos ||
+                       a.find("pch") != std::string_view::npos || a.find("time-trace") != std::string_view::npos ||
+                       a.substr(0, 1) == "@";
+    if (reads) return cat({"the option '", a, "' may read or write files"});
+  }
+  if (const std::string_view p = disk_probe(source); !p.empty())
+    return cat({"the source uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  std::size_t k = 0;
+  for (std::string_view h : o.headers)
+    if (k++ % 2 == 1)
+      if (const std::string_view p = disk_probe(h); !p.empty())
+        return cat({"a header uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  // NVRTC preprocesses the options' macros (-D) and the name expressions too.
+  for (std::string_view a : o.compile.arguments())
+    if (const std::string_view p = disk_probe(a); !p.empty())
+      return cat({"the option '", a, "' uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  for (std::string_view e : o.name_expressions)
+    if (const std::string_view p = disk_probe(e); !p.empty())
+      return cat({"the name expression '", e, "' uses ", p,
+                  ", whose answer may come from the disk (NVRTC does not report it)"});
+  return {};
+}
+
+// A minimal JSON reader for NVRTC's trace (Chrome's trace format): walks a
+// value, reads strings with their escapes. `ok` turns false on anything it
+// cannot read, and stays false.
+struct JsonReader {
+  std::string_view s;
+  std::size_t i = 0;
+  bool ok = true;
+  int depth = 0;
+
+  void space() noexcept {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
+  }
+  bool eat(char c) noexcept {
+    space();
+    if (i < s.size() && s[i] == c) return ++i, true;
+    return false;
+  }
+  void utf8(std::string& out, unsigned c) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  bool string(std::string& out) {
+    out.clear();
+    if (!eat('"')) return ok = false;
+    while (i < s.size() && s[i] != '"') {
+      char c = s[i++];
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (i >= s.size()) return ok = false;
+      c = s[i++];
+      switch (c) {
+        case '"': case '\\': case '/': out.push_back(c); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          unsigned v = 0;
+          for (int k = 0; k < 4; ++k, ++i) {
+            if (i >= s.size()) return ok = false;
+            const char h = s[i];
+            v = v * 16 + static_cast<unsigned>(h >= '0' && h <= '9'   ? h - '0'
+                                               : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                               : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                                      : 99);
+            if (v > 0xFFFF) return ok = false;
+          }
+          if (v == 0) return ok = false;  // no NUL in a file's name
+          utf8(out, v);  // (a surrogate pair stays two: such a name only fails to match)
+          break;
+        }
+        default: return ok = false;
+      }
+    }
+    return eat('"') || (ok = false);
+  }
+  // Skips one value.
+  void skip() {
+    space();
+    if (!ok || i >= s.size() || ++depth > 64) {
+      ok = false;
+      return;
+    }
+    std::string ignored;
+    if (s[i] == '"') {
+      string(ignored);
+    } else if (s[i] == '{') {
+      object([&](const std::string&) { skip(); });
+    } else if (s[i] == '[') {
+      array([&] { skip(); });
+    } else {
+      const std::size_t start = i;
+      while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n') ++i;
+      if (i == start) ok = false;
+    }
+    --depth;
+  }
+  // An object: `member(key)` reads (or skips) each member's value.
+  template <class F>
+  void object(F&& member) {
+    if (!eat('{')) {
+      ok = false;
+      return;
+    }
+    if (eat('}')) return;
+    std::string key;
+    do {
+      if (!string(key) || !eat(':')) return void(ok = false);
+      member(key);
+      if (!ok) return;
+    } while (eat(','));
+    if (!eat('}')) ok = false;
+  }
+  template <class F>
+  void array(F&& element) {
+    if (!eat('[')) {
+      ok = false;
+      return;
+    }
+    if (eat(']')) return;
+    do {
+      element();
+      if (!ok) return;
+    } while (eat(','));
+    if (!eat(']')) ok = false;
+  }
+};
+
+// The headers NVRTC's trace says it processed ("Processing Header File"
+// events), into `headers` (each followed by a NUL). False when the trace
+// cannot be read, or lists no header at all (NVRTC always processes its
+// builtin one: another format, which is not understood).
+inline bool trace_headers(std::string_view trace, std::string& headers) {
+  JsonReader j{trace};
+  std::size_t count = 0;
+  j.object([&](const std::string& key) {
+    if (key != "traceEvents") return j.skip();
+    j.array([&] {
+      std::string name, detail, value;
+      bool has_detail = false;
+      j.object([&](const std::string& k) {
+        if (k == "name") {
+          j.string(name);
+        } else if (k == "args") {
+          j.object([&](const std::string& a) {
+            if (a == "detail") {
+              has_detail = j.string(detail);
+            } else {
+              j.skip();
+            }
+          });
+        } else {
+          j.skip();
+        }
+      });
+      if (j.ok && name == "Processing Header File") {
+        if (!has_detail) j.ok = false;
+        headers.append(detail).push_back('\0');
+        ++count;
+      }
+    });
+  });
+  j.space();
+  return j.ok && j.i == trace.size() && count > 0;
+}
+
+// NVRTC's own header, which the trace lists by this name.
+inline constexpr std::string_view nvrtc_builtin_header = "__nv_nvrtc_builtin_header.h";
+
+// Why the compile that wrote `trace` may have read a file from disk (the
+// first header it processed that is not among `given`: name, source, ...),
+// or empty when it read none.
+inline std::string disk_header(std::string_view trace, const StringList& given) {
+  std::string headers;
+  if (!trace_headers(trace, headers)) return cat({"NVRTC's trace of the headers it read could not be read"});
+  for (std::string_view rest = headers; !rest.empty();) {
+    const std::string_view h = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(h.size() + 1);
+    bool in_memory = h == nvrtc_builtin_header;
+    std::size_t k = 0;
+    for (std::string_view name : given)
+      if (k++ % 2 == 0 && name == h) in_memory = true;
+    if (!in_memory) return cat({"NVRTC read \"", h, "\" from disk (it is not among the headers given)"});
+#if !OXICUDA_WINDOWS
+    // NVRTC resolves an include relative to the including file's name, on
+    // disk: a header given as "d/x.h" that includes "y.h" reads the file
+    // d/y.h when there is one, and the trace then names "d/y.h", as it names
+    // a header given by that name. When a file by the name exists, the trace
+    // cannot tell which was read.
+    struct stat st {};
+    if (h != nvrtc_builtin_header && ::stat(std::string(h).c_str(), &st) == 0)
+      return cat({"NVRTC processed \"", h, "\", the name of a header given, and a file by that name exists on disk: ",
+                  "the trace cannot tell which one it read"});
+#endif
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// Which NVRTC (or nvJitLink) the process compiles with, for the key.
+//
+// The library that is loaded, by its real path, (device, inode, size, time)
+// and version. Once oxicuda has loaded it in this process, that is the
+// answer for good. Before, loading it costs ~60 ms, which a hit must not pay:
+// a record in the cache directory, kept per search (the variables the search
+// reads and the object that calls dlopen), holds what the last load found,
+// with fingerprints of everything that could make the search find another
+// file: /etc/ld.so.cache, each directory of the dynamic loader's search list
+// for the caller (LD_LIBRARY_PATH, RUNPATH, the system's) and of oxicuda's
+// own steps ($CONDA_PREFIX/lib, $CUDA_HOME/lib64, ...), and the library's
+// file. The record is trusted only when all still match; otherwise the
+// library is loaded and asked (a copy already in the process is asked
+// without loading anything), and the record rewritten when it changed.
+
+#if !OXICUDA_WINDOWS
+// "dev ino size mtime" of `path` (stat follows links), or "-" when missing.
+inline std::string file_fingerprint(const char* path) {
+  struct stat st {};
+  if (::stat(path, &st) != 0) return cat({"-"});
+  return cat({std::to_string(static_cast<unsigned long long>(st.st_dev)), " ",
+              std::to_string(static_cast<unsigned long long>(st.st_ino)), " ",
+              std::to_string(static_cast<long long>(st.st_size)), " ", std::to_string(st.st_mtim.tv_sec), ".",
+              std::to_string(st.st_mtim.tv_nsec)});
+}
+
+// The object (executable or shared library) whose code calls dlopen for
+// oxicuda: its file, and a handle to it for dlinfo (to close).
+struct Caller {
+  std::string file;
+  void* handle = nullptr;
+};
+inline Caller dlopen_caller() {
+  Caller c;
+  Dl_info di{};
+  void* fn = reinterpret_cast<void*>(&lib_open);
+  // A shared library is found by its name; the main program's name (which
+  // may be argv[0]) is not, and /proc/self/exe is its file.
+  if (::dladdr(fn, &di) && di.dli_fname && di.dli_fname[0] != '\0' &&
+      (c.handle = ::dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) != nullptr) {
+    c.file = di.dli_fname;
+    return c;
+  }
+  c.handle = ::dlopen(nullptr, RTLD_LAZY);
+  char exe[4096];
+  const ::ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  c.file = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("(main program)");
+  return c;
+}
+
+// The directories the dynamic loader would search for a library that `h`'s
+// object opens by name (glibc's RTLD_DI_SERINFO), each followed by '\n'.
+inline std::string loader_search_dirs(void* h) {
+  std::string dirs;
+#if defined(__GLIBC__)
+  Dl_serinfo size{};
+  if (!h || ::dlinfo(h, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof(Dl_serinfo)) return dirs;
+  void* block = std::malloc(size.dls_size);
+  if (!block) return dirs;
+  auto* info = static_cast<Dl_serinfo*>(block);
+  if (::dlinfo(h, RTLD_DI_SERINFOSIZE, info) == 0 && ::dlinfo(h, RTLD_DI_SERINFO, info) == 0)
+    for (unsigned k = 0; k < info->dls_cnt; ++k)
+      if (info->dls_serpath[k].dls_name) dirs.append(info->dls_serpath[k].dls_name).push_back('\n');
+  std::free(block);
+#else
+  (void)h;
+#endif
+  return dirs;
+}
+#endif
+
+#if !OXICUDA_WINDOWS
+// What of the search is fixed for the life of the process, found once: the
+// object that calls dlopen (its file and fingerprint), and the directories
+// the dynamic loader searches for it (it read LD_LIBRARY_PATH at start-up).
+struct CallerSearch {
+  std::string caller;
+  std::string dirs;
+};
+inline const CallerSearch& caller_search() {
+  static const CallerSearch* const s = [] {
+    auto* c = new CallerSearch;
+    Caller k = dlopen_caller();
+    c->caller = cat({k.file, "\n", file_fingerprint(k.file.c_str())});
+    c->dirs = loader_search_dirs(k.handle);
+    if (k.handle) ::dlclose(k.handle);
+    return c;
+  }();
+  return *s;
+}
+#endif
+
+// The search's inputs: what names the record.
+inline std::string search_inputs(const char* tag, const char* env) {
+  return cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
+              "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")
+#if !OXICUDA_WINDOWS
+                                                          ,
+              "\n", caller_search().caller
+#endif
+  });
+}
+
+// Fingerprints of what could change the file the search finds: one line a
+// file or directory ("path dev ino size mtime", or "path -").
+inline std::string search_fingerprints(const char* env) {
+  std::string out;
+#if OXICUDA_WINDOWS
+  (void)env;
+#else
+  // The file the variable names, through any links on its way (a directory
+  // link re-pointed names another library by the same path).
+  if (const std::string named = env_string(env); !named.empty()) {
+    char* real = ::realpath(named.c_str(), nullptr);
+    const std::string r = real ? std::string(real) : std::string("-");
+    std::free(real);
+    out.append(env).append(" ").append(r).append(" ").append(file_fingerprint(r.c_str())).push_back('\n');
+  }
+  std::string dirs = caller_search().dirs;
+  for (const char* root : {"CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"}) {
+    const std::string r = env_string(root);
+    if (r.empty()) continue;
+    if (std::string_view(root) == "CONDA_PREFIX") dirs.append(r).append("/lib\n");
+    else dirs.append(r).append("/lib64\n").append(r).append("/lib\n");
+  }
+  dirs.append("/usr/local/cuda/lib64\n/usr/local/cuda/lib\n");
+  out.append("/etc/ld.so.cache ").append(file_fingerprint("/etc/ld.so.cache")).push_back('\n');
+  std::string seen = "\n";
+  for (std::string_view rest = dirs; !rest.empty();) {
+    const std::string_view d = rest.substr(0, rest.find('\n'));
+    rest.remove_prefix(d.size() + (d.size() < rest.size()));
+    const std::string line = cat({"\n", d, "\n"});
+    if (d.empty() || seen.find(line) != std::string::npos) continue;
+    seen.append(d).push_back('\n');
+    out.append(d).append(" ").append(file_fingerprint(std::string(d).c_str())).push_back('\n');
+    // glibc also searches <dir>/glibc-hwcaps/<level>/ (x86-64-v2, ...), which
+    // RTLD_DI_SERINFO does not list: a library added there changes no
+    // fingerprint of <dir> itself.
+    const std::string hw = cat({d, "/glibc-hwcaps"});
+    out.append(hw).append(" ").append(file_fingerprint(hw.c_str())).push_back('\n');
+    if (DIR* dh = ::opendir(hw.c_str())) {
+      std::string levels;
+      while (const struct dirent* ent = ::readdir(dh))
+        if (ent->d_name[0] != '.') levels.append(hw).append("/").append(ent->d_name).push_back('\n');
+      ::closedir(dh);
+      for (std::string_view lr = levels; !lr.empty();) {
+        const std::string_view l = lr.substr(0, lr.find('\n'));
+        lr.remove_prefix(l.size() + (l.size() < lr.size()));
+        out.append(l).append(" ").append(file_fingerprint(std::string(l).c_str())).push_back('\n');
+      }
+    }
+  }
+#endif
+  return out;
+}
+
+// The identity of a loaded library for the key: its real path, its file's
+// fingerprint, its version; for NVRTC, then the real path and fingerprint of
+// the builtins library it loads at its first compile (by name, through the
+// loader: libnvrtc-builtins.so.13.0 for 13.0), which holds its builtin
+// header. (Files, one a line.)
+inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins) {
+#if !OXICUDA_WINDOWS
+  char* real = ::realpath(info.path.c_str(), nullptr);
+  const std::string path = real ? std::string(real) : info.path.empty() ? info.library : info.path;
+  std::free(real);
+  std::string id = cat({path, "\n", file_fingerprint(path.c_str()), "\n", std::to_string(info.version)});
+  if (nvrtc_builtins && info.version > 0) {
+    const std::string name = cat({"libnvrtc-builtins.so.", std::to_string(info.version / 1000), ".",
+                                  std::to_string(info.version % 1000 / 10)});
+    std::string builtins = "-";
+    if (void* h = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+      struct link_map* map = nullptr;
+      if (::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) {
+        char* b = ::realpath(map->l_name, nullptr);
+        if (b) builtins = b;
+        std::free(b);
+      }
+      ::dlclose(h);
+    }
+    id = cat({id, "\n", builtins, "\n", builtins == "-" ? std::string("-") : file_fingerprint(builtins.c_str())});
+  }
+  return id;
+#else
+  (void)nvrtc_builtins;
+  return cat({info.path.empty() ? info.library : info.path, "\n", std::to_string(info.version)});
+#endif
+}
+
+// Whether the files an identity names (loaded_identity) are unchanged.
+inline bool identity_files_unchanged(std::string_view id) {
+#if !OXICUDA_WINDOWS
+  std::string_view line[5];
+  int n = 0;
+  for (std::string_view rest = id; n < 5 && !rest.empty(); ++n) {
+    line[n] = rest.substr(0, rest.find('\n'));
+    rest.remove_prefix(line[n].size() + (line[n].size() < rest.size()));
+  }
+  if (n < 3 || line[0].empty() || file_fingerprint(std::string(line[0]).c_str()) != line[1]) return false;
+  return n < 5 || line[3] == "-" || file_fingerprint(std::string(line[3]).c_str()) == line[4];
+#else
+  (void)id;
+  return false;
+#endif
+}
+
+// Whether a library of this kind may be loaded in the process: one whose
+// file is named as `named` (the environment's override), or, without it,
+// whose file name begins as a candidate's family does ("libnvrtc.so" for
+// "libnvrtc.so.13"): then oxicuda's search would take it ("already
+// loaded"), so it is asked. Read from the loader's list in memory
+// (dl_iterate_phdr): dlopen with RTLD_NOLOAD would search the disk for a
+// library that is not loaded, which costs a hit far more.
+inline bool loaded_in_process(const char* const* files, std::size_t file_count, const std::string& named) {
+#if !OXICUDA_WINDOWS
+  struct Look {
+    const char* const* files;
+    std::size_t count;
+    std::string_view named, named_base;
+    bool found;
+  };
+  const std::string_view n = named;
+  Look look{files, file_count, n, n.substr(n.rfind('/') == std::string_view::npos ? 0 : n.rfind('/') + 1), false};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* l = static_cast<Look*>(data);
+        const std::string_view name = info->dlpi_name ? info->dlpi_name : "";
+        const std::size_t slash = name.rfind('/');
+        const std::string_view base = name.substr(slash == std::string_view::npos ? 0 : slash + 1);
+        if (!l->named.empty()) {
+          l->found = name == l->named || base == l->named_base;
+        } else {
+          for (std::size_t i = 0; i < l->count && !l->found; ++i) {
+            const std::string_view f = l->files[i];
+            const std::string_view family = f.substr(0, f.find(".so") == std::string_view::npos ? f.size() : f.find(".so") + 3);
+            l->found = base.substr(0, family.size()) == family;
+          }
+        }
+        return l->found ? 1 : 0;
+      },
+      &look);
+  return look.found;
+#else
+  (void)files, (void)file_count, (void)named;
+  return false;
+#endif
+}
+
+// Once oxicuda has loaded a library in this process, its identity stands
+// for good: every compile uses that copy. (With the directory whose record
+// was last brought up to date, so that a record is written once a
+// directory, not on every lookup.)
+struct LoadedIdentity {
+  std::string id, dir;
+};
+struct LoadedIdentities {
+#if !OXICUDA_WINDOWS
+  std::mutex mu;
+#endif
+  LoadedIdentity nvrtc, nvjitlink, other;
+};
+inline LoadedIdentities& loaded_identities() {
+  static LoadedIdentities* const l = new LoadedIdentities;
+  return *l;
+}
+
 inline std::string library_identity_for_cache(const std::string& dir, const char* tag, const char* env,
                                               const char* const* files, std::size_t file_count,
                                               const LibraryInfo& (*info_of)() noexcept) {
-  auto identity = [](const std::string& path) {
 #if OXICUDA_WINDOWS
-    return path;
+  (void)dir, (void)tag, (void)env, (void)files, (void)file_count;
+  const LibraryInfo& info = info_of();
+  return info.found ? loaded_identity(info, false) : std::string();
 #else
-    struct stat st {};
-    if (path.empty() || ::stat(path.c_str(), &st) != 0) return std::string();
-    return cat({path, "\n", std::to_string(st.st_size), "\n", std::to_string(st.st_mtim.tv_sec), ".",
-                std::to_string(st.st_mtim.tv_nsec)});
-#endif
-  };
-  const std::string record_key =
-      KeyHash()
-          .add(cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
-                    "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")}))
-          .hex();
-  bool loaded = false;
-  for (std::size_t i = 0; i < file_count && !loaded; ++i)
-    if (LibHandle h = lib_open_loaded(files[i])) {
-      loaded = true;
-      lib_close_loaded(h);
-    }
+  LoadedIdentities& memo = loaded_identities();
+  // (Only oxicuda's own libraries are remembered; a test's stand-in is not.)
+  const bool remembered = info_of == &nvrtc_info || info_of == &nvjitlink_info;
+  LoadedIdentity& mine = info_of == &nvrtc_info ? memo.nvrtc : info_of == &nvjitlink_info ? memo.nvjitlink : memo.other;
+  std::string id;
+  if (remembered) {
+    std::lock_guard lock(memo.mu);
+    if (!mine.id.empty() && mine.dir == dir) return mine.id;
+    id = mine.id;
+  }
+  // Loaded in the process already (by oxicuda, or anyone): asking is cheap.
+  const bool loaded = !id.empty() || loaded_in_process(files, file_count, env_string(env));
+  const std::string record = cat({tag, "-", KeyHash().add(search_inputs(tag, env)).hex()});
   std::string payload, note;
-  if (!loaded && cache_read(dir, record_key, payload, note)) {
-    std::string_view in = payload, id, version;
-    if (take_field(in, id) && take_field(in, version) && !id.empty()) {
-      const std::string path(id.substr(0, id.find('\n')));
-      if (identity(path) == id) return cat({id, "\n", version});
+  const std::string fingerprints = search_fingerprints(env);
+  const bool have_record = cache_record_read(dir, record, payload, note);
+  if (!loaded && have_record) {
+    std::string_view in = payload, recorded, prints;
+    if (take_field(in, recorded) && take_field(in, prints) && in.empty() && prints == fingerprints) {
+      // The library's own file (and NVRTC's builtins), unchanged.
+      if (identity_files_unchanged(recorded)) return std::string(recorded);
     }
   }
   const LibraryInfo& info = info_of();
   if (!info.found) return std::string();  // the compile that follows reports why
-  const std::string id = identity(info.path);
-  if (!id.empty() && info.found_by != "already loaded") {
-    std::string record;
-    put_field(record, id);
-    put_field(record, std::to_string(info.version));
-    cache_write(dir, record_key, record, note);
+  if (id.empty()) id = loaded_identity(info, std::string_view(tag) == "nvrtc");
+  if (remembered) {
+    std::lock_guard lock(memo.mu);
+    mine.id = id;
+    mine.dir = dir;
   }
-  return cat({id.empty() ? info.library : id, "\n", std::to_string(info.version)});
-}
-
-// The name of the first file `text` includes with #include "name" that is
-// not among `headers` (name, source, ...): a file NVRTC would read from disk,
-// whose contents the cache key cannot cover. Empty when there is none.
-// (Conservative: an #include inside a comment counts too.)
-inline std::string_view disk_include(std::string_view text, const StringList& headers) {
-  std::size_t at = 0;
-  while ((at = text.find('#', at)) != std::string_view::npos) {
-    std::size_t i = at + 1;
-    auto blank = [&] {
-      while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    };
-    blank();
-    at = i;
-    if (text.substr(i, 7) != "include") continue;
-    i += 7;
-    blank();
-    if (i >= text.size() || text[i] != '"') continue;
-    const std::size_t close = text.find('"', i + 1);
-    if (close == std::string_view::npos) continue;
-    const std::string_view name = text.substr(i + 1, close - i - 1);
-    bool given = false;
-    std::size_t k = 0;
-    for (std::string_view h : headers)
-      if (k++ % 2 == 0 && h == name) given = true;
-    if (!given) return name;
+  // A record only for what oxicuda's search found (now, or at an earlier
+  // compile of this process), not for a copy that something else had
+  // loaded; and only when it changed.
+  if (info.found_by != std::string_view("already loaded")) {
+    std::string fresh;
+    put_field(fresh, id);
+    put_field(fresh, fingerprints);
+    if (!have_record || fresh != payload) (void)cache_record_write(dir, record, fresh, note);
   }
-  return {};
-}
-
-// Why the cache cannot serve this compile (the output may depend on files
-// on disk), or empty when it can.
-inline std::string uncachable(std::string_view source, const SourceOptions& o) {
-  if (!o.compile.include_paths.empty()) return "include paths are given";
-  for (std::string_view a : o.compile.extra)
-    for (std::string_view p : {"-I", "--include-path", "-include", "--pre-include"})
-      if (a.substr(0, p.size()) == p) return cat({"the option '", a, "' may read files"});
-  if (const std::string_view f = disk_include(source, o.headers); !f.empty())
-    return cat({"the source includes \"", f, "\", which is not among the headers given"});
-  std::size_t k = 0;
-  for (std::string_view h : o.headers)
-    if (k++ % 2 == 1)
-      if (const std::string_view f = disk_include(h, o.headers); !f.empty())
-        return cat({"a header includes \"", f, "\", which is not among the headers given"});
-  return {};
+  return id;
+#endif
 }
 
 // The entry's key: everything that makes the compiled image.
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
                               const std::string& compilers) {
   KeyHash h;
-  h.add("oxicuda-source-2").add(source).add(o.name).add(target).add(compilers);
+  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
   h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
   return h.hex();
+}
+
+inline void add_note(std::string& notes, std::string_view note) {
+  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
+}
+
+// ---------------------------------------------------------------------------
+// module_from_source's steps: find in the cache, compile, store.
+
+// Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
+// entry that is no entry (cache_entry.hpp) or that the driver refuses as an
+// image is discarded, with a note, and the caller compiles. Any other load
+// failure (out of memory, a bad JitOptions value) is raised, and the entry
+// kept. Nothing is thrown for the entry itself, so this holds without
+// exceptions too.
+inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
+                          SourceLocation where, Module& out, std::string& notes) {
+  std::string payload, note;
+  const bool read = cache_read(dir, key, payload, note);
+  add_note(notes, note);
+  if (!read) return false;
+  CacheEntry e;
+  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
+    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    return false;
+  }
+  std::string jit_error;
+  const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
+  if (r.ok()) {
+    cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const std::string path = cat({dir, "/", key, ".bin"});
+  if (!entry_at_fault(r.result))
+    fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
+                        std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
+                        jit_error}));
+  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
+                       describe_result(r.result), jit_error, ")"}));
+  return false;
+}
+
+// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
+// `out`; text loses its trailing NULs.
+template <class Size, class Fill>
+NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
+  std::size_t n = 0;
+  NvrtcOutcome r = size(&n);
+  if (!r.ok()) return r;
+  out.assign(n, '\0');
+  if (n) r = fill(out.data());
+  if (text)
+    while (!out.empty() && out.back() == '\0') out.pop_back();
+  return r;
+}
+
+// What step 2 made.
+struct SourceBuild {
+  std::string image;
+  bool is_text = false;
+  std::string names;      // expression, lowered name, ...: as Module keeps them
+  std::string log;        // the compile's own log (NVRTC's, an architecture fallback)
+  std::string not_cached;  // why the result may not be stored (what NVRTC read from disk), or empty
+};
+
+// One NVRTC compile, its result not raised: NVRTC_ERROR_INVALID_OPTION
+// from an NVRTC without --fdevice-time-trace is the caller's to handle.
+inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view source, const SourceOptions& o,
+                                  const StringList& args, SourceLocation where) {
+  if (program.raw) check(OXICUDA_NVRTC(DestroyProgram, &program.raw), where);
+  const std::string text(source);
+  if (text.find('\0') != std::string::npos)
+    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
+                cat({"the source holds a NUL byte at offset ", std::to_string(text.find('\0')),
+                     "; NVRTC would compile only what comes before it"}),
+                where));
+  if (o.headers.size() % 2 != 0)
+    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
+                "the headers are a list of name, source pairs; the last name has no source", where));
+  const CStrings header_names(o.headers, 0, 2);
+  const CStrings header_sources(o.headers, 1, 2);
+  check(OXICUDA_NVRTC(CreateProgram, &program.raw, text.c_str(), o.name.c_str(),
+                      static_cast<int>(o.headers.size() / 2), header_sources.get(), header_names.get()),
+        where);
+  for (std::string_view e : o.name_expressions) check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
+  const CStrings argv(args);
+  return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
+}
+
+#if !OXICUDA_WINDOWS
+// A private name for NVRTC's trace in the cache directory (0700): a file
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
+struct TraceFile {
+  std::string name;
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
+    const int fd = ::mkstemp(t.data());
+    if (fd >= 0) {
+      ::close(fd);
+      name = std::move(t);
+      ::unlink(cat({name, ".json"}).c_str());
+    }
+  }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile() {
+    if (name.empty()) return;
+    ::unlink(cat({name, ".json"}).c_str());
+    ::unlink(name.c_str());
+  }
+  // The trace NVRTC wrote (at most 64 MiB), or false.
+  bool read(std::string& out) const {
+    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+    if (ok) {
+      out.assign(static_cast<std::size_t>(st.st_size), '\0');
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ok = got == out.size();
+    }
+    ::close(fd);
+    return ok;
+  }
+};
+#endif
+
+// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
+// compile), NVRTC writes its trace there and `not_cached` says whether it
+// read a file from disk.
+inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
+                                  const std::string& device_arch, const std::string& trace_dir,
+                                  const std::string& key, SourceLocation where) {
+  SourceBuild b;
+  CompileOptions compile = options.compile;
+  std::string fallback;
+  if (compile.arch.empty()) {
+    ArchChoice choice = arch_for(cc, supported_archs(where), where);
+    compile.arch = std::move(choice.arch);
+    fallback = std::move(choice.note);
+    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
+      compile.lto = false;
+  }
+  const StringList args = compile.arguments();
+  NvrtcProgramGuard program;
+  NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
+  bool compiled = false;
+#if !OXICUDA_WINDOWS
+  struct rlimit fsize {};
+  const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
+  if (!trace_dir.empty() && size_limited) {
+    // NVRTC writes the trace itself, and past the limit the write would
+    // raise SIGXFSZ, which ends the process: no trace, so not stored.
+    b.not_cached = cat({"the process has a file-size limit (RLIMIT_FSIZE, ", std::to_string(fsize.rlim_cur),
+                        " bytes), under which NVRTC's trace of the headers it read is not written"});
+  } else if (!trace_dir.empty()) {
+    const TraceFile trace(trace_dir, key);
+    if (trace.name.empty()) {
+      b.not_cached = cat({"no file for NVRTC's trace could be made in ", trace_dir});
+    } else {
+      StringList traced = args;
+      traced.add(cat({"--fdevice-time-trace=", trace.name}));
+      r = nvrtc_compile(program, source, options, traced, where);
+      compiled = r.ok() || r.result != ffi::NVRTC_ERROR_INVALID_OPTION;
+      std::string text;
+      if (!compiled)
+        b.not_cached = cat({"this NVRTC does not take --fdevice-time-trace, which tells which files it read"});
+      else if (r.ok() && !trace.read(text))
+        b.not_cached = cat({"NVRTC wrote no trace of the headers it read"});
+      else if (r.ok())
+        b.not_cached = disk_header(text, options.headers);
+    }
+  }
+#else
+  (void)trace_dir, (void)key;
+#endif
+  if (!compiled) r = nvrtc_compile(program, source, options, args, where);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    std::string log;
+    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    fail(r, where,
+         cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
+              args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
+  }
+  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
+                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
+        where);
+  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  StringList lowered_names;
+  for (std::string_view e : options.name_expressions) {
+    const char* lowered = nullptr;
+    check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
+    lowered_names.add(e).add(lowered ? lowered : "");
+  }
+  b.names = lowered_names.joined();
+  CodeKind kind = CodeKind::ptx;
+  if (compile.lto) {
+    kind = CodeKind::ltoir;
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+          where);
+  } else if (std::string_view(compile.arch).starts_with("sm_")) {
+    kind = CodeKind::cubin;
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+          where);
+  } else {
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+          where);
+  }
+  if (kind == CodeKind::ltoir) {
+    // For a virtual architecture (compute_90), the link is for the device's
+    // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    Compiled c;
+    c.kind = kind;
+    c.code = std::move(b.image);
+    c.arch = compile.arch;
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
+                     where);
+    linker.add(c, options.name, where);
+    b.image = linker.complete(where);
+  }
+  b.is_text = kind == CodeKind::ptx;
+  if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
+  return b;
+}
+
+// Step 3: stores what step 2 made as the entry `key`, unless it may not be
+// cached; what happened goes to `notes`.
+inline void store_in_cache(const std::string& dir, const std::string& key, const SourceBuild& b,
+                           const SourceOptions& o, std::string& notes) {
+  if (!b.not_cached.empty()) {
+    add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
+    return;
+  }
+  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
+  CacheEntry e;
+  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
+    add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
+    return;
+  }
+  std::string note;
+  if (!cache_write(dir, key, payload, note)) add_note(notes, note);
 }
 
 }  // namespace detail
@@ -6405,10 +8564,10 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
   std::string notes, dir, key;
-  const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
-  if (!why_not.empty()) notes = detail::cat({"kernel cache: not used, since ", why_not});
-  if (options.cache && why_not.empty()) {
-    dir = detail::cache_directory(notes);
+  if (options.cache) {
+    std::string dir_note;
+    dir = detail::cache_directory(dir_note);
+    detail::add_note(notes, dir_note);
     if (!dir.empty()) {
       std::string compilers = detail::library_identity_for_cache(
           dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
@@ -6421,78 +8580,28 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
                                      &nvjitlink_info)});
       key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
                                compilers);
-      std::string payload;
-      std::string_view in, is_text, names, log, image;
-      if (detail::cache_read(dir, key, payload, notes)) {
-        // The image is the last field, so a PTX image is followed by the
-        // payload string's own NUL, as the driver wants it.
-        in = payload;
-        if (detail::take_field(in, is_text) && detail::take_field(in, names) && detail::take_field(in, log) &&
-            detail::take_field(in, image) && !image.empty())
-        {
-#if OXICUDA_EXCEPTIONS
-          // An entry the driver will not load (made for another driver, say)
-          // is discarded and compiled again, not an error on every run.
-          try {
-            Module m = detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text == "1", options.jit, where,
-                                                  std::string(names), log);
-            detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
-            return m;
-          } catch (const Error& e) {
-            const std::string path = detail::cache_remove(dir, key);
-            notes = detail::cat({notes, notes.empty() ? "" : "\n", "oxicuda cache: discarded ", path,
-                                 ": the driver did not load it (", e.what(), ")"});
-          }
-#else
-          detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
-          return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text == "1", options.jit, where,
-                                            std::string(names), log);
-#endif
-        }
-      }
+      Module hit;
+      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
     }
+  }
+  // A miss: may its result be kept? (A hit needs no such check: an entry is
+  // stored only when these rules held, and the key holds all they read.)
+  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+      !why_not.empty()) {
+    key.clear();
+    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
   }
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
-  Program program{std::string(source), options.name};
-  program.headers(options.headers);
-  for (std::string_view e : options.name_expressions) program.name_expression(e);
-  CompileOptions compile = options.compile;
-  std::string fallback;
-  if (compile.arch.empty()) {
-    ArchChoice choice = arch_for(cc, supported_archs(where), where);
-    compile.arch = std::move(choice.arch);
-    fallback = std::move(choice.note);
-    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
-      compile.lto = false;
-  }
-  Compiled c = program.compile(compile, where);
-  std::string image = c.code;
-  if (c.kind == CodeKind::ltoir) {
-    // For a virtual architecture (compute_90), the link is for the device's
-    // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
-    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true, where);
-    linker.add(c, options.name, where);
-    image = linker.complete(where);
-  }
-  std::string names = c.lowered_names.joined();  // expression, lowered name, ...: as Module keeps them
-  // The entry keeps the compile's own log (NVRTC's, the architecture's
-  // fallback); this run's notes on the cache go to this module only.
-  std::string log = c.log;
-  if (!fallback.empty()) log = log.empty() ? fallback : detail::cat({log, "\n", fallback});
-  const bool is_text = c.kind == CodeKind::ptx;
-  if (!key.empty()) {
-    std::string payload;
-    detail::put_field(payload, is_text ? "1" : "0");
-    detail::put_field(payload, names);
-    detail::put_field(payload, log);
-    detail::put_field(payload, image);
-    std::string write_note;
-    if (!detail::cache_write(dir, key, payload, write_note)) notes = detail::cat({notes, notes.empty() ? "" : "\n", write_note});
-  }
+  detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
+                                                 key, where);
+  // The entry keeps the compile's own log; this run's notes on the cache go
+  // to this module only.
+  if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);
+  std::string log = b.log;
   if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
-  return detail::ModuleAccess::load(ctx, image.data(), image.size(), is_text, options.jit,
-                                    where, std::move(names), log);
+  return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                    std::move(b.names), log);
 }
 
 OXICUDA_NAMESPACE_END
@@ -6518,6 +8627,8 @@ OXICUDA_NAMESPACE_END
 
 OXICUDA_NAMESPACE_BEGIN
 
+class GraphNodes;
+
 // A node of a graph: valid while its graph lives. Copies are the same node.
 class GraphNode {
  public:
@@ -6527,10 +8638,52 @@ class GraphNode {
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
   // The node's kind (cuGraphNodeGetType).
   [[nodiscard]] ffi::CUgraphNodeType type(SourceLocation where = SourceLocation::current()) const;
+  // The nodes this one runs after, and the nodes that run after it
+  // (cuGraphNodeGetDependencies, cuGraphNodeGetDependentNodes), in the
+  // driver's order; for any node, whoever built its graph.
+  [[nodiscard]] GraphNodes dependencies(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] GraphNodes dependents(SourceLocation where = SourceLocation::current()) const;
   friend bool operator==(const GraphNode& a, const GraphNode& b) noexcept { return a.raw_ == b.raw_; }
 
  private:
   CUgraphNode raw_ = nullptr;
+};
+
+// Nodes the driver listed (a graph's, a node's dependencies or dependents):
+// an array that owns its storage, move-only; iterate it, or copy it into a
+// container of your own.
+class GraphNodes {
+ public:
+  GraphNodes() noexcept = default;
+  explicit GraphNodes(std::size_t n) : p_(n ? new GraphNode[n] : nullptr), n_(n) {}
+  GraphNodes(GraphNodes&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  GraphNodes& operator=(GraphNodes&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  GraphNodes(const GraphNodes&) = delete;
+  GraphNodes& operator=(const GraphNodes&) = delete;
+  ~GraphNodes() { delete[] p_; }
+  [[nodiscard]] std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
+  [[nodiscard]] const GraphNode& operator[](std::size_t i) const noexcept { return p_[i]; }
+  [[nodiscard]] const GraphNode* begin() const noexcept { return p_; }
+  [[nodiscard]] const GraphNode* end() const noexcept { return p_ + n_; }
+  [[nodiscard]] GraphNode* data() noexcept { return p_; }
+  // Whether `node` is one of them.
+  [[nodiscard]] bool contains(GraphNode node) const noexcept {
+    for (std::size_t i = 0; i < n_; ++i)
+      if (p_[i] == node) return true;
+    return false;
+  }
+
+ private:
+  GraphNode* p_ = nullptr;
+  std::size_t n_ = 0;
 };
 
 // The nodes a new node depends on, and the caller's source line:
@@ -6678,6 +8831,9 @@ inline CUgraphNode origin_key() noexcept { return reinterpret_cast<CUgraphNode>(
 
 struct KeepList {
   Keep* head = nullptr;
+  // The entry a per-node setter found or made last (entries live as long
+  // as the list): a loop setting one node finds it without a walk.
+  Keep* last = nullptr;
   KeepList() noexcept = default;
   KeepList(const KeepList&) = delete;
   KeepList& operator=(const KeepList&) = delete;
@@ -6701,12 +8857,24 @@ struct KeepList {
     // setter called in a loop holds one entry per node, not one per call,
     // and allocates only the first time).
     Pending(KeepList& list, const H& handle, CUgraphNode node) : list_(&list), handle_(&handle) {
+      if (Keep* k = list.last; k && k->node == node && k->kind() == &KeepOf<H>::tag) {
+        existing_ = static_cast<KeepOf<H>*>(k);
+        return;
+      }
       for (Keep* k = list.head; k; k = k->next)
         if (k->node == node && k->kind() == &KeepOf<H>::tag) {
           existing_ = static_cast<KeepOf<H>*>(k);
+          list.last = k;
           return;
         }
       fresh_ = new KeepOf<H>(handle);
+    }
+    // The entry for the node holds `handle` (a copy of it) already.
+    [[nodiscard]] bool holds(const void* identity) const noexcept {
+      if constexpr (requires(const H& h) { FunctionAccess::identity(h); })
+        return existing_ && FunctionAccess::identity(existing_->handle) == identity;
+      else
+        return false;
     }
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
@@ -6721,6 +8889,7 @@ struct KeepList {
       fresh_->node = node;
       fresh_->next = list_->head;
       list_->head = fresh_;
+      if (node) list_->last = fresh_;
       fresh_ = nullptr;
     }
 
@@ -6862,6 +9031,14 @@ class Graph {
   [[nodiscard]] Graph clone(SourceLocation where = SourceLocation::current()) const;
   // The number of nodes (not counting those inside child graphs or bodies).
   [[nodiscard]] std::size_t node_count(SourceLocation where = SourceLocation::current()) const;
+  // The nodes (cuGraphGetNodes; not those inside child graphs or bodies), in
+  // the driver's order: for any graph, built node by node, captured, cloned
+  // or borrowed. Their kinds, dependencies and dependents come from each
+  // GraphNode.
+  [[nodiscard]] GraphNodes nodes(SourceLocation where = SourceLocation::current()) const;
+  // Whether this graph is the body of a conditional node (add_if,
+  // add_while), where the driver allows only some node kinds (see add_if).
+  [[nodiscard]] bool is_conditional_body() const noexcept { return state_ && state_->raw != raw_; }
   // Makes `to` depend on `from` (both nodes of this graph).
   void depend(GraphNode from, GraphNode to, SourceLocation where = SourceLocation::current()) const;
 
@@ -6932,6 +9109,13 @@ class Graph {
   // `if`: the body runs once when the handle is non-zero. `while`: the body
   // runs as long as the handle is non-zero (checked before each run; a
   // kernel in the body sets it). Needs a CUDA 12.4 driver.
+  // The driver's rule for a body: it may hold only kernel, empty, memset,
+  // memcpy, child graph and conditional nodes, and so may a child graph in
+  // it, at any depth. The driver accepts other nodes there and refuses the
+  // whole graph at instantiation (CUDA_ERROR_INVALID_VALUE, naming no node);
+  // oxicuda refuses them when they are added to a body: add_host,
+  // add_event_record, add_event_wait, add_alloc and add_free, and add_child
+  // of a graph holding such a node, raise an Error naming the rule.
   ConditionalNode add_if(Dependencies after, ConditionalHandle handle) const;
   ConditionalNode add_while(Dependencies after, ConditionalHandle handle) const;
 
@@ -6961,6 +9145,8 @@ class Graph {
   [[nodiscard]] GraphNode free_node(Dependencies& after, ffi::CUdeviceptr ptr) const;
   [[nodiscard]] ConditionalNode conditional_node(Dependencies& after, ConditionalHandle handle,
                                                  ffi::CUgraphConditionalNodeType type, const char* operation) const;
+  // Raises when this graph is a conditional body, which cannot hold a node of `kind`.
+  void allowed_in_body(const char* kind, const char* operation, SourceLocation where) const;
 
   State state_;
   CUgraph raw_ = nullptr;
@@ -7027,15 +9213,22 @@ ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, 
 inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
                                                      const char* op, SourceLocation where) {
   CUfunction f = checked(fn, "oxicuda::Function", op, where);
-  if (cfg.cluster.x != 0 || cfg.cooperative)
+  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
                 cat({"kernel '", fn.name(),
                      "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
                      "capture such a launch into the graph instead (capture.hpp)"}),
                 where));
-  if (cfg.shared_bytes > 48 * 1024 && cfg.shared_bytes > FunctionAccess::allowed_hint(fn)) {
-    const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-    if (!raised.ok()) fail(raised, where, cat({"raising kernel '", fn.name(), "''s dynamic shared memory limit"}));
+  if (cfg.shared_bytes != 0) {
+    // The kernel's own limit (the driver's default is 48 KiB less its static
+    // shared memory), raised when the node asks for more, as a launch does.
+    unsigned allowed = 0;
+    const Outcome known = FunctionAccess::allowed(fn, allowed);
+    if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
+    if (cfg.shared_bytes > allowed) {
+      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+    }
   }
   ffi::CUDA_KERNEL_NODE_PARAMS_v2 p{};
   p.func = f;
@@ -7061,6 +9254,40 @@ inline ffi::CUgraphNodeType GraphNode::type(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(GraphNodeGetType, detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::type", where), &t),
                 where);
   return t;
+}
+
+namespace detail {
+// The nodes the driver lists with `list(handle, out, &n)`: asked for the
+// count, then for the nodes (again while the count grew in between).
+template <class H, class List>
+GraphNodes list_nodes(H handle, List list, SourceLocation where) {
+  for (;;) {
+    std::size_t n = 0;
+    check(list(handle, nullptr, &n), where);
+    if (n == 0) return {};
+    const NodeArray raw(n);
+    std::size_t got = n;
+    check(list(handle, raw.get(), &got), where);
+    if (got > n) continue;
+    GraphNodes out(got);
+    for (std::size_t i = 0; i < got; ++i) out.data()[i] = GraphNode(raw.get()[i]);
+    return out;
+  }
+}
+}  // namespace detail
+
+inline GraphNodes GraphNode::dependencies(SourceLocation where) const {
+  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::dependencies", where);
+  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphNodeGetDependencies, h, out, count);
+  }, where);
+}
+
+inline GraphNodes GraphNode::dependents(SourceLocation where) const {
+  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::dependents", where);
+  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphNodeGetDependentNodes, h, out, count);
+  }, where);
 }
 
 inline Graph::Graph(const Context& ctx, SourceLocation where) {
@@ -7100,6 +9327,62 @@ inline std::size_t Graph::node_count(SourceLocation where) const {
   return n;
 }
 
+inline GraphNodes Graph::nodes(SourceLocation where) const {
+  return detail::list_nodes(checked("oxicuda::Graph::nodes", where), [](CUgraph g, CUgraphNode* out, std::size_t* n) {
+    return OXICUDA_DRIVER(GraphGetNodes, g, out, n);
+  }, where);
+}
+
+namespace detail {
+inline bool allowed_in_body(ffi::CUgraphNodeType t) noexcept {
+  switch (t) {
+    case ffi::CU_GRAPH_NODE_TYPE_KERNEL:
+    case ffi::CU_GRAPH_NODE_TYPE_EMPTY:
+    case ffi::CU_GRAPH_NODE_TYPE_MEMSET:
+    case ffi::CU_GRAPH_NODE_TYPE_MEMCPY:
+    case ffi::CU_GRAPH_NODE_TYPE_GRAPH:
+    case ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL: return true;
+    default: return false;
+  }
+}
+
+inline std::string body_rule(std::string_view what) {
+  return cat({"a conditional node's body may hold only kernel, empty, memset, memcpy, child graph and conditional "
+              "nodes, and so may a child graph in it (the driver's rule: it would accept the node here and refuse "
+              "the whole graph at instantiation with CUDA_ERROR_INVALID_VALUE); ",
+              what,
+              ". Put that work before or after the conditional node, in the graph that holds it"});
+}
+
+// The first node of `g`, or of a child graph in it at any depth, that a
+// conditional body cannot hold (null when there is none). The bodies of
+// conditional nodes in it were checked when their nodes were added.
+inline CUgraphNode refused_in_body(CUgraph g, SourceLocation where, int depth = 0) {
+  const GraphNodes all = list_nodes(g, [](CUgraph h, CUgraphNode* out, std::size_t* n) {
+    return OXICUDA_DRIVER(GraphGetNodes, h, out, n);
+  }, where);
+  for (const GraphNode& node : all) {
+    ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+    check(OXICUDA_DRIVER(GraphNodeGetType, node.raw(), &t), where);
+    if (!allowed_in_body(t)) return node.raw();
+    if (t == ffi::CU_GRAPH_NODE_TYPE_GRAPH && depth < 64) {
+      CUgraph child = nullptr;
+      check(OXICUDA_DRIVER(GraphChildGraphNodeGetGraph, node.raw(), &child), where);
+      if (CUgraphNode inner = refused_in_body(child, where, depth + 1)) return inner;
+    }
+  }
+  return nullptr;
+}
+}  // namespace detail
+
+inline void Graph::allowed_in_body(const char* kind, const char* operation, SourceLocation where) const {
+  if (!is_conditional_body()) return;
+  detail::raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                      detail::body_rule(detail::cat({"this graph is a conditional node's body, so a ", kind,
+                                                     " node cannot be added to it"})),
+                      where));
+}
+
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::depend", where);
   const CUgraphNode f = from.raw(), t = to.raw();
@@ -7134,6 +9417,7 @@ template <class... Params, class... Args>
 GraphNode Graph::add_kernel(Dependencies after, const Kernel<void(Params...)>& kernel, const LaunchConfig& config,
                             Args&&... args) const {
   // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::Graph::add_kernel", after.where(), args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
   return kernel_node(after, kernel.function(), config, packed.get());
 }
@@ -7210,12 +9494,14 @@ inline GraphNode Graph::host_node(Dependencies& after, detail::HostCall* boxed) 
 template <class F>
 GraphNode Graph::add_host(Dependencies after, F&& fn) const {
   (void)checked("oxicuda::Graph::add_host", after.where());
+  allowed_in_body("host function", "oxicuda::Graph::add_host", after.where());
   return host_node(after, detail::box_host_call(std::forward<F>(fn), "oxicuda::Graph::add_host"));
 }
 
 inline GraphNode Graph::event_node(Dependencies& after, const Event& event, bool record) const {
   const char* op = record ? "oxicuda::Graph::add_event_record" : "oxicuda::Graph::add_event_wait";
   CUgraph g = checked(op, after.where());
+  allowed_in_body(record ? "event record" : "event wait", op, after.where());
   CUevent e = detail::checked(event, "oxicuda::Event", op, after.where());
   detail::KeepList::Pending<Event> keep(state_->keep, event);
   CUgraphNode node = nullptr;
@@ -7237,6 +9523,14 @@ inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) c
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
   CUgraph g = checked("oxicuda::Graph::add_child", after.where());
   CUgraph c = child.checked("oxicuda::Graph::add_child", after.where());
+  if (is_conditional_body())
+    if (CUgraphNode refused = detail::refused_in_body(c, after.where()))
+      detail::raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::Graph::add_child",
+                          detail::body_rule(detail::cat(
+                              {"this graph is a conditional node's body, and the child graph holds ",
+                               detail::describe_node(nullptr, refused, detail::GraphAccess::keep(child)),
+                               ", directly or in a child graph of its own"})),
+                          after.where()));
   detail::KeepList copies;
   copies.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
   CUgraphNode node = nullptr;
@@ -7249,6 +9543,7 @@ inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const 
 inline GraphNode Graph::alloc_node(Dependencies& after, std::size_t bytes, ffi::CUdeviceptr& out) const {
   constexpr const char* op = "oxicuda::Graph::add_alloc";
   CUgraph g = checked(op, after.where());
+  allowed_in_body("mem alloc", op, after.where());
   const Device device = state_->ctx.device(after.where());
   ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
   p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -7271,6 +9566,7 @@ GraphAllocation<T> Graph::add_alloc(Dependencies after, std::size_t count) const
 
 inline GraphNode Graph::free_node(Dependencies& after, ffi::CUdeviceptr ptr) const {
   CUgraph g = checked("oxicuda::Graph::add_free", after.where());
+  allowed_in_body("mem free", "oxicuda::Graph::add_free", after.where());
   CUgraphNode node = nullptr;
   detail::check(OXICUDA_DRIVER(GraphAddMemFreeNode, &node, g, after.data(), after.size(), ptr), after.where());
   return GraphNode(node);
@@ -7670,11 +9966,14 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  // The node's entry in the keep list (found without a walk when this node
+  // was the last one set); when it holds this Function already (a loop
+  // giving one node new arguments), nothing is copied or counted.
   detail::KeepList::Pending<Function> keep(state_->keep, fn, node.raw());
-  const ScopedCurrent current(fn.module().context(), where);  // (see kernel_params)
+  const ScopedCurrent current(p.ctx, where);  // the kernel's context (see kernel_params)
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecKernelNodeSetParams, e, node.raw(), &p);
   if (!r.ok()) detail::launch_failed(r, fn, config, where);
-  keep.commit(node.raw());
+  if (!keep.holds(detail::FunctionAccess::identity(fn))) keep.commit(node.raw());
 }
 
 // clang-format off
@@ -7683,6 +9982,7 @@ template <class... Params, class... Args>
 void GraphExec::set_kernel(detail::Located<GraphNode> node, const Kernel<void(Params...)>& kernel,
                            const LaunchConfig& config, Args&&... args) {
   // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::GraphExec::set_kernel", node.where, args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
   kernel_setter(node.value, kernel.function(), config, packed.get(), node.where);
 }
@@ -7978,6 +10278,29 @@ namespace detail {
 class StepCore {
  public:
   explicit StepCore(StepOptions options) noexcept : options_(std::move(options)) {}
+  // Moved, the exec goes with the step; the step moved from is empty.
+  StepCore(StepCore&& o) noexcept
+      : graph_(std::move(o.graph_)), exec_(std::move(o.exec_)), stats_(o.stats_), options_(std::move(o.options_)),
+        key_(std::move(o.key_)), captured_(o.captured_), live_(o.live_) {
+    o.captured_ = false;
+    o.live_ = false;
+  }
+  StepCore& operator=(StepCore&& o) noexcept {
+    if (this == &o) return *this;
+    graph_ = std::move(o.graph_);
+    exec_ = std::move(o.exec_);
+    stats_ = o.stats_;
+    options_ = std::move(o.options_);
+    key_ = std::move(o.key_);
+    captured_ = o.captured_;
+    live_ = o.live_;
+    o.captured_ = false;
+    o.live_ = false;
+    return *this;
+  }
+  StepCore(const StepCore&) = delete;
+  StepCore& operator=(const StepCore&) = delete;
+  ~StepCore() = default;
   using Enqueue = void (*)(void* callable, const Stream& stream);
   void run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue, void* callable,
            SourceLocation where);
@@ -7990,10 +10313,20 @@ class StepCore {
   StepOptions options_;
   std::string key_;
   bool captured_ = false;
+  bool live_ = true;  // false once moved from
+};
+
+// A tag whose address names the list of a step's argument types: the first
+// bytes of its key, so that arguments of other types with the same bytes
+// (1.0f and 0x3f800000) are another key.
+template <class... A>
+struct StepArgTypes {
+  static constexpr char tag = 0;
 };
 
 inline void StepCore::run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue,
                           void* callable, SourceLocation where) {
+  if (!live_) empty_handle("oxicuda::GraphedStep", "oxicuda::GraphedStep::operator()", where);
   const bool same = captured_ && key_.size() == key_size && (key_size == 0 || std::memcmp(key_.data(), key, key_size) == 0);
   if (!same) {
     Graph graph;
@@ -8028,8 +10361,8 @@ inline void StepCore::run(const Stream& stream, const unsigned char* key, std::s
 //
 // What may change between calls, exactly:
 // - The contents of device memory: always (the graph reads it when it runs).
-// - `args...` (trivially copyable values, compared by their bytes, so zero
-//   the padding of a struct): when they differ from the last capture's, the
+// - `args...` (trivially copyable values, compared by their types and
+//   bytes, so zero the padding of a struct): when they differ from the last capture's, the
 //   callable is captured again with the new ones; a graph of the same
 //   topology updates the exec in place (cuGraphExecUpdate), another topology
 //   (other kernels, more or fewer nodes, other dependencies) is instantiated
@@ -8045,13 +10378,25 @@ template <class F>
 class GraphedStep {
  public:
   explicit GraphedStep(F fn, StepOptions options = {}) : fn_(std::move(fn)), core_(std::move(options)) {}
+  // Move-only: the step owns its exec, which an update rewrites in place,
+  // so two copies would replay each other's arguments. A moved-from step is
+  // empty (calling it is an Error); to run one step from two places, share
+  // a reference to it, or make two steps (each captures for itself).
+  GraphedStep(const GraphedStep&) = delete;
+  GraphedStep& operator=(const GraphedStep&) = delete;
+  GraphedStep(GraphedStep&&) noexcept(std::is_nothrow_move_constructible_v<F>) = default;
+  GraphedStep& operator=(GraphedStep&&) = default;  // (deleted when F cannot be assigned: a lambda)
+  ~GraphedStep() = default;
 
   template <class... A>
   void operator()(detail::Located<const Stream&> stream, const A&... args) {
     static_assert((std::is_trivially_copyable_v<A> && ...),
                   "GraphedStep: its arguments are compared by their bytes, so they must be trivially copyable");
-    unsigned char key[(sizeof(A) + ... + 0) + 1];
-    std::size_t at = 0;
+    // The key: which types (a tag's address), then their bytes; every byte written.
+    const void* const types = &detail::StepArgTypes<A...>::tag;
+    unsigned char key[sizeof(types) + (sizeof(A) + ... + 0)];
+    std::memcpy(key, &types, sizeof(types));
+    std::size_t at = sizeof(types);
     ((std::memcpy(key + at, &args, sizeof(A)), at += sizeof(A)), ...);
     auto enqueue = [&](const Stream& s) { fn_(s, args...); };
     core_.run(

@@ -64,9 +64,9 @@ inline std::string entry_image_problem(std::string_view image, bool is_text) {
   const auto* p = reinterpret_cast<const unsigned char*>(image.data());
   const ImageKind kind = image_kind(p, image.size());
   if (is_text) {
-    if (kind != ImageKind::ptx) return cat({"it says PTX, but its image is a binary one"});
     if (const std::size_t nul = image.find('\0'); nul != std::string_view::npos)
       return cat({"its PTX has a NUL byte at offset ", std::to_string(nul)});
+    if (kind != ImageKind::ptx) return cat({"it says PTX, but its image is a binary one"});
     if (image.find_first_not_of(" \t\r\n") == std::string_view::npos) return cat({"its PTX is blank"});
     return {};
   }

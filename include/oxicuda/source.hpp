@@ -425,7 +425,9 @@ inline std::string search_inputs(const char* tag, const char* env) {
 // file or directory ("path dev ino size mtime", or "path -").
 inline std::string search_fingerprints(const char* env) {
   std::string out;
-#if !OXICUDA_WINDOWS
+#if OXICUDA_WINDOWS
+  (void)env;
+#else
   // The file the variable names, through any links on its way (a directory
   // link re-pointed names another library by the same path).
   if (const std::string named = env_string(env); !named.empty()) {

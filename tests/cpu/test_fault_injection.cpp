@@ -225,7 +225,7 @@ std::vector<Op> operations() {
          (void)kn.dependencies();
          (void)kn.dependents();
          (void)g.dot();
-         Graph copy = g.clone();
+         Graph copy = child.clone();  // (a graph with allocation nodes cannot be cloned)
          GraphExec exec(g, {.upload = s});
          exec.launch(s);
          exec.upload(s);

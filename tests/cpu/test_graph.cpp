@@ -445,11 +445,14 @@ TEST_CASE_FIXTURE(GraphTest, "graph: every node kind, dependencies, clone and no
   GraphNode back = g.add_copy(host_fn, host, x);
   (void)back;
   CHECK(g.node_count() == 10);
-  Graph copy = g.clone();
-  CHECK(copy.node_count() == 10);
-  CHECK(copy != g);
+  // A graph with allocation nodes cannot be cloned (driver 580 on the H200,
+  // and the fake); one without can.
+  CHECK(error_of([&] { (void)g.clone(); }).result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+  Graph copy = child.clone();
+  CHECK(copy.node_count() == 1);
+  CHECK(copy != child);
 
-  GraphExec exec{copy};
+  GraphExec exec{g};
   exec.launch(s);
   exec.launch(s);  // the allocation was freed in the graph: a relaunch is fine
   s.synchronize();
