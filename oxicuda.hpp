@@ -7658,38 +7658,19 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/cache_entry.hpp ----
 
-// ---- begin oxicuda/source.hpp ----
-// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
-// Module in one step. It compiles for the context's device (program.hpp),
-// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
-// on-disk cache (cache.hpp, cache_entry.hpp) and loads it with its name
-// expressions, so that module.kernel<void(float*)>("saxpy<float>") finds the
-// template's instance. A cache hit neither compiles nor loads NVRTC.
-//
-// The cache's rule: whatever NVRTC reads from disk is in the key, or the
-// result is not cached. The key holds the source, the headers given, the
-// options, the target and the identity of the NVRTC (and nvJitLink) that
-// the process loads. NVRTC itself says which headers it read: a cacheable
-// compile runs with --fdevice-time-trace, and its result is stored only when
-// every header NVRTC processed was one given in memory (or NVRTC's builtin).
-// What the trace cannot show (a __has_include probe) is refused by a
-// deliberately coarse rule on the text.
+// ---- begin oxicuda/source_rules.hpp ----
+// oxicuda/source_rules.hpp — SourceOptions (what module_from_source takes)
+// and what NVRTC may read from disk under them: the options and text that
+// keep a compile out of the kernel cache, and NVRTC's trace of the headers
+// it processed (--fdevice-time-trace), read back to tell whether it read a
+// file that the key does not hold.
 
 #include <string>
 #include <string_view>
 
 
 #if !OXICUDA_WINDOWS
-#include <dirent.h>
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
-#include <atomic>
-#include <cstdlib>
-#include <mutex>
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
@@ -7707,13 +7688,6 @@ struct SourceOptions {
   JitOptions jit{};                  // for loading the module
   bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
 };
-
-// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
-// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
-// fallback, where the cache was refused or an entry discarded) and the
-// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
-[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
-                                        SourceLocation where = SourceLocation::current());
 
 namespace detail {
 
@@ -7972,6 +7946,37 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
   }
   return {};
 }
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/source_rules.hpp ----
+
+// ---- begin oxicuda/compiler_identity.hpp ----
+// oxicuda/compiler_identity.hpp — which NVRTC (or nvJitLink) the process
+// compiles with, for the kernel cache's key: the library that is loaded, by
+// its real path, file and version, without loading it on a cache hit.
+
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
 
 // ---------------------------------------------------------------------------
 // Which NVRTC (or nvJitLink) the process compiles with, for the key.
@@ -8291,6 +8296,60 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
   return id;
 #endif
 }
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compiler_identity.hpp ----
+
+// ---- begin oxicuda/source.hpp ----
+// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
+// Module in one step. It compiles for the context's device (program.hpp),
+// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
+// on-disk cache (cache.hpp, cache_entry.hpp) and loads it with its name
+// expressions, so that module.kernel<void(float*)>("saxpy<float>") finds the
+// template's instance. A cache hit neither compiles nor loads NVRTC.
+//
+// The cache's rule: whatever NVRTC reads from disk is in the key, or the
+// result is not cached. The key holds the source, the headers given, the
+// options, the target and the identity of the NVRTC (and nvJitLink) that
+// the process loads. NVRTC itself says which headers it read: a cacheable
+// compile runs with --fdevice-time-trace, and its result is stored only when
+// every header NVRTC processed was one given in memory (or NVRTC's builtin).
+// What the trace cannot show (a __has_include probe) is refused by a
+// deliberately coarse rule on the text.
+//
+// Below it: SourceOptions and the rules on what NVRTC may read
+// (source_rules.hpp), the compiler's identity for the key
+// (compiler_identity.hpp), the entry's codec (cache_entry.hpp).
+
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
+// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
+// fallback, where the cache was refused or an entry discarded) and the
+// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
+[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
+                                        SourceLocation where = SourceLocation::current());
+
+namespace detail {
 
 // The entry's key: everything that makes the compiled image.
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,

@@ -32,6 +32,8 @@
 #include "link.hpp"
 #include "cache.hpp"
 #include "cache_entry.hpp"
+#include "source_rules.hpp"
+#include "compiler_identity.hpp"
 #include "source.hpp"
 #include "graph.hpp"
 #include "graph_exec.hpp"
