@@ -6,8 +6,8 @@
 // driver (libcuda.so.1 / nvcuda.dll) is loaded at first use.
 #pragma once
 
-// ---- begin oxicuda/config.hpp ----
-// oxicuda/config.hpp — version, switches, platform, ABI namespace.
+// ---- begin oxicuda/core/config.hpp ----
+// oxicuda/core/config.hpp — version, switches, platform, ABI namespace.
 //
 // Switches a user may define before including oxicuda:
 //   OXICUDA_NO_EXCEPTIONS  report errors through the error handler (see
@@ -73,10 +73,10 @@
 #define OXICUDA_NAMESPACE_END \
   }                           \
   }
-// ---- end oxicuda/config.hpp ----
+// ---- end oxicuda/core/config.hpp ----
 
-// ---- begin oxicuda/ffi.hpp ----
-// oxicuda/ffi.hpp — the part of the CUDA driver ABI that oxicuda uses,
+// ---- begin oxicuda/core/ffi.hpp ----
+// oxicuda/core/ffi.hpp — the part of the CUDA driver ABI that oxicuda uses,
 // declared by hand so that no toolkit is needed to compile.
 //
 // Handle types are the toolkit's own incomplete structs at global scope, so a
@@ -1073,10 +1073,10 @@ OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/ffi.hpp ----
+// ---- end oxicuda/core/ffi.hpp ----
 
-// ---- begin oxicuda/nvrtc_ffi.hpp ----
-// oxicuda/nvrtc_ffi.hpp — the part of NVRTC's ABI (nvrtc.h) that oxicuda
+// ---- begin oxicuda/core/nvrtc_ffi.hpp ----
+// oxicuda/core/nvrtc_ffi.hpp — the part of NVRTC's ABI (nvrtc.h) that oxicuda
 // uses, declared by hand: results, their names and texts, and the table of
 // entry points. Loaded lazily by toolkit.hpp, on the mechanism of library.hpp.
 
@@ -1170,10 +1170,10 @@ OXICUDA_TABLE_ENTRIES(OXICUDA_NVRTC_API)
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/nvrtc_ffi.hpp ----
+// ---- end oxicuda/core/nvrtc_ffi.hpp ----
 
-// ---- begin oxicuda/nvjitlink_ffi.hpp ----
-// oxicuda/nvjitlink_ffi.hpp — the part of nvJitLink's ABI (nvJitLink.h) that
+// ---- begin oxicuda/core/nvjitlink_ffi.hpp ----
+// oxicuda/core/nvjitlink_ffi.hpp — the part of nvJitLink's ABI (nvJitLink.h) that
 // oxicuda uses, declared by hand: results, their names and texts, input
 // kinds, and the table of entry points. Loaded lazily by toolkit.hpp.
 
@@ -1272,10 +1272,10 @@ OXICUDA_TABLE_ENTRIES(OXICUDA_NVJITLINK_API)
 
 }  // namespace ffi
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/nvjitlink_ffi.hpp ----
+// ---- end oxicuda/core/nvjitlink_ffi.hpp ----
 
-// ---- begin oxicuda/library.hpp ----
-// oxicuda/library.hpp — the one lazy-library mechanism: from a table of
+// ---- begin oxicuda/core/library.hpp ----
+// oxicuda/core/library.hpp — the one lazy-library mechanism: from a table of
 // entry points (ffi.hpp's X-macro shape), the function-pointer struct and the
 // stand-ins for missing entries; the search for the library (an environment
 // override, then candidate files per platform); resolving every entry; and
@@ -1593,10 +1593,10 @@ OXICUDA_NAMESPACE_END
     TABLE(OXICUDA_X_SLOT)                                                                   \
   };                                                                                        \
   static_assert(sizeof(Api) == entry_count * sizeof(void*));
-// ---- end oxicuda/library.hpp ----
+// ---- end oxicuda/core/library.hpp ----
 
-// ---- begin oxicuda/loader.hpp ----
-// oxicuda/loader.hpp — find the driver library at first use, resolve every
+// ---- begin oxicuda/core/loader.hpp ----
+// oxicuda/core/loader.hpp — find the driver library at first use, resolve every
 // entry point of the table at its pinned version, run cuInit(0) once, and
 // remember why not when any of it fails. Nothing here throws.
 
@@ -1807,10 +1807,10 @@ inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[stati
 inline const DriverInfo& driver_info() noexcept { return detail::driver().info; }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/loader.hpp ----
+// ---- end oxicuda/core/loader.hpp ----
 
-// ---- begin oxicuda/toolkit.hpp ----
-// oxicuda/toolkit.hpp — NVRTC and nvJitLink, loaded at their first use by
+// ---- begin oxicuda/core/toolkit.hpp ----
+// oxicuda/core/toolkit.hpp — NVRTC and nvJitLink, loaded at their first use by
 // library.hpp's mechanism (a program that never compiles never looks for
 // them), and what that found: nvrtc_info(), nvjitlink_info(). Nothing here
 // throws but std::bad_alloc.
@@ -1927,10 +1927,10 @@ inline const LibraryInfo& nvrtc_info() noexcept { return detail::nvrtc().info; }
 inline const LibraryInfo& nvjitlink_info() noexcept { return detail::nvjitlink().info; }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/toolkit.hpp ----
+// ---- end oxicuda/core/toolkit.hpp ----
 
-// ---- begin oxicuda/error.hpp ----
-// oxicuda/error.hpp — Error over any library's result (the driver's
+// ---- begin oxicuda/core/error.hpp ----
+// oxicuda/core/error.hpp — Error over any library's result (the driver's
 // CUresult, nvrtcResult, nvJitLinkResult), one std::error_category per
 // library, the handlers for builds without exceptions and for failures in destructors, and
 // the checked call through the entry-point table that every wrapper uses.
@@ -2520,10 +2520,10 @@ template <>
 struct std::is_error_code_enum<oxicuda::ffi::nvrtcResult> : std::true_type {};
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {};
-// ---- end oxicuda/error.hpp ----
+// ---- end oxicuda/core/error.hpp ----
 
-// ---- begin oxicuda/callback.hpp ----
-// oxicuda/callback.hpp — host callables that the driver runs on its own
+// ---- begin oxicuda/driver/callback.hpp ----
+// oxicuda/driver/callback.hpp — host callables that the driver runs on its own
 // thread (a stream's host function, a graph's host node): the box that
 // carries one, the entry the driver calls, and the deferred destruction that
 // keeps their destructors off that thread.
@@ -2674,10 +2674,10 @@ inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* objec
 
 }  // namespace detail
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/callback.hpp ----
+// ---- end oxicuda/driver/callback.hpp ----
 
-// ---- begin oxicuda/device.hpp ----
-// oxicuda/device.hpp — Device: count, get by ordinal, name, compute
+// ---- begin oxicuda/driver/device.hpp ----
+// oxicuda/driver/device.hpp — Device: count, get by ordinal, name, compute
 // capability, memory, any attribute, UUID, PCI bus id; and the driver's version.
 
 #include <array>
@@ -2809,10 +2809,10 @@ inline std::string Device::pci_bus_id(SourceLocation where) const {
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/device.hpp ----
+// ---- end oxicuda/driver/device.hpp ----
 
-// ---- begin oxicuda/handle.hpp ----
-// oxicuda/handle.hpp — the ownership machinery shared by every handle: the
+// ---- begin oxicuda/driver/handle.hpp ----
+// oxicuda/driver/handle.hpp — the ownership machinery shared by every handle: the
 // shared state (Owned, counted, held through Shared<T>), and the emptiness
 // check every operation on a handle makes.
 
@@ -3033,10 +3033,10 @@ template <class Handle>
 }  // namespace detail
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/handle.hpp ----
+// ---- end oxicuda/driver/handle.hpp ----
 
-// ---- begin oxicuda/context.hpp ----
-// oxicuda/context.hpp — Context (a device's primary context, or one created
+// ---- begin oxicuda/driver/context.hpp ----
+// oxicuda/driver/context.hpp — Context (a device's primary context, or one created
 // explicitly), ScopedCurrent, the "make current, restore on exit" guard, and
 // ScopedCurrentNothrow, the same for destructors.
 
@@ -3417,10 +3417,10 @@ inline MemoryInfo Context::memory_info(SourceLocation where) const {
 
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/context.hpp ----
+// ---- end oxicuda/driver/context.hpp ----
 
-// ---- begin oxicuda/in_context.hpp ----
-// oxicuda/in_context.hpp — SharedHandle, a shared handle to a driver object that
+// ---- begin oxicuda/driver/in_context.hpp ----
+// oxicuda/driver/in_context.hpp — SharedHandle, a shared handle to a driver object that
 // lives in a context (a stream, an event): the object is destroyed once, when
 // the last handle drops, and every handle keeps the context alive.
 
@@ -3490,10 +3490,10 @@ class SharedHandle {
 }  // namespace detail
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/in_context.hpp ----
+// ---- end oxicuda/driver/in_context.hpp ----
 
-// ---- begin oxicuda/event.hpp ----
-// oxicuda/event.hpp — Event: a marker in a stream's work. It is recorded
+// ---- begin oxicuda/driver/event.hpp ----
+// oxicuda/driver/event.hpp — Event: a marker in a stream's work. It is recorded
 // through the stream (stream.record(event), see stream.hpp); here are its
 // creation flags, synchronize, query and the time between two events.
 
@@ -3602,10 +3602,10 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/event.hpp ----
+// ---- end oxicuda/driver/event.hpp ----
 
-// ---- begin oxicuda/stream.hpp ----
-// oxicuda/stream.hpp — Stream: a queue of work on the GPU. Copies are
+// ---- begin oxicuda/driver/stream.hpp ----
+// oxicuda/driver/stream.hpp — Stream: a queue of work on the GPU. Copies are
 // handles to one queue; record/wait tie queues together through events.
 
 #include <cstdint>
@@ -3884,10 +3884,798 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/stream.hpp ----
+// ---- end oxicuda/driver/stream.hpp ----
 
-// ---- begin oxicuda/image.hpp ----
-// oxicuda/image.hpp — what kind of image a module is loaded from (PTX text,
+// ---- begin oxicuda/memory/span.hpp ----
+// oxicuda/memory/span.hpp — DeviceSpan<T>, a view of elements in device memory, and
+// the device_range concept that copies, fills and launches accept.
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// A view of `size()` elements of T in device memory. Passes to a typed
+// kernel parameter `T*` (and converts to T* wherever one is wanted). It may
+// know the context of its memory (a span of a DeviceBuffer does), which
+// synchronous copies and fills make current for their call, and, for the
+// memory of a stream-ordered buffer (allocate_async), the stream it is
+// ordered on, after which synchronous copies and fills order themselves.
+template <class T>
+class DeviceSpan {
+ public:
+  using element_type = T;
+
+  constexpr DeviceSpan() noexcept = default;
+  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr,
+                       CUstream stream = nullptr) noexcept
+      : ptr_(ptr), count_(count), ctx_(ctx), stream_(stream) {}
+  // A span of T converts to a span of const T.
+  // clang-format off
+  template <class U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
+      : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()), stream_(other.stream()) {}
+  // clang-format on
+
+  [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
+  // size() * sizeof(T); a count too large for that (a span made from a raw
+  // pointer and a wrong count) gives SIZE_MAX instead of wrapping, and every
+  // copy and fill of such a span is an Error.
+  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept {
+    return count_ > std::size_t(-1) / sizeof(T) ? std::size_t(-1) : count_ * sizeof(T);
+  }
+  // Whether size() * sizeof(T) fits a size_t.
+  [[nodiscard]] constexpr bool size_fits() const noexcept { return count_ <= std::size_t(-1) / sizeof(T); }
+  [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
+  // The context of the memory, when known (else null).
+  [[nodiscard]] constexpr CUcontext context() const noexcept { return ctx_; }
+  // The stream that a stream-ordered buffer's memory is ordered on (else null).
+  [[nodiscard]] constexpr CUstream stream() const noexcept { return stream_; }
+  // Elements [offset, offset + count); clamped to the span.
+  [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    if (offset > count_) offset = count_;
+    if (count > count_ - offset) count = count_ - offset;
+    return {ptr_ + offset * sizeof(T), count, ctx_, stream_};
+  }
+  [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
+  // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
+  operator T*() const noexcept { return data(); }
+
+ private:
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+};
+
+// `count` elements of T in device memory, freed when the buffer is
+// destroyed. Move-only, like std::vector's storage; the elements are not
+// initialized. Allocated either synchronously in a context (cuMemAlloc; freed
+// with cuMemFree) or stream-ordered on a stream (allocate_async:
+// cuMemAllocAsync; freed with cuMemFreeAsync on the stream given to free_on,
+
+namespace detail {
+
+// A device range: anything with device_span() (DeviceSpan, DeviceBuffer).
+template <class R>
+concept device_range = requires(const R& r) {
+  r.device_span();
+};
+
+template <class R>
+using device_element_t = typename decltype(std::declval<const R&>().device_span())::element_type;
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/memory/span.hpp ----
+
+// ---- begin oxicuda/memory/copy.hpp ----
+// oxicuda/memory/copy.hpp — copies and fills between host and device memory,
+// synchronous and stream-ordered, over any host range and any device range.
+
+#include <bit>
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <type_traits>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// copy(dst, src) and copy_async(stream, dst, src) copy between host memory
+// (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
+// and device memory (DeviceBuffer, DeviceSpan), in any direction, after
+// checking that both sides have the same element type and count. The async
+// forms are one driver call each, with no allocation and no context switch;
+// from pageable host memory the driver stages the copy, so it may return
+// before or after the copy is done — use a PinnedBuffer for truly async copies.
+
+
+namespace detail {
+
+template <class R>
+concept host_range = !device_range<R> && requires(R & r) {
+  {std::data(r)};
+  { std::size(r) } -> std::convertible_to<std::size_t>;
+};
+
+template <class R>
+using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
+
+template <class A, class B>
+inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
+
+[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+                                                    std::size_t element_size, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
+                   std::to_string(src), " (element size ", std::to_string(element_size), " bytes)",
+                   dst == 0 || src == 0 ? "; an empty device buffer is default-constructed or moved-from" : ""}),
+              where));
+}
+
+inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
+                        SourceLocation where) {
+  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// A DeviceBuffer (an owning buffer: it knows its Context), as opposed to a
+// span. A default-constructed or moved-from one has no context.
+template <class R>
+concept owning_device_buffer = device_range<R> && requires(const R& r) {
+  { r.context() } -> std::same_as<const Context&>;
+  r.stream_ordered();
+};
+
+// A moved-from or default-constructed DeviceBuffer is an Error naming the
+// type (an empty one of a context, DeviceBuffer(ctx, 0), is not).
+template <class R>
+void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
+  if constexpr (owning_device_buffer<R>)
+    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
+}
+
+// A span's size in bytes, or an Error when size() * sizeof(T) does not fit
+// a size_t (a span made from a raw pointer and a wrong count).
+template <class T>
+std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!s.size_fits()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
+                     " bytes: more bytes than a size_t holds; its count is wrong"}),
+                where));
+  return s.size_bytes();
+}
+
+// The two sides of a copy, after its checks (same element type, a mutable
+// destination, the same count): a device address or a host pointer each.
+struct CopySides {
+  ffi::CUdeviceptr dst_device = 0;
+  ffi::CUdeviceptr src_device = 0;
+  void* dst_host = nullptr;
+  const void* src_host = nullptr;
+  std::size_t bytes = 0;
+  CUcontext ctx = nullptr;  // the device side's context, when its span knows it
+};
+
+template <class Dst, class Src>
+CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
+  CopySides c;
+  if constexpr (device_range<Dst> && device_range<Src>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
+    check_buffer_handle(src, op, where);
+    c.dst_device = d.device_ptr();
+    c.src_device = s.device_ptr();
+    c.bytes = span_bytes(d, op, where);
+    c.ctx = d.context() ? d.context() : s.context();
+  } else if constexpr (device_range<Dst>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
+    c.dst_device = d.device_ptr();
+    c.src_host = std::data(src);
+    c.bytes = span_bytes(d, op, where);
+    c.ctx = d.context();
+  } else {
+    using T = device_element_t<Src>;
+    static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
+    static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
+    const auto s = src.device_span();
+    check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    check_buffer_handle(src, op, where);
+    c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
+    c.src_device = s.device_ptr();
+    c.bytes = span_bytes(s, op, where);
+    c.ctx = s.context();
+  }
+  return c;
+}
+
+// The one implementation of every copy direction, enqueued on queue `q`.
+template <class Dst, class Src>
+void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  if constexpr (device_range<Dst> && device_range<Src>)
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q), where);
+  else if constexpr (device_range<Dst>)
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q), where);
+  else
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
+}
+
+template <class Dst>
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
+  using T = device_element_t<Dst>;
+  static_assert(!std::is_const_v<T>, "fill: the destination is const");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  check_buffer_handle(dst, op, where);
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
+  else
+    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
+          where);
+}
+
+template <class Dst>
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
+  check_buffer_handle(dst, op, where);
+  const auto d = dst.device_span();
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
+}
+
+template <class R>
+CUcontext context_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().context();
+  else
+    return nullptr;
+}
+
+// The stream a stream-ordered buffer's memory is ordered on (else null).
+template <class R>
+CUstream stream_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().stream();
+  else
+    return nullptr;
+}
+
+// A synchronous operation: `enqueue` on a queue, with the memory's context
+// current (when known), then wait for that queue. The queue is the stream
+// of a stream-ordered side (allocate_async), so that the operation comes
+// after the work enqueued there before it (when both sides are
+// stream-ordered on different streams, the source's stream is synchronized
+// first); otherwise it is the calling thread's per-thread default stream,
+// which is ordered after none of the user's streams. Unlike the driver's own
+// "synchronous" cuMemcpy/cuMemset (which may return before a pageable copy
+// or a memset has landed, and are not ordered with non-blocking streams),
+// the bytes are in place when this returns, for every stream to see.
+template <class Enqueue>
+void synchronously(CUcontext ctx, CUstream ordered_on, CUstream also_after, SourceLocation where,
+                   Enqueue&& enqueue) {
+  reclaim();
+  const CUstream q = ordered_on ? ordered_on : ffi::stream_per_thread();
+  auto run = [&] {
+    if (also_after && also_after != q) check(OXICUDA_DRIVER(StreamSynchronize, also_after), where);
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
+  };
+  if (ctx) {
+    SwitchCurrent current(ctx, where);
+    run();
+  } else {
+    run();
+  }
+  reclaim();
+}
+
+// clang-format off
+template <class Dst, class Src>
+concept copyable = (device_range<Dst> || device_range<Src>) &&
+                   (device_range<Dst> || host_range<Dst>) &&
+                   (device_range<Src> || host_range<Src>);
+// clang-format on
+
+// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
+template <class Enqueue>
+void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
+  on_stream(stream, operation, where, [&](CUstream q) {
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
+  });
+  reclaim();
+}
+
+}  // namespace detail
+
+// The ordering rule of the synchronous copies and fills (copy(dst, src),
+// fill, fill_bytes, DeviceBuffer::copy_from/copy_to): when one returns, the
+// bytes are in place. It is ordered after the work of a stream-ordered
+// buffer's stream (allocate_async: it runs on that stream), and after
+// nothing else: work pending on your streams is not waited for. Where work
+// is pending, use the forms that take a stream, copy(stream, dst, src),
+// fill(stream, dst, value), fill_bytes(stream, dst, byte): they enqueue on
+// `stream`, after everything enqueued there before, and wait for it.
+
+// Synchronous copy (the ordering rule above). The device side's context,
+// when its span knows it, is current for the call.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
+  const CUstream on = detail::stream_of(dst) ? detail::stream_of(dst) : detail::stream_of(src);
+  detail::synchronously(ctx, on, detail::stream_of(src), where,
+                        [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered and synchronous: enqueued on `stream` (after the work
+// enqueued there before), then waits for `stream`; the bytes are in place
+// when it returns.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::copy", where,
+                             [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered copy: enqueued on `stream`, one driver call.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::copy_async", where,
+                    [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
+}
+
+// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
+// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
+// T. The synchronous forms return with the memory set (the ordering rule
+// above; with a stream: enqueued there and waited for); the _async ones are
+// one driver call on `stream`.
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill", where,
+                             [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+                SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::fill_async", where,
+                    [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
+                             [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+                      SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/memory/copy.hpp ----
+
+// ---- begin oxicuda/memory/buffer.hpp ----
+// oxicuda/memory/buffer.hpp — owning memory: DeviceBuffer<T> (device memory,
+// allocated in a context or stream-ordered on a stream) and PinnedBuffer<T>
+// (page-locked host memory).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  DeviceBuffer() noexcept = default;
+  DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
+  // Stream-ordered: usable by work enqueued on `stream` after this call (and
+  // on other streams once they wait for an event recorded after it). Its
+  // synchronous copies and fills (copy_from, copy_to, copy, fill) run on
+  // that stream, after the work enqueued there before them. The per-thread
+  // default stream is refused: it is another queue on every thread, so the
+  // buffer would be freed on whichever thread's queue drops it, not ordered
+  // after the work of the thread that used it.
+  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
+                                                   SourceLocation where = SourceLocation::current());
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    DeviceBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { release(); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  // The span knows the buffer's context and, for a stream-ordered buffer,
+  // the stream it is ordered on (see copy.hpp's ordering rule).
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw(), free_stream_.raw()}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  [[nodiscard]] bool stream_ordered() const noexcept { return static_cast<bool>(free_stream_); }
+
+  // For a stream-ordered buffer: free it on `stream` instead (after the work
+  // enqueued there before the buffer's end). The caller orders that stream
+  // after every use of the buffer, as for cuMemFreeAsync.
+  void free_on(const Stream& stream, SourceLocation where = SourceLocation::current());
+  // Frees now (stream-ordered on the free stream, or synchronously); the
+  // buffer is then empty.
+  void reset() noexcept { release(); }
+
+  // Synchronous copies to and from host memory (sizes must match); for a
+  // stream-ordered buffer, on its stream after the work enqueued there
+  // (copy.hpp's ordering rule).
+  void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
+  void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
+
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(free_stream_, other.free_stream_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  Stream free_stream_;  // set: stream-ordered
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+};
+
+
+struct PinnedOptions {
+  bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
+  // CU_MEMHOSTALLOC_DEVICEMAP: mapped into the device's address space, so
+  // that kernels read and write it in place (zero-copy): mapped_span() and
+  // device_ptr() (cuMemHostGetDevicePointer) give the device's address.
+  bool device_map = false;
+};
+
+// `count` elements of T in page-locked (pinned) host memory: copies to and
+// from it run at full bus speed and truly asynchronously. A contiguous range
+// (data, size, begin/end, operator[]); move-only; elements not initialized.
+// Allocated portable (usable with every context).
+template <class T>
+class PinnedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  PinnedBuffer() noexcept = default;
+  PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options = {},
+               SourceLocation where = SourceLocation::current());
+  PinnedBuffer(PinnedBuffer&& other) noexcept { swap(other); }
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    PinnedBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { release(); }
+
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] T* begin() noexcept { return data_; }
+  [[nodiscard]] T* end() noexcept { return data_ + count_; }
+  [[nodiscard]] const T* begin() const noexcept { return data_; }
+  [[nodiscard]] const T* end() const noexcept { return data_ + count_; }
+  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
+  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<T>() noexcept { return {data_, count_}; }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::span<const T>() const noexcept { return {data_, count_}; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Allocated with {.device_map = true}: the device's address of the
+  // memory (cuMemHostGetDevicePointer; with unified addressing it equals
+  // data(), which the driver does not promise otherwise), 0 when not mapped.
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
+  [[nodiscard]] bool mapped() const noexcept { return device_ptr_ != 0; }
+  // The mapped memory as a DeviceSpan, for a kernel to read and write in
+  // place (zero-copy). An Error when the buffer was not allocated mapped.
+  // (Not device_span(): a PinnedBuffer stays a host range for copies.)
+  [[nodiscard]] DeviceSpan<T> mapped_span(SourceLocation where = SourceLocation::current()) const;
+
+  void swap(PinnedBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    std::swap(device_ptr_, other.device_ptr_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+  ffi::CUdeviceptr device_ptr_ = 0;
+};
+
+namespace detail {
+inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
+                                 SourceLocation where) {
+  if (count > static_cast<std::size_t>(-1) / element_size)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
+                where));
+  return count * element_size;
+}
+}  // namespace detail
+
+template <class T>
+DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where) : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
+  if (count == 0) return;
+  detail::reclaim();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
+  count_ = count;
+}
+
+namespace detail {
+// The per-thread default stream names the calling thread's queue: a
+// stream-ordered buffer's stream must be one queue for every thread.
+inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
+                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
+                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
+                where));
+}
+}  // namespace detail
+
+template <class T>
+DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::allocate_async", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
+  DeviceBuffer b;
+  detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
+    if (count != 0) detail::check(OXICUDA_DRIVER(MemAllocAsync, &b.ptr_, bytes, q), where);
+  });
+  // Stream-ordered also when empty (nothing to allocate or free): free_on
+  // and stream_ordered() behave as for any other size.
+  b.ctx_ = stream.context();
+  b.free_stream_ = stream;
+  b.count_ = count;
+  return b;
+}
+
+template <class T>
+void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
+  if (!stream) detail::empty_handle("oxicuda::Stream", "oxicuda::DeviceBuffer::free_on", where);
+  if (!free_stream_)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
+                        "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
+                        where));
+  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::free_on", where);
+  free_stream_ = stream;
+}
+
+template <class T>
+void DeviceBuffer<T>::release() noexcept {
+  if (ptr_ != 0) {
+    constexpr const char* during = "freeing an oxicuda::DeviceBuffer";
+    if (free_stream_) {
+      // A default stream belongs to the current context: make its own current.
+      const bool default_stream = reinterpret_cast<std::uintptr_t>(free_stream_.raw()) <= 2;
+      detail::ScopedCurrentNothrow current(default_stream ? free_stream_.context().raw() : nullptr, during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeAsync, ptr_, free_stream_.raw()), during);
+    } else {
+      detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemFree, ptr_), during);
+    }
+  }
+  ptr_ = 0;
+  count_ = 0;
+  free_stream_ = Stream();
+}
+
+template <class T>
+void DeviceBuffer<T>::copy_from(std::span<const T> host, SourceLocation where) {
+  copy(*this, host, where);
+}
+
+template <class T>
+void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
+  copy(host, *this, where);
+}
+
+// --- PinnedBuffer ---------------------------------------------------------------
+
+template <class T>
+PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options, SourceLocation where)
+    : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::PinnedBuffer::PinnedBuffer", where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::PinnedBuffer::PinnedBuffer", where);
+  if (count == 0) return;
+  unsigned flags = ffi::memhostalloc_portable;
+  if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
+  if (options.device_map) flags |= ffi::memhostalloc_devicemap;
+  detail::reclaim();
+  void* p = nullptr;
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
+  if (options.device_map) {
+    const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
+    if (OXICUDA_UNLIKELY(!r.ok())) {
+      detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
+      device_ptr_ = 0;
+      detail::fail(r, where);
+    }
+  }
+  data_ = static_cast<T*>(p);
+  count_ = count;
+}
+
+template <class T>
+DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
+  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
+    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
+    if (count_ != 0)
+      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
+                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
+  }
+  return {device_ptr_, count_, ctx_.raw()};
+}
+
+template <class T>
+void PinnedBuffer<T>::release() noexcept {
+  if (data_ != nullptr) {
+    constexpr const char* during = "freeing an oxicuda::PinnedBuffer";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, static_cast<void*>(data_)), during);
+  }
+  data_ = nullptr;
+  count_ = 0;
+  device_ptr_ = 0;
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/memory/buffer.hpp ----
+
+// ---- begin oxicuda/memory/pool.hpp ----
+// oxicuda/memory/pool.hpp — MemoryPool, the device's default pool that
+// stream-ordered allocations draw from.
+
+#include <cstddef>
+#include <cstdint>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// The device's default memory pool, which stream-ordered allocations draw
+// from. Not owned: the driver keeps it for the device's lifetime.
+class MemoryPool {
+ public:
+  [[nodiscard]] static MemoryPool device_default(const Device& device,
+                                                 SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUmemoryPool raw() const noexcept { return raw_; }
+  // Memory the pool keeps reserved after a synchronization instead of
+  // returning it to the system (default 0: everything is returned).
+  void set_release_threshold(std::uint64_t bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t release_threshold(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, where);
+  }
+  // Returns reserved memory beyond `keep_bytes` to the system now.
+  void trim_to(std::size_t keep_bytes, SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] std::uint64_t reserved_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, where);
+  }
+  [[nodiscard]] std::uint64_t used_bytes(SourceLocation where = SourceLocation::current()) const {
+    return get(ffi::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, where);
+  }
+
+ private:
+  explicit MemoryPool(CUmemoryPool raw) noexcept : raw_(raw) {}
+  [[nodiscard]] std::uint64_t get(ffi::CUmemPool_attribute attr, SourceLocation where) const;
+  CUmemoryPool raw_ = nullptr;
+};
+
+inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
+  CUmemoryPool pool = nullptr;
+  detail::check(OXICUDA_DRIVER(DeviceGetDefaultMemPool, &pool, device.raw()), where);
+  return MemoryPool(pool);
+}
+
+inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
+  ffi::cuuint64_t v = bytes;
+  detail::check(OXICUDA_DRIVER(MemPoolSetAttribute, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)), where);
+}
+
+inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(MemPoolTrimTo, raw_, keep_bytes), where);
+}
+
+inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
+  ffi::cuuint64_t v = 0;
+  detail::check(OXICUDA_DRIVER(MemPoolGetAttribute, raw_, attr, static_cast<void*>(&v)),
+                where);
+  return v;
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/memory/pool.hpp ----
+
+// ---- begin oxicuda/kernel/image.hpp ----
+// oxicuda/kernel/image.hpp — what kind of image a module is loaded from (PTX text,
 // a cubin, a fatbin), and whether a binary one is whole: the driver reads an
 // image without knowing its size, so a truncated or crafted header would
 // make it read past the end.
@@ -3989,10 +4777,10 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 }  // namespace detail
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/image.hpp ----
+// ---- end oxicuda/kernel/image.hpp ----
 
-// ---- begin oxicuda/module.hpp ----
-// oxicuda/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
+// ---- begin oxicuda/kernel/module.hpp ----
+// oxicuda/kernel/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
 // and Function (a kernel in it, which keeps its module alive).
 
 #include <atomic>
@@ -4486,10 +5274,10 @@ inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation 
 
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/module.hpp ----
+// ---- end oxicuda/kernel/module.hpp ----
 
-// ---- begin oxicuda/kernel.hpp ----
-// oxicuda/kernel.hpp — Kernel<Sig>, a kernel typed by its signature, and the
+// ---- begin oxicuda/kernel/kernel.hpp ----
+// oxicuda/kernel/kernel.hpp — Kernel<Sig>, a kernel typed by its signature, and the
 // check of its parameter layout against the driver's (Module::kernel<Sig>).
 
 #include <cstddef>
@@ -4634,798 +5422,10 @@ Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) co
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/kernel.hpp ----
+// ---- end oxicuda/kernel/kernel.hpp ----
 
-// ---- begin oxicuda/span.hpp ----
-// oxicuda/span.hpp — DeviceSpan<T>, a view of elements in device memory, and
-// the device_range concept that copies, fills and launches accept.
-
-#include <cstddef>
-#include <cstdint>
-#include <type_traits>
-#include <utility>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-// A view of `size()` elements of T in device memory. Passes to a typed
-// kernel parameter `T*` (and converts to T* wherever one is wanted). It may
-// know the context of its memory (a span of a DeviceBuffer does), which
-// synchronous copies and fills make current for their call, and, for the
-// memory of a stream-ordered buffer (allocate_async), the stream it is
-// ordered on, after which synchronous copies and fills order themselves.
-template <class T>
-class DeviceSpan {
- public:
-  using element_type = T;
-
-  constexpr DeviceSpan() noexcept = default;
-  constexpr DeviceSpan(ffi::CUdeviceptr ptr, std::size_t count, CUcontext ctx = nullptr,
-                       CUstream stream = nullptr) noexcept
-      : ptr_(ptr), count_(count), ctx_(ctx), stream_(stream) {}
-  // A span of T converts to a span of const T.
-  // clang-format off
-  template <class U>
-    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
-  constexpr DeviceSpan(DeviceSpan<U> other) noexcept
-      : ptr_(other.device_ptr()), count_(other.size()), ctx_(other.context()), stream_(other.stream()) {}
-  // clang-format on
-
-  [[nodiscard]] constexpr ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
-  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  [[nodiscard]] constexpr std::size_t size() const noexcept { return count_; }
-  // size() * sizeof(T); a count too large for that (a span made from a raw
-  // pointer and a wrong count) gives SIZE_MAX instead of wrapping, and every
-  // copy and fill of such a span is an Error.
-  [[nodiscard]] constexpr std::size_t size_bytes() const noexcept {
-    return count_ > std::size_t(-1) / sizeof(T) ? std::size_t(-1) : count_ * sizeof(T);
-  }
-  // Whether size() * sizeof(T) fits a size_t.
-  [[nodiscard]] constexpr bool size_fits() const noexcept { return count_ <= std::size_t(-1) / sizeof(T); }
-  [[nodiscard]] constexpr bool empty() const noexcept { return count_ == 0; }
-  // The context of the memory, when known (else null).
-  [[nodiscard]] constexpr CUcontext context() const noexcept { return ctx_; }
-  // The stream that a stream-ordered buffer's memory is ordered on (else null).
-  [[nodiscard]] constexpr CUstream stream() const noexcept { return stream_; }
-  // Elements [offset, offset + count); clamped to the span.
-  [[nodiscard]] constexpr DeviceSpan subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
-    if (offset > count_) offset = count_;
-    if (count > count_ - offset) count = count_ - offset;
-    return {ptr_ + offset * sizeof(T), count, ctx_, stream_};
-  }
-  [[nodiscard]] constexpr DeviceSpan device_span() const noexcept { return *this; }
-  // NOLINTNEXTLINE(google-explicit-constructor): a device span is a kernel's T*
-  operator T*() const noexcept { return data(); }
-
- private:
-  ffi::CUdeviceptr ptr_ = 0;
-  std::size_t count_ = 0;
-  CUcontext ctx_ = nullptr;
-  CUstream stream_ = nullptr;
-};
-
-// `count` elements of T in device memory, freed when the buffer is
-// destroyed. Move-only, like std::vector's storage; the elements are not
-// initialized. Allocated either synchronously in a context (cuMemAlloc; freed
-// with cuMemFree) or stream-ordered on a stream (allocate_async:
-// cuMemAllocAsync; freed with cuMemFreeAsync on the stream given to free_on,
-
-namespace detail {
-
-// A device range: anything with device_span() (DeviceSpan, DeviceBuffer).
-template <class R>
-concept device_range = requires(const R& r) {
-  r.device_span();
-};
-
-template <class R>
-using device_element_t = typename decltype(std::declval<const R&>().device_span())::element_type;
-
-}  // namespace detail
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/span.hpp ----
-
-// ---- begin oxicuda/copy.hpp ----
-// oxicuda/copy.hpp — copies and fills between host and device memory,
-// synchronous and stream-ordered, over any host range and any device range.
-
-#include <bit>
-#include <concepts>
-#include <cstddef>
-#include <iterator>
-#include <type_traits>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-// copy(dst, src) and copy_async(stream, dst, src) copy between host memory
-// (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
-// and device memory (DeviceBuffer, DeviceSpan), in any direction, after
-// checking that both sides have the same element type and count. The async
-// forms are one driver call each, with no allocation and no context switch;
-// from pageable host memory the driver stages the copy, so it may return
-// before or after the copy is done — use a PinnedBuffer for truly async copies.
-
-
-namespace detail {
-
-template <class R>
-concept host_range = !device_range<R> && requires(R & r) {
-  {std::data(r)};
-  { std::size(r) } -> std::convertible_to<std::size_t>;
-};
-
-template <class R>
-using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
-
-template <class A, class B>
-inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
-
-[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
-                                                    std::size_t element_size, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-              cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
-                   std::to_string(src), " (element size ", std::to_string(element_size), " bytes)",
-                   dst == 0 || src == 0 ? "; an empty device buffer is default-constructed or moved-from" : ""}),
-              where));
-}
-
-inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
-                        SourceLocation where) {
-  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
-}
-
-}  // namespace detail
-
-namespace detail {
-
-// A DeviceBuffer (an owning buffer: it knows its Context), as opposed to a
-// span. A default-constructed or moved-from one has no context.
-template <class R>
-concept owning_device_buffer = device_range<R> && requires(const R& r) {
-  { r.context() } -> std::same_as<const Context&>;
-  r.stream_ordered();
-};
-
-// A moved-from or default-constructed DeviceBuffer is an Error naming the
-// type (an empty one of a context, DeviceBuffer(ctx, 0), is not).
-template <class R>
-void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
-  if constexpr (owning_device_buffer<R>)
-    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
-}
-
-// A span's size in bytes, or an Error when size() * sizeof(T) does not fit
-// a size_t (a span made from a raw pointer and a wrong count).
-template <class T>
-std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!s.size_fits()))
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
-                     " bytes: more bytes than a size_t holds; its count is wrong"}),
-                where));
-  return s.size_bytes();
-}
-
-// The two sides of a copy, after its checks (same element type, a mutable
-// destination, the same count): a device address or a host pointer each.
-struct CopySides {
-  ffi::CUdeviceptr dst_device = 0;
-  ffi::CUdeviceptr src_device = 0;
-  void* dst_host = nullptr;
-  const void* src_host = nullptr;
-  std::size_t bytes = 0;
-  CUcontext ctx = nullptr;  // the device side's context, when its span knows it
-};
-
-template <class Dst, class Src>
-CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
-  CopySides c;
-  if constexpr (device_range<Dst> && device_range<Src>) {
-    using T = device_element_t<Dst>;
-    static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
-    static_assert(!std::is_const_v<T>, "copy: the destination is const");
-    const auto d = dst.device_span();
-    const auto s = src.device_span();
-    check_sizes(op, d.size(), s.size(), sizeof(T), where);
-    check_buffer_handle(dst, op, where);
-    check_buffer_handle(src, op, where);
-    c.dst_device = d.device_ptr();
-    c.src_device = s.device_ptr();
-    c.bytes = span_bytes(d, op, where);
-    c.ctx = d.context() ? d.context() : s.context();
-  } else if constexpr (device_range<Dst>) {
-    using T = device_element_t<Dst>;
-    static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
-    static_assert(!std::is_const_v<T>, "copy: the destination is const");
-    const auto d = dst.device_span();
-    check_sizes(op, d.size(), std::size(src), sizeof(T), where);
-    check_buffer_handle(dst, op, where);
-    c.dst_device = d.device_ptr();
-    c.src_host = std::data(src);
-    c.bytes = span_bytes(d, op, where);
-    c.ctx = d.context();
-  } else {
-    using T = device_element_t<Src>;
-    static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
-    static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
-    const auto s = src.device_span();
-    check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
-    check_buffer_handle(src, op, where);
-    c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
-    c.src_device = s.device_ptr();
-    c.bytes = span_bytes(s, op, where);
-    c.ctx = s.context();
-  }
-  return c;
-}
-
-// The one implementation of every copy direction, enqueued on queue `q`.
-template <class Dst, class Src>
-void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
-  const CopySides c = copy_sides(dst, src, op, where);
-  if constexpr (device_range<Dst> && device_range<Src>)
-    check(OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q), where);
-  else if constexpr (device_range<Dst>)
-    check(OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q), where);
-  else
-    check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
-}
-
-template <class Dst>
-void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
-  using T = device_element_t<Dst>;
-  static_assert(!std::is_const_v<T>, "fill: the destination is const");
-  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
-  check_buffer_handle(dst, op, where);
-  const auto d = dst.device_span();
-  if constexpr (sizeof(T) == 1)
-    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
-  else
-    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
-          where);
-}
-
-template <class Dst>
-void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
-  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
-  check_buffer_handle(dst, op, where);
-  const auto d = dst.device_span();
-  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
-}
-
-template <class R>
-CUcontext context_of(const R& r) noexcept {
-  if constexpr (device_range<R>)
-    return r.device_span().context();
-  else
-    return nullptr;
-}
-
-// The stream a stream-ordered buffer's memory is ordered on (else null).
-template <class R>
-CUstream stream_of(const R& r) noexcept {
-  if constexpr (device_range<R>)
-    return r.device_span().stream();
-  else
-    return nullptr;
-}
-
-// A synchronous operation: `enqueue` on a queue, with the memory's context
-// current (when known), then wait for that queue. The queue is the stream
-// of a stream-ordered side (allocate_async), so that the operation comes
-// after the work enqueued there before it (when both sides are
-// stream-ordered on different streams, the source's stream is synchronized
-// first); otherwise it is the calling thread's per-thread default stream,
-// which is ordered after none of the user's streams. Unlike the driver's own
-// "synchronous" cuMemcpy/cuMemset (which may return before a pageable copy
-// or a memset has landed, and are not ordered with non-blocking streams),
-// the bytes are in place when this returns, for every stream to see.
-template <class Enqueue>
-void synchronously(CUcontext ctx, CUstream ordered_on, CUstream also_after, SourceLocation where,
-                   Enqueue&& enqueue) {
-  reclaim();
-  const CUstream q = ordered_on ? ordered_on : ffi::stream_per_thread();
-  auto run = [&] {
-    if (also_after && also_after != q) check(OXICUDA_DRIVER(StreamSynchronize, also_after), where);
-    enqueue(q);
-    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-  };
-  if (ctx) {
-    SwitchCurrent current(ctx, where);
-    run();
-  } else {
-    run();
-  }
-  reclaim();
-}
-
-// clang-format off
-template <class Dst, class Src>
-concept copyable = (device_range<Dst> || device_range<Src>) &&
-                   (device_range<Dst> || host_range<Dst>) &&
-                   (device_range<Src> || host_range<Src>);
-// clang-format on
-
-// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
-template <class Enqueue>
-void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
-  on_stream(stream, operation, where, [&](CUstream q) {
-    enqueue(q);
-    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-  });
-  reclaim();
-}
-
-}  // namespace detail
-
-// The ordering rule of the synchronous copies and fills (copy(dst, src),
-// fill, fill_bytes, DeviceBuffer::copy_from/copy_to): when one returns, the
-// bytes are in place. It is ordered after the work of a stream-ordered
-// buffer's stream (allocate_async: it runs on that stream), and after
-// nothing else: work pending on your streams is not waited for. Where work
-// is pending, use the forms that take a stream, copy(stream, dst, src),
-// fill(stream, dst, value), fill_bytes(stream, dst, byte): they enqueue on
-// `stream`, after everything enqueued there before, and wait for it.
-
-// Synchronous copy (the ordering rule above). The device side's context,
-// when its span knows it, is current for the call.
-template <class Dst, class Src>
-requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
-  const CUstream on = detail::stream_of(dst) ? detail::stream_of(dst) : detail::stream_of(src);
-  detail::synchronously(ctx, on, detail::stream_of(src), where,
-                        [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
-}
-
-// Stream-ordered and synchronous: enqueued on `stream` (after the work
-// enqueued there before), then waits for `stream`; the bytes are in place
-// when it returns.
-template <class Dst, class Src>
-requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  detail::on_stream_and_wait(stream, "oxicuda::copy", where,
-                             [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
-}
-
-// Stream-ordered copy: enqueued on `stream`, one driver call.
-template <class Dst, class Src>
-requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::copy_async", where,
-                    [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
-}
-
-// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
-// T. The synchronous forms return with the memory set (the ordering rule
-// above; with a stream: enqueued there and waited for); the _async ones are
-// one driver call on `stream`.
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
-          SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
-                        [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
-          SourceLocation where = SourceLocation::current()) {
-  detail::on_stream_and_wait(stream, "oxicuda::fill", where,
-                             [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
-                SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::fill_async", where,
-                    [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
-                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
-                             [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
-                      SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
-                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/copy.hpp ----
-
-// ---- begin oxicuda/buffer.hpp ----
-// oxicuda/buffer.hpp — owning memory: DeviceBuffer<T> (device memory,
-// allocated in a context or stream-ordered on a stream) and PinnedBuffer<T>
-// (page-locked host memory).
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <type_traits>
-#include <utility>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-template <class T>
-class DeviceBuffer {
-  static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer<T> needs a trivially copyable T");
-
- public:
-  using value_type = T;
-
-  DeviceBuffer() noexcept = default;
-  DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where = SourceLocation::current());
-  // Stream-ordered: usable by work enqueued on `stream` after this call (and
-  // on other streams once they wait for an event recorded after it). Its
-  // synchronous copies and fills (copy_from, copy_to, copy, fill) run on
-  // that stream, after the work enqueued there before them. The per-thread
-  // default stream is refused: it is another queue on every thread, so the
-  // buffer would be freed on whichever thread's queue drops it, not ordered
-  // after the work of the thread that used it.
-  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
-                                                   SourceLocation where = SourceLocation::current());
-  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    DeviceBuffer(std::move(other)).swap(*this);
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { release(); }
-
-  [[nodiscard]] std::size_t size() const noexcept { return count_; }
-  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
-  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
-  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
-  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
-  // The span knows the buffer's context and, for a stream-ordered buffer,
-  // the stream it is ordered on (see copy.hpp's ordering rule).
-  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw(), free_stream_.raw()}; }
-  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
-    return device_span().subspan(offset, count);
-  }
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator DeviceSpan<T>() const noexcept { return device_span(); }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  [[nodiscard]] bool stream_ordered() const noexcept { return static_cast<bool>(free_stream_); }
-
-  // For a stream-ordered buffer: free it on `stream` instead (after the work
-  // enqueued there before the buffer's end). The caller orders that stream
-  // after every use of the buffer, as for cuMemFreeAsync.
-  void free_on(const Stream& stream, SourceLocation where = SourceLocation::current());
-  // Frees now (stream-ordered on the free stream, or synchronously); the
-  // buffer is then empty.
-  void reset() noexcept { release(); }
-
-  // Synchronous copies to and from host memory (sizes must match); for a
-  // stream-ordered buffer, on its stream after the work enqueued there
-  // (copy.hpp's ordering rule).
-  void copy_from(std::span<const T> host, SourceLocation where = SourceLocation::current());
-  void copy_to(std::span<T> host, SourceLocation where = SourceLocation::current()) const;
-
-  void swap(DeviceBuffer& other) noexcept {
-    std::swap(ctx_, other.ctx_);
-    std::swap(free_stream_, other.free_stream_);
-    std::swap(ptr_, other.ptr_);
-    std::swap(count_, other.count_);
-  }
-
- private:
-  void release() noexcept;
-
-  Context ctx_;
-  Stream free_stream_;  // set: stream-ordered
-  ffi::CUdeviceptr ptr_ = 0;
-  std::size_t count_ = 0;
-};
-
-
-struct PinnedOptions {
-  bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
-  // CU_MEMHOSTALLOC_DEVICEMAP: mapped into the device's address space, so
-  // that kernels read and write it in place (zero-copy): mapped_span() and
-  // device_ptr() (cuMemHostGetDevicePointer) give the device's address.
-  bool device_map = false;
-};
-
-// `count` elements of T in page-locked (pinned) host memory: copies to and
-// from it run at full bus speed and truly asynchronously. A contiguous range
-// (data, size, begin/end, operator[]); move-only; elements not initialized.
-// Allocated portable (usable with every context).
-template <class T>
-class PinnedBuffer {
-  static_assert(std::is_trivially_copyable_v<T>, "PinnedBuffer<T> needs a trivially copyable T");
-
- public:
-  using value_type = T;
-  using iterator = T*;
-  using const_iterator = const T*;
-
-  PinnedBuffer() noexcept = default;
-  PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options = {},
-               SourceLocation where = SourceLocation::current());
-  PinnedBuffer(PinnedBuffer&& other) noexcept { swap(other); }
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    PinnedBuffer(std::move(other)).swap(*this);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { release(); }
-
-  [[nodiscard]] T* data() noexcept { return data_; }
-  [[nodiscard]] const T* data() const noexcept { return data_; }
-  [[nodiscard]] std::size_t size() const noexcept { return count_; }
-  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
-  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  [[nodiscard]] T* begin() noexcept { return data_; }
-  [[nodiscard]] T* end() noexcept { return data_ + count_; }
-  [[nodiscard]] const T* begin() const noexcept { return data_; }
-  [[nodiscard]] const T* end() const noexcept { return data_ + count_; }
-  [[nodiscard]] T& operator[](std::size_t i) noexcept { return data_[i]; }
-  [[nodiscard]] const T& operator[](std::size_t i) const noexcept { return data_[i]; }
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::span<T>() noexcept { return {data_, count_}; }
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::span<const T>() const noexcept { return {data_, count_}; }
-  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
-  // Allocated with {.device_map = true}: the device's address of the
-  // memory (cuMemHostGetDevicePointer; with unified addressing it equals
-  // data(), which the driver does not promise otherwise), 0 when not mapped.
-  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
-  [[nodiscard]] bool mapped() const noexcept { return device_ptr_ != 0; }
-  // The mapped memory as a DeviceSpan, for a kernel to read and write in
-  // place (zero-copy). An Error when the buffer was not allocated mapped.
-  // (Not device_span(): a PinnedBuffer stays a host range for copies.)
-  [[nodiscard]] DeviceSpan<T> mapped_span(SourceLocation where = SourceLocation::current()) const;
-
-  void swap(PinnedBuffer& other) noexcept {
-    std::swap(ctx_, other.ctx_);
-    std::swap(data_, other.data_);
-    std::swap(count_, other.count_);
-    std::swap(device_ptr_, other.device_ptr_);
-  }
-
- private:
-  void release() noexcept;
-
-  Context ctx_;
-  T* data_ = nullptr;
-  std::size_t count_ = 0;
-  ffi::CUdeviceptr device_ptr_ = 0;
-};
-
-namespace detail {
-inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
-                                 SourceLocation where) {
-  if (count > static_cast<std::size_t>(-1) / element_size)
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
-                where));
-  return count * element_size;
-}
-}  // namespace detail
-
-template <class T>
-DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where) : ctx_(ctx) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
-  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::DeviceBuffer", where);
-  if (count == 0) return;
-  detail::reclaim();
-  detail::SwitchCurrent current(ctx.raw(), where);
-  detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
-  count_ = count;
-}
-
-namespace detail {
-// The per-thread default stream names the calling thread's queue: a
-// stream-ordered buffer's stream must be one queue for every thread.
-inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
-                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
-                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
-                where));
-}
-}  // namespace detail
-
-template <class T>
-DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
-  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::allocate_async", where);
-  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
-  DeviceBuffer b;
-  detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
-    if (count != 0) detail::check(OXICUDA_DRIVER(MemAllocAsync, &b.ptr_, bytes, q), where);
-  });
-  // Stream-ordered also when empty (nothing to allocate or free): free_on
-  // and stream_ordered() behave as for any other size.
-  b.ctx_ = stream.context();
-  b.free_stream_ = stream;
-  b.count_ = count;
-  return b;
-}
-
-template <class T>
-void DeviceBuffer<T>::free_on(const Stream& stream, SourceLocation where) {
-  if (!stream) detail::empty_handle("oxicuda::Stream", "oxicuda::DeviceBuffer::free_on", where);
-  if (!free_stream_)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::DeviceBuffer::free_on",
-                        "this buffer was not allocated stream-ordered (allocate_async); it is freed synchronously",
-                        where));
-  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::free_on", where);
-  free_stream_ = stream;
-}
-
-template <class T>
-void DeviceBuffer<T>::release() noexcept {
-  if (ptr_ != 0) {
-    constexpr const char* during = "freeing an oxicuda::DeviceBuffer";
-    if (free_stream_) {
-      // A default stream belongs to the current context: make its own current.
-      const bool default_stream = reinterpret_cast<std::uintptr_t>(free_stream_.raw()) <= 2;
-      detail::ScopedCurrentNothrow current(default_stream ? free_stream_.context().raw() : nullptr, during);
-      detail::check_nothrow(OXICUDA_DRIVER(MemFreeAsync, ptr_, free_stream_.raw()), during);
-    } else {
-      detail::ScopedCurrentNothrow current(ctx_.raw(), during);
-      detail::check_nothrow(OXICUDA_DRIVER(MemFree, ptr_), during);
-    }
-  }
-  ptr_ = 0;
-  count_ = 0;
-  free_stream_ = Stream();
-}
-
-template <class T>
-void DeviceBuffer<T>::copy_from(std::span<const T> host, SourceLocation where) {
-  copy(*this, host, where);
-}
-
-template <class T>
-void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
-  copy(host, *this, where);
-}
-
-// --- PinnedBuffer ---------------------------------------------------------------
-
-template <class T>
-PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options, SourceLocation where)
-    : ctx_(ctx) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::PinnedBuffer::PinnedBuffer", where);
-  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::PinnedBuffer::PinnedBuffer", where);
-  if (count == 0) return;
-  unsigned flags = ffi::memhostalloc_portable;
-  if (options.write_combined) flags |= ffi::memhostalloc_writecombined;
-  if (options.device_map) flags |= ffi::memhostalloc_devicemap;
-  detail::reclaim();
-  void* p = nullptr;
-  detail::SwitchCurrent current(ctx.raw(), where);
-  detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
-  if (options.device_map) {
-    const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
-    if (OXICUDA_UNLIKELY(!r.ok())) {
-      detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
-      device_ptr_ = 0;
-      detail::fail(r, where);
-    }
-  }
-  data_ = static_cast<T*>(p);
-  count_ = count;
-}
-
-template <class T>
-DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
-  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
-    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
-    if (count_ != 0)
-      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
-                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
-  }
-  return {device_ptr_, count_, ctx_.raw()};
-}
-
-template <class T>
-void PinnedBuffer<T>::release() noexcept {
-  if (data_ != nullptr) {
-    constexpr const char* during = "freeing an oxicuda::PinnedBuffer";
-    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
-    detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, static_cast<void*>(data_)), during);
-  }
-  data_ = nullptr;
-  count_ = 0;
-  device_ptr_ = 0;
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/buffer.hpp ----
-
-// ---- begin oxicuda/pool.hpp ----
-// oxicuda/pool.hpp — MemoryPool, the device's default pool that
-// stream-ordered allocations draw from.
-
-#include <cstddef>
-#include <cstdint>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-// The device's default memory pool, which stream-ordered allocations draw
-// from. Not owned: the driver keeps it for the device's lifetime.
-class MemoryPool {
- public:
-  [[nodiscard]] static MemoryPool device_default(const Device& device,
-                                                 SourceLocation where = SourceLocation::current());
-
-  [[nodiscard]] CUmemoryPool raw() const noexcept { return raw_; }
-  // Memory the pool keeps reserved after a synchronization instead of
-  // returning it to the system (default 0: everything is returned).
-  void set_release_threshold(std::uint64_t bytes, SourceLocation where = SourceLocation::current()) const;
-  [[nodiscard]] std::uint64_t release_threshold(SourceLocation where = SourceLocation::current()) const {
-    return get(ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, where);
-  }
-  // Returns reserved memory beyond `keep_bytes` to the system now.
-  void trim_to(std::size_t keep_bytes, SourceLocation where = SourceLocation::current()) const;
-  [[nodiscard]] std::uint64_t reserved_bytes(SourceLocation where = SourceLocation::current()) const {
-    return get(ffi::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, where);
-  }
-  [[nodiscard]] std::uint64_t used_bytes(SourceLocation where = SourceLocation::current()) const {
-    return get(ffi::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, where);
-  }
-
- private:
-  explicit MemoryPool(CUmemoryPool raw) noexcept : raw_(raw) {}
-  [[nodiscard]] std::uint64_t get(ffi::CUmemPool_attribute attr, SourceLocation where) const;
-  CUmemoryPool raw_ = nullptr;
-};
-
-inline MemoryPool MemoryPool::device_default(const Device& device, SourceLocation where) {
-  CUmemoryPool pool = nullptr;
-  detail::check(OXICUDA_DRIVER(DeviceGetDefaultMemPool, &pool, device.raw()), where);
-  return MemoryPool(pool);
-}
-
-inline void MemoryPool::set_release_threshold(std::uint64_t bytes, SourceLocation where) const {
-  ffi::cuuint64_t v = bytes;
-  detail::check(OXICUDA_DRIVER(MemPoolSetAttribute, raw_, ffi::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, static_cast<void*>(&v)), where);
-}
-
-inline void MemoryPool::trim_to(std::size_t keep_bytes, SourceLocation where) const {
-  detail::check(OXICUDA_DRIVER(MemPoolTrimTo, raw_, keep_bytes), where);
-}
-
-inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocation where) const {
-  ffi::cuuint64_t v = 0;
-  detail::check(OXICUDA_DRIVER(MemPoolGetAttribute, raw_, attr, static_cast<void*>(&v)),
-                where);
-  return v;
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/pool.hpp ----
-
-// ---- begin oxicuda/kernel_args.hpp ----
-// oxicuda/kernel_args.hpp — what a kernel launch is made of, shared by stream
+// ---- begin oxicuda/kernel/kernel_args.hpp ----
+// oxicuda/kernel/kernel_args.hpp — what a kernel launch is made of, shared by stream
 // launches and graph kernel nodes: the configuration (Dim3, LaunchConfig),
 // and the arguments, converted to a typed kernel's parameter types and packed
 // as the driver takes them, or checked as an untyped launch's bytes.
@@ -5603,10 +5603,10 @@ class PackedArgs<> {
 }  // namespace detail
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/kernel_args.hpp ----
+// ---- end oxicuda/kernel/kernel_args.hpp ----
 
-// ---- begin oxicuda/launch.hpp ----
-// oxicuda/launch.hpp — launching kernels on a stream: the untyped variadic
+// ---- begin oxicuda/kernel/launch.hpp ----
+// oxicuda/kernel/launch.hpp — launching kernels on a stream: the untyped variadic
 // launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 
 #include <utility>
@@ -5773,2901 +5773,10 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/launch.hpp ----
+// ---- end oxicuda/kernel/launch.hpp ----
 
-// ---- begin oxicuda/program.hpp ----
-// oxicuda/program.hpp — Program: CUDA C++ source compiled at run time by
-// NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
-// typed and raw compile options; name expressions (the lowered names of
-// template kernels); the supported architectures and NVRTC's version; the
-// architecture to compile for on a device.
-
-#include <cstddef>
-#include <cstring>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <utility>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-// A list of strings kept in one std::string, each followed by a NUL (so an
-// entry cannot hold a NUL byte, as NVRTC's C strings cannot): NVRTC's
-// options, defines, name expressions, headers. Cheaper to compile than a
-// std::vector<std::string>, and already the shape NVRTC's arrays of C
-// strings are made from.
-class StringList {
- public:
-  StringList() = default;
-  StringList(std::initializer_list<std::string_view> items, SourceLocation where = SourceLocation::current()) {
-    for (std::string_view s : items) add(s, where);
-  }
-  // An entry holding a NUL byte is an Error (NVRTC would read it as two, or
-  // cut it short), and the list is left as it was.
-  StringList& add(std::string_view s, SourceLocation where = SourceLocation::current()) {
-    if (OXICUDA_UNLIKELY(s.find('\0') != std::string_view::npos))
-      detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::StringList::add",
-                          detail::cat({"an entry holds a NUL byte at offset ", std::to_string(s.find('\0')),
-                                       " (of ", std::to_string(s.size()),
-                                       "); NVRTC's options, names and sources are C strings"}),
-                          where));
-    joined_.append(s.data(), s.size()).push_back('\0');
-    ++size_;
-    return *this;
-  }
-  StringList& add(const StringList& more) {
-    joined_ += more.joined_;
-    size_ += more.size_;
-    return *this;
-  }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-  // Every entry, each followed by its NUL.
-  [[nodiscard]] const std::string& joined() const noexcept { return joined_; }
-  // The entries separated by spaces, for messages.
-  [[nodiscard]] std::string spaced() const {
-    std::string s = joined_;
-    if (!s.empty()) s.pop_back();
-    for (char& c : s)
-      if (c == '\0') c = ' ';
-    return s;
-  }
-
-  class iterator {
-   public:
-    explicit iterator(const char* p) noexcept : p_(p) {}
-    // The entry, NUL-terminated where it ends.
-    std::string_view operator*() const noexcept { return std::string_view(p_); }
-    iterator& operator++() noexcept {
-      p_ += std::strlen(p_) + 1;
-      return *this;
-    }
-    friend bool operator==(iterator a, iterator b) noexcept { return a.p_ == b.p_; }
-
-   private:
-    const char* p_;
-  };
-  [[nodiscard]] iterator begin() const noexcept { return iterator(joined_.c_str()); }
-  [[nodiscard]] iterator end() const noexcept { return iterator(joined_.c_str() + joined_.size()); }
-
-  friend bool operator==(const StringList& a, const StringList& b) noexcept { return a.joined_ == b.joined_; }
-
- private:
-  std::string joined_;
-  std::size_t size_ = 0;
-};
-
-// Options for NVRTC, taken by designated initializers:
-//   program.compile({.arch = "sm_90", .std = "c++17", .defines = {"N=4"}})
-struct CompileOptions {
-  std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
-  std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
-  StringList defines{};                    // "N=4" → -DN=4, "DEBUG" → -DDEBUG
-  StringList include_paths{};              // → -I<path> (headers given to the Program come first)
-  bool line_info = false;                  // -lineinfo
-  bool debug = false;                      // -G
-  bool fast_math = false;                  // --use_fast_math
-  bool relocatable = false;                // -rdc=true: relocatable device code, for the linker
-  bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
-  StringList extra{};                      // more options, passed as written ("-maxrregcount=64")
-
-  // The options as NVRTC takes them, in the order above.
-  [[nodiscard]] StringList arguments() const;
-};
-
-// What a compile produced, as NVRTC says (also when an option in
-// CompileOptions::extra decided it): LTO-IR with lto (-dlto), a cubin for a
-// real architecture (sm_XX), PTX otherwise.
-enum class CodeKind { ptx, cubin, ltoir };
-
-struct Compiled {
-  CodeKind kind = CodeKind::ptx;
-  std::string code;  // the PTX text (no terminating NUL), the cubin, or the LTO-IR
-  std::string arch;  // the -arch given ("" for NVRTC's default)
-  std::string log;   // NVRTC's log: warnings (and notes oxicuda adds, such as an architecture fallback)
-  // Each name expression followed by its lowered (mangled) name, in the order added.
-  StringList lowered_names;
-
-  // The lowered name of `expression` ("saxpy<float>" → "_Z5saxpyIfEvT_PS0_S1_j"), or empty.
-  [[nodiscard]] std::string_view lowered_name(std::string_view expression) const noexcept {
-    for (auto it = lowered_names.begin(); it != lowered_names.end(); ++it) {
-      const std::string_view e = *it;
-      if (++it == lowered_names.end()) break;
-      if (e == expression) return *it;
-    }
-    return {};
-  }
-};
-
-// CUDA C++ source, its headers and name expressions, ready to compile (each
-// compile() is one NVRTC program, created and destroyed there).
-class Program {
- public:
-  explicit Program(std::string source, std::string name = "program.cu")
-      : source_(std::move(source)), name_(std::move(name)) {}
-
-  // A source file that #include "name" finds.
-  Program& header(std::string_view name, std::string_view source, SourceLocation where = SourceLocation::current()) {
-    StringList pair;
-    pair.add(name, where).add(source, where);  // (an Error leaves the headers as they were)
-    headers_.add(pair);
-    return *this;
-  }
-  // Headers as a list of name, source, name, source, ...
-  Program& headers(const StringList& names_and_sources) {
-    headers_.add(names_and_sources);
-    return *this;
-  }
-  // A kernel (or variable) named by a C++ expression, such as "saxpy<float>"
-  // or "&scale<2>": compiling instantiates it and finds its lowered name.
-  Program& name_expression(std::string_view expression, SourceLocation where = SourceLocation::current()) {
-    expressions_.add(expression, where);
-    return *this;
-  }
-
-  // Compiles. A failure is an Error whose detail holds NVRTC's log.
-  [[nodiscard]] Compiled compile(const CompileOptions& options = {},
-                                 SourceLocation where = SourceLocation::current()) const;
-
-  [[nodiscard]] const std::string& source() const noexcept { return source_; }
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  // Name, source, name, source, ...
-  [[nodiscard]] const StringList& headers() const noexcept { return headers_; }
-  [[nodiscard]] const StringList& name_expressions() const noexcept { return expressions_; }
-
- private:
-  std::string source_;
-  std::string name_;
-  StringList headers_;
-  StringList expressions_;
-};
-
-// NVRTC's real architectures (75, 80, ..., 120), ascending.
-struct ArchList {
-  static constexpr int capacity = 64;
-  int archs[capacity] = {};
-  int count = 0;
-  [[nodiscard]] const int* begin() const noexcept { return archs; }
-  [[nodiscard]] const int* end() const noexcept { return archs + count; }
-  [[nodiscard]] bool contains(int arch) const noexcept {
-    for (int a : *this)
-      if (a == arch) return true;
-    return false;
-  }
-};
-
-// NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
-// reason, when there is none.
-[[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
-// The real architectures this NVRTC compiles for.
-[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
-
-// The architecture to compile for on a device: its own (sm_XX, a cubin) when
-// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
-// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
-// forward), and a note that says so.
-struct ArchChoice {
-  std::string arch;
-  std::string note;  // empty unless there was a fallback
-};
-[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
-// The same from a compute capability and NVRTC's supported architectures.
-[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
-                                  SourceLocation where = SourceLocation::current());
-
-namespace detail {
-
-// Destroys an NVRTC program however the compile ends.
-struct NvrtcProgramGuard {
-  nvrtcProgram raw = nullptr;
-  NvrtcProgramGuard() = default;
-  NvrtcProgramGuard(const NvrtcProgramGuard&) = delete;
-  NvrtcProgramGuard& operator=(const NvrtcProgramGuard&) = delete;
-  ~NvrtcProgramGuard() {
-    if (raw) check_nothrow(OXICUDA_NVRTC(DestroyProgram, &raw), "destroying an NVRTC program");
-  }
-};
-
-inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
-  std::size_t size = 0;
-  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
-  std::string log(size, '\0');
-  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
-  return log;
-}
-
-}  // namespace detail
-
-inline StringList CompileOptions::arguments() const {
-  StringList a;
-  if (!arch.empty()) a.add(detail::cat({"-arch=", arch}));
-  if (!std.empty()) a.add(detail::cat({"-std=", std}));
-  for (std::string_view d : defines) a.add(detail::cat({"-D", d}));
-  for (std::string_view i : include_paths) a.add(detail::cat({"-I", i}));
-  if (line_info) a.add("-lineinfo");
-  if (debug) a.add("-G");
-  if (fast_math) a.add("--use_fast_math");
-  if (relocatable) a.add("-rdc=true");
-  if (lto) a.add("-dlto");
-  return a.add(extra);
-}
-
-namespace detail {
-// A list's entries as the array of C strings a C API takes (pointing into
-// the list), every `step`-th from `skip`, null-terminated. (An owning array
-// of its own rather than std::unique_ptr<const char*[]>, whose templates
-// cost every translation unit more to compile than this whole class.)
-class CStrings {
- public:
-  explicit CStrings(const StringList& list, std::size_t skip = 0, std::size_t step = 1)
-      : p_(new const char*[list.size() + 1]) {
-    std::size_t i = 0, n = 0;
-    for (std::string_view s : list)
-      if (i++ >= skip && (i - 1 - skip) % step == 0 && n < list.size()) p_[n++] = s.data();
-    p_[n] = nullptr;
-  }
-  CStrings(const CStrings&) = delete;
-  CStrings& operator=(const CStrings&) = delete;
-  ~CStrings() { delete[] p_; }
-  [[nodiscard]] const char** get() const noexcept { return p_; }
-
- private:
-  const char** p_;
-};
-}  // namespace detail
-
-inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
-  if (const std::size_t nul = source_.find('\0'); nul != std::string::npos)
-    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
-                        detail::cat({"the source holds a NUL byte at offset ", std::to_string(nul),
-                                     "; NVRTC would compile only what comes before it"}),
-                        where));
-  if (headers_.size() % 2 != 0)
-    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
-                        "the headers are a list of name, source pairs; the last name has no source", where));
-  const detail::CStrings header_names(headers_, 0, 2);
-  const detail::CStrings header_sources(headers_, 1, 2);
-  detail::NvrtcProgramGuard program;
-  detail::check(OXICUDA_NVRTC(CreateProgram, &program.raw, source_.c_str(), name_.c_str(),
-                              static_cast<int>(headers_.size() / 2), header_sources.get(), header_names.get()),
-                where);
-  for (std::string_view e : expressions_)
-    detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
-
-  const StringList args = options.arguments();
-  const detail::CStrings argv(args);
-  const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
-  if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
-    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
-      log.assign(size, '\0');
-      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
-      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    }
-    detail::fail(r, where,
-                 detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
-                              args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
-                              log.empty() ? "" : "; NVRTC log:\n", log}));
-  }
-
-  Compiled c;
-  c.arch = options.arch;
-  c.log = detail::nvrtc_log(program.raw, where);
-  for (std::string_view e : expressions_) {
-    const char* lowered = nullptr;
-    detail::check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
-    c.lowered_names.add(e).add(lowered ? lowered : "");
-  }
-  // What NVRTC produced decides the kind, not the options asked for: -dlto
-  // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
-  // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
-  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
-  // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
-  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
-    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
-  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
-  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
-  if (lto_size > 0) {
-    c.kind = CodeKind::ltoir;
-    c.code.assign(lto_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (cubin_size > 0) {
-    c.kind = CodeKind::cubin;
-    c.code.assign(cubin_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
-  } else {
-    c.kind = CodeKind::ptx;
-    c.code.assign(ptx_size, '\0');
-    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
-    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
-  }
-  if (OXICUDA_UNLIKELY(c.code.empty()))
-    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
-                        detail::cat({"compiling '", name_, "' succeeded but NVRTC produced no code (no LTO-IR, cubin "
-                                     "or PTX; options: ", args.spaced(),
-                                     "); an option in CompileOptions::extra may ask for output that NVRTC keeps to "
-                                     "itself: use the fields (.arch, .lto, .relocatable) instead"}),
-                        where));
-  return c;
-}
-
-inline int nvrtc_version(SourceLocation where) {
-  int major = 0, minor = 0;
-  detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
-  return major * 1000 + minor * 10;
-}
-
-inline ArchList supported_archs(SourceLocation where) {
-  int n = 0;
-  detail::check(OXICUDA_NVRTC(GetNumSupportedArchs, &n), where);
-  ArchList list;
-  if (n > ArchList::capacity)
-    detail::raise(Error(ffi::NVRTC_ERROR_INTERNAL_ERROR, "oxicuda::supported_archs",
-                        detail::cat({"NVRTC supports ", std::to_string(n), " architectures; oxicuda has room for ",
-                                     std::to_string(ArchList::capacity)}),
-                        where));
-  if (n > 0) detail::check(OXICUDA_NVRTC(GetSupportedArchs, list.archs), where);
-  list.count = n > 0 ? n : 0;
-  return list;
-}
-
-inline ArchChoice arch_for(ComputeCapability cc, const ArchList& supported, SourceLocation where) {
-  const int want = cc.major * 10 + cc.minor;
-  int newest_below = 0;
-  for (int a : supported) {
-    if (a == want) return {detail::cat({"sm_", std::to_string(want)}), {}};
-    if (a < want && a > newest_below) newest_below = a;
-  }
-  if (newest_below == 0)
-    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::arch_for",
-                        detail::cat({"NVRTC supports no architecture up to the device's compute capability ",
-                                     std::to_string(cc.major), ".", std::to_string(cc.minor)}),
-                        where));
-  return {detail::cat({"compute_", std::to_string(newest_below)}),
-          detail::cat({"oxicuda: NVRTC does not support sm_", std::to_string(want), " (compute capability ",
-                       std::to_string(cc.major), ".", std::to_string(cc.minor),
-                       "); compiled PTX for compute_", std::to_string(newest_below),
-                       ", its newest architecture, which the driver compiles for the device"})};
-}
-
-inline ArchChoice arch_for(const Device& device, SourceLocation where) {
-  return arch_for(device.compute_capability(where), supported_archs(where), where);
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/program.hpp ----
-
-// ---- begin oxicuda/lto.hpp ----
-// oxicuda/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
-// at first use, toolkit.hpp). It links LTO-IR (NVRTC's output with
-// CompileOptions::lto), PTX and cubins into one cubin for a real architecture.
-
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-#include <string_view>
-#include <utility>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-// One nvJitLink link. Move-only; the nvJitLink handle is destroyed with it.
-// A failed add or complete is an Error whose detail holds nvJitLink's error log.
-class LtoLinker {
- public:
-  // `arch` is a real architecture ("sm_90", "sm_90a", "sm_100f"; or
-  // "compute_90" with the -ptx option); `options` more nvJitLink options
-  // ("-O3", "-lineinfo"). -lto is passed unless lto is false. The
-  // architecture (here and in an -arch= option) is checked before nvJitLink
-  // sees it: nvJitLink ends the whole process (exit(1)) on some malformed
-  // ones, such as "sm_1". A NUL byte in it or in an option is an Error.
-  explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
-                     SourceLocation where = SourceLocation::current());
-  LtoLinker(std::string_view arch, std::initializer_list<std::string_view> options, bool lto = true,
-            SourceLocation where = SourceLocation::current())
-      : LtoLinker(arch, option_list(options, where), lto, where) {}
-  LtoLinker(LtoLinker&& o) noexcept : raw_(o.raw_) { o.raw_ = nullptr; }
-  LtoLinker& operator=(LtoLinker&& o) noexcept {
-    if (this != &o) {
-      destroy();
-      raw_ = o.raw_;
-      o.raw_ = nullptr;
-    }
-    return *this;
-  }
-  ~LtoLinker() { destroy(); }
-
-  // Adds an input from memory; `name` appears in nvJitLink's messages.
-  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
-  // is copied and NUL-terminated, since nvJitLink reads PTX up to a NUL, not
-  // `size` bytes; PTX with a NUL inside is an Error.
-  LtoLinker& add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size, std::string_view name = "input",
-                 SourceLocation where = SourceLocation::current());
-  // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
-  LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
-                 SourceLocation where = SourceLocation::current());
-  // Links: the cubin.
-  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
-  // nvJitLink's info log so far.
-  [[nodiscard]] std::string info_log(SourceLocation where = SourceLocation::current()) const;
-  // nvJitLink's error log so far: after a successful complete(), the
-  // warnings nvJitLink wrote there (a failed call's Error already holds it).
-  [[nodiscard]] std::string error_log(SourceLocation where = SourceLocation::current()) const;
-
-  [[nodiscard]] nvJitLinkHandle raw() const noexcept { return raw_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
-
- private:
-  void destroy() noexcept {
-    if (raw_) detail::check_nothrow(OXICUDA_NVJITLINK(Destroy, &raw_), "destroying an oxicuda::LtoLinker");
-    raw_ = nullptr;
-  }
-  nvJitLinkHandle checked(const char* operation, SourceLocation where) const {
-    if (!raw_) detail::empty_handle("oxicuda::LtoLinker", operation, where);
-    return raw_;
-  }
-  // The error log, as far as nvJitLink gives it (the failed call is the error).
-  std::string error_detail() const {
-    std::size_t size = 0;
-    std::string log;
-    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
-      log.assign(size, '\0');
-      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
-    }
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
-  }
-
-  static StringList option_list(std::initializer_list<std::string_view> options, SourceLocation where);
-
-  nvJitLinkHandle raw_ = nullptr;
-};
-
-// nvJitLink's version (13000 for 13.0; nvJitLinkVersion, CUDA 12.3+); loads
-// nvJitLink. An Error when there is none, or when it is older than 12.3.
-[[nodiscard]] int nvjitlink_version(SourceLocation where = SourceLocation::current());
-
-namespace detail {
-
-// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
-// not starting with 0), a form nvJitLink takes without ending the process.
-inline bool plausible_arch(std::string_view arch) noexcept {
-  std::string_view rest;
-  if (arch.starts_with("sm_"))
-    rest = arch.substr(3);
-  else if (arch.starts_with("compute_"))
-    rest = arch.substr(8);
-  else
-    return false;
-  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
-  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
-  for (char c : rest)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-[[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
-  raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
-              cat({what, " holds a NUL byte at offset ", std::to_string(s.find('\0')), " (of ",
-                   std::to_string(s.size()), "); nvJitLink's options are C strings"}),
-              where));
-}
-
-inline void check_lto_arch(std::string_view arch, std::string_view given_as, SourceLocation where) {
-  if (arch.find('\0') != std::string_view::npos) nul_in_option("the architecture", arch, where);
-  if (!plausible_arch(arch))
-    raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_ARCH, "oxicuda::LtoLinker::LtoLinker",
-                cat({"the architecture '", arch, "'", given_as,
-                     " is not sm_NN, sm_NNa, sm_NNf or compute_NN, with NN the compute capability's two or three "
-                     "digits (\"sm_90\" for 9.0); it is checked before nvJitLink sees it, because nvJitLink ends "
-                     "the process on some malformed architectures"}),
-                where));
-}
-
-}  // namespace detail
-
-inline StringList LtoLinker::option_list(std::initializer_list<std::string_view> options, SourceLocation where) {
-  StringList list;
-  for (std::string_view o : options) {
-    if (o.find('\0') != std::string_view::npos) detail::nul_in_option(detail::cat({"the option '", o.substr(0, o.find('\0')), "...'"}), o, where);
-    list.add(o, where);
-  }
-  return list;
-}
-
-inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bool lto, SourceLocation where) {
-  detail::check_lto_arch(arch, "", where);
-  for (std::string_view o : options)
-    if (o.starts_with("-arch=")) detail::check_lto_arch(o.substr(6), detail::cat({" (in the option '", o, "')"}), where);
-  StringList all;
-  all.add(detail::cat({"-arch=", arch}), where);
-  if (lto) all.add("-lto");
-  all.add(options);
-  const detail::CStrings argv(all);
-  const auto r = OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get());
-  if (OXICUDA_LIKELY(r.ok())) return;
-  // A refused create still hands back a handle holding the reason (nvJitLink
-  // 13: "unrecognized option"): read it, then destroy the handle, which the
-  // destructor of a throwing constructor would not.
-  std::string log = raw_ ? error_detail() : std::string();
-  destroy();
-  detail::fail(r, where, detail::cat({"creating a link (options: ", all.spaced(), ")", log}));
-}
-
-inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,
-                                 std::string_view name, SourceLocation where) {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::add", where);
-  const std::string n(name);
-  std::string text;
-  if (kind == ffi::NVJITLINK_INPUT_PTX) {
-    text = detail::ptx_text(static_cast<const char*>(data), data ? size : 0, ffi::NVJITLINK_ERROR_INVALID_INPUT,
-                            "oxicuda::LtoLinker::add", detail::cat({"the PTX input '", n, "'"}), "nvJitLink", where);
-    data = text.c_str();
-    size = text.size() + 1;
-  }
-  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
-  if (OXICUDA_UNLIKELY(!r.ok()))
-    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_detail()}));
-  return *this;
-}
-
-inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name, SourceLocation where) {
-  const ffi::nvJitLinkInputType kind = compiled.kind == CodeKind::ltoir   ? ffi::NVJITLINK_INPUT_LTOIR
-                                       : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
-                                                                          : ffi::NVJITLINK_INPUT_PTX;
-  return add(kind, compiled.code.data(), compiled.code.size(), name, where);
-}
-
-inline std::string LtoLinker::complete(SourceLocation where) {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
-  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
-  std::string cubin(size, '\0');
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
-  return cubin;
-}
-
-inline std::string LtoLinker::info_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  return log;
-}
-
-inline std::string LtoLinker::error_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  return log;
-}
-
-inline int nvjitlink_version(SourceLocation where) {
-  unsigned major = 0, minor = 0;
-  detail::check(OXICUDA_NVJITLINK(Version, &major, &minor), where);
-  return static_cast<int>(major * 1000 + minor * 10);
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/lto.hpp ----
-
-// ---- begin oxicuda/link.hpp ----
-// oxicuda/link.hpp — Linker: the driver's JIT linker (cuLink*), always there
-// with the driver. It links PTX, cubins, fatbins, objects and libraries, from
-// memory or files, into one cubin, with the JIT options of module loading.
-
-#include <string>
-#include <string_view>
-#include <utility>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-// What an input to the linker is.
-enum class LinkInput {
-  cubin = ffi::CU_JIT_INPUT_CUBIN,
-  ptx = ffi::CU_JIT_INPUT_PTX,
-  fatbin = ffi::CU_JIT_INPUT_FATBINARY,
-  object = ffi::CU_JIT_INPUT_OBJECT,    // a relocatable device object (nvcc -rdc -c)
-  library = ffi::CU_JIT_INPUT_LIBRARY,  // an archive of them (nvcc -lib)
-};
-
-// One link, in the context that is current at each call made here (the
-// context given, made current for the duration). Move-only; the driver's
-// link state is destroyed with it. On a failed add or complete, the Error's
-// detail holds the linker's error log.
-namespace detail {
-// Owns a JitOptionList on the heap, so that the log buffers the driver
-// writes stay where they are when a Linker moves. (A class of its own
-// rather than std::unique_ptr, whose templates cost every translation unit
-// more to compile.)
-class JitOptionsBox {
- public:
-  JitOptionsBox() noexcept = default;
-  JitOptionsBox(JitOptionsBox&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  JitOptionsBox& operator=(JitOptionsBox&& o) noexcept {
-    if (this != &o) {
-      delete p_;
-      p_ = o.p_;
-      o.p_ = nullptr;
-    }
-    return *this;
-  }
-  ~JitOptionsBox() { delete p_; }
-  void make(const JitOptions& options, const char* operation, SourceLocation where) {
-    JitOptionList* made = new JitOptionList(options, operation, where);
-    delete p_;
-    p_ = made;
-  }
-  JitOptionList* operator->() const noexcept { return p_; }
-  explicit operator bool() const noexcept { return p_ != nullptr; }
-
- private:
-  JitOptionList* p_ = nullptr;
-};
-}  // namespace detail
-
-class Linker {
- public:
-  explicit Linker(const Context& ctx, JitOptions options = {}, SourceLocation where = SourceLocation::current());
-  Linker(Linker&& o) noexcept
-      : ctx_(std::move(o.ctx_)), state_(o.state_), jit_(std::move(o.jit_)) {
-    o.state_ = nullptr;
-  }
-  Linker& operator=(Linker&& o) noexcept {
-    if (this != &o) {
-      destroy();
-      ctx_ = std::move(o.ctx_);
-      state_ = o.state_;
-      o.state_ = nullptr;
-      jit_ = std::move(o.jit_);
-    }
-    return *this;
-  }
-  ~Linker() { destroy(); }
-
-  // Adds an input from memory; `name` appears in the linker's messages.
-  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
-  // is copied and NUL-terminated, since the driver reads PTX up to a NUL,
-  // not `size` bytes; PTX with a NUL inside (the driver would drop what
-  // follows) is an Error. A cubin must be relocatable (built with -rdc).
-  Linker& add(LinkInput kind, const void* data, std::size_t size, std::string_view name = "input",
-              SourceLocation where = SourceLocation::current());
-  // Adds PTX text (the same rules).
-  Linker& add_ptx(std::string_view ptx, std::string_view name = "ptx", SourceLocation where = SourceLocation::current());
-  // Adds an input from a file.
-  Linker& add_file(LinkInput kind, const std::string& path, SourceLocation where = SourceLocation::current());
-
-  // Completes the link: the cubin (copied out of the driver's link state, so
-  // it outlives this Linker).
-  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
-  // Completes the link and loads the cubin into the context.
-  [[nodiscard]] Module load(SourceLocation where = SourceLocation::current());
-
-  // The linker's info log so far (warnings, with JitOptions::log_bytes room).
-  [[nodiscard]] std::string info_log() const { return jit_ ? jit_->info_log() : std::string(); }
-  [[nodiscard]] CUlinkState raw() const noexcept { return state_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
-
- private:
-  CUlinkState checked(const char* operation, SourceLocation where) const {
-    if (!state_) detail::empty_handle("oxicuda::Linker", operation, where);
-    return state_;
-  }
-  void destroy() noexcept {
-    if (state_) {
-      detail::ScopedCurrentNothrow current(ctx_.raw(), "destroying an oxicuda::Linker");
-      CUlinkState s = state_;
-      state_ = nullptr;
-      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, s), "destroying an oxicuda::Linker");
-    }
-  }
-  [[noreturn]] void fail_with_log(detail::Outcome r, std::string_view what, SourceLocation where) const {
-    detail::fail(r, where, detail::cat({what, jit_->error_log()}));
-  }
-
-  Context ctx_;
-  CUlinkState state_ = nullptr;
-  // The options' log buffers, written by the driver until the link state is
-  // destroyed: they stay where they are when the Linker moves.
-  detail::JitOptionsBox jit_;
-};
-
-inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation where) : ctx_(ctx) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Linker::Linker", where);
-  jit_.make(options, "oxicuda::Linker::Linker", where);
-  ScopedCurrent current(ctx_, where);
-  const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
-    state_ = nullptr;
-    fail_with_log(r, "creating a link", where);
-  }
-}
-
-inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, std::string_view name,
-                           SourceLocation where) {
-  CUlinkState s = checked("oxicuda::Linker::add", where);
-  if (data == nullptr || size == 0)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Linker::add",
-                        detail::cat({"the input '", name, "' is empty"}), where));
-  const std::string n(name);
-  std::string text;
-  if (kind == LinkInput::ptx) {
-    text = detail::ptx_text(static_cast<const char*>(data), size, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Linker::add",
-                            detail::cat({"the PTX input '", n, "'"}), "the driver", where);
-    data = text.c_str();
-    size = text.size() + 1;
-  }
-  ScopedCurrent current(ctx_, where);
-  const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
-                                           const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(!r.ok()))
-    fail_with_log(r,
-                  detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)",
-                               kind == LinkInput::cubin && (r.result == ffi::CUDA_ERROR_NO_BINARY_FOR_GPU ||
-                                                             r.result == ffi::CUDA_ERROR_INVALID_IMAGE)
-                                   ? "; a cubin input to a Linker must be relocatable device code: compile it with "
-                                     "-rdc (CompileOptions::relocatable, nvcc -rdc=true -cubin)"
-                                   : ""}),
-                  where);
-  return *this;
-}
-
-inline Linker& Linker::add_ptx(std::string_view ptx, std::string_view name, SourceLocation where) {
-  return add(LinkInput::ptx, ptx.data(), ptx.size(), name, where);
-}
-
-inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceLocation where) {
-  CUlinkState s = checked("oxicuda::Linker::add_file", where);
-  ScopedCurrent current(ctx_, where);
-  const detail::Outcome r =
-      OXICUDA_DRIVER(LinkAddFile, s, static_cast<ffi::CUjitInputType>(kind), path.c_str(), 0u, nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
-  return *this;
-}
-
-inline std::string Linker::complete(SourceLocation where) {
-  CUlinkState s = checked("oxicuda::Linker::complete", where);
-  void* cubin = nullptr;
-  std::size_t size = 0;
-  ScopedCurrent current(ctx_, where);
-  const detail::Outcome r = OXICUDA_DRIVER(LinkComplete, s, &cubin, &size);
-  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
-  return std::string(static_cast<const char*>(cubin), size);
-}
-
-inline Module Linker::load(SourceLocation where) {
-  const std::string cubin = complete(where);
-  return Module::from_image(ctx_, cubin.data(), cubin.size(), {}, where);
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/link.hpp ----
-
-// ---- begin oxicuda/cache.hpp ----
-// oxicuda/cache.hpp — the on-disk cache of compiled kernels: a directory
-// private to the user, one file per entry named by the hash of everything
-// that made it, written atomically (a temporary file from mkstemp, its data
-// synced to disk, then a rename), checked by a checksum when read, and kept
-// under a size limit by evicting the entries used longest ago. It never
-// throws for a cache problem: it says what happened (the `note`) and the
-// caller compiles instead.
-//
-// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
-// unset: on; anything else: off, with a note naming the value);
-// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
-// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
-// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
-// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
-// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
-// 1024; a value that is not one is refused with a note and the default
-// kept). POSIX only: on Windows the cache is off.
-//
-// What a hit costs: one open, one read, and the entry's time of last use
-// set; nothing else in the directory is read or written. A store adds its
-// size to a running total kept in the directory (`total.counter`, updated
-// under flock, as ccache keeps its counters); only when the total passes the
-// limit (or the counter is missing, or every 1024 stores) is the directory
-// scanned, once, and the entries used longest ago removed until it is under.
-
-#include <algorithm>
-#include <atomic>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <new>
-#include <string>
-#include <string_view>
-#include <vector>
-
-
-#if !OXICUDA_WINDOWS
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <cerrno>
-#endif
-
-OXICUDA_NAMESPACE_BEGIN
-
-// How this process has used the kernel cache so far.
-struct KernelCacheStats {
-  unsigned long hits = 0;    // modules loaded from the cache, without compiling
-  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
-};
-[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
-
-// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
-// Looks only: creates nothing, removes nothing, loads nothing.
-struct KernelCacheInfo {
-  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
-  std::string directory;    // where entries are kept (created at the first compile)
-  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
-  unsigned long entries = 0;  // kernels kept (not the cache's own records)
-  std::uint64_t bytes = 0;  // the entries' total size
-  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
-  // Files named like entries that eviction leaves alone: not regular files,
-  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
-  // note names the first.
-  unsigned long skipped = 0;
-};
-[[nodiscard]] KernelCacheInfo kernel_cache_info();
-
-namespace detail {
-
-struct CacheCounters {
-  std::atomic<unsigned long> hits{0}, misses{0};
-};
-inline CacheCounters& cache_counters() noexcept {
-  static CacheCounters c;
-  return c;
-}
-
-// 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
-struct KeyHash {
-  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-  void bytes(const void* data, std::size_t n) noexcept {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      a = (a ^ p[i]) * 0x100000001b3ull;
-      b = (b ^ p[i]) * 0x100000001b3ull;
-      b ^= b >> 29;
-    }
-  }
-  // A field: its length first, so that ("ab", "c") and ("a", "bc") differ.
-  KeyHash& add(std::string_view s) noexcept {
-    const std::uint64_t n = s.size();
-    bytes(&n, sizeof n);
-    bytes(s.data(), s.size());
-    return *this;
-  }
-  [[nodiscard]] std::string hex() const {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s(32, '0');
-    for (int i = 0; i < 16; ++i) {
-      s[static_cast<std::size_t>(15 - i)] = digits[(a >> (4 * i)) & 15];
-      s[static_cast<std::size_t>(31 - i)] = digits[(b >> (4 * i)) & 15];
-    }
-    return s;
-  }
-};
-
-// An entry's checksum covers its key too, so an entry renamed to another
-// key's name does not pass for that key's. It guards against a torn or
-// damaged file, not against a forger (anyone can recompute it): eight bytes
-// at a time in four independent lanes, each a multiply and a shift, so a
-// hit's check costs a fraction of a microsecond per 8 KiB, where KeyHash's
-// byte at a time took tens.
-inline std::uint64_t checksum(std::string_view key, std::string_view s) noexcept {
-  constexpr std::uint64_t m = 0x9e3779b97f4a7c15ull;
-  KeyHash k;
-  k.add(key);
-  std::uint64_t h[4] = {k.a, k.b, k.a ^ 0xc2b2ae3d27d4eb4full, k.b ^ 0x165667b19e3779f9ull};
-  const char* p = s.data();
-  std::size_t n = s.size();
-  for (; n >= 32; p += 32, n -= 32)
-    for (int lane = 0; lane < 4; ++lane) {
-      std::uint64_t v;
-      std::memcpy(&v, p + 8 * lane, 8);
-      h[lane] = (h[lane] ^ v) * m;
-      h[lane] ^= h[lane] >> 31;
-    }
-  for (; n > 0; --n, ++p) h[0] = (h[0] ^ static_cast<unsigned char>(*p)) * 0x100000001b3ull;
-  std::uint64_t r = s.size();
-  for (const std::uint64_t lane : h) {
-    r = (r ^ lane) * m;
-    r ^= r >> 29;
-  }
-  return r;
-}
-
-// Fields joined into one payload, each as 8 bytes of length and its bytes.
-inline void put_field(std::string& out, std::string_view field) {
-  const std::uint64_t n = field.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n).append(field.data(), field.size());
-}
-// The next field of `in`; false when `in` is too short for it.
-inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
-  std::uint64_t n = 0;
-  if (in.size() < sizeof n) return false;
-  std::memcpy(&n, in.data(), sizeof n);
-  in.remove_prefix(sizeof n);
-  if (n > in.size()) return false;
-  field = in.substr(0, static_cast<std::size_t>(n));
-  in.remove_prefix(static_cast<std::size_t>(n));
-  return true;
-}
-
-// A file's first 32 bytes: the magic (an entry's or a record's), the
-// payload's size and its checksum.
-inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
-inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
-inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
-
-// The most any entry may take, whatever OXICUDA_CACHE_MAX_BYTES says: no
-// image we write comes near it, and a read never allocates more.
-inline constexpr std::uint64_t cache_entry_cap = 1ull << 30;
-// The most a record (cache_record_write) may take.
-inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
-// Stores between two scans that check the running total against the disk.
-inline constexpr unsigned cache_rescan_every = 1024;
-
-// OXICUDA_CACHE: whether the cache is on. Unset or empty, 1/on/true/yes (any
-// case): on; 0/off/false/no: off; anything else: off, and `note` names it.
-inline bool cache_enabled(std::string& note) {
-  const std::string v = env_string("OXICUDA_CACHE");
-  if (v.empty()) return true;
-  std::string lower = v;
-  for (char& c : lower)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  for (const char* on : {"1", "on", "true", "yes"})
-    if (lower == on) return true;
-  for (const char* off : {"0", "off", "false", "no"})
-    if (lower == off) return false;
-  note = cat({"oxicuda cache: OXICUDA_CACHE='", v,
-              "' is none of 0, off, false, no (off) or 1, on, true, yes (on); the cache is off"});
-  return false;
-}
-
-// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with
-// K/KB/KiB, M/MB/MiB or G/GB/GiB after it (any case; all are powers of 1024;
-// spaces between allowed): "512M", "512MB", "2 GiB". Unset or empty: 256
-// MiB. Anything else ("lots", "12x", "-5", too large) is refused with a
-// note naming it, and the default kept rather than evict by a misread number.
-inline std::uint64_t cache_limit(std::string& note) {
-  constexpr std::uint64_t fallback = 256ull << 20;
-  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
-  if (v.empty()) return fallback;
-  auto refuse = [&] {
-    note = cat({"oxicuda cache: OXICUDA_CACHE_MAX_BYTES='", v,
-                "' is not a size (a number of bytes, or one with K, M, G, KB, MB, GB, KiB, MiB or GiB after it); "
-                "the default limit, 256 MiB, is used"});
-    return fallback;
-  };
-  std::size_t i = 0;
-  std::uint64_t n = 0;
-  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
-    const std::uint64_t digit = static_cast<std::uint64_t>(v[i] - '0');
-    if (n > (~0ull - digit) / 10) return refuse();
-    n = n * 10 + digit;
-    ++i;
-  }
-  if (i == 0) return refuse();
-  while (i < v.size() && v[i] == ' ') ++i;
-  std::string unit = v.substr(i);
-  for (char& c : unit)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  int shift = -1;
-  if (unit.empty() || unit == "b") shift = 0;
-  for (const auto& [letter, bits] : {std::pair<char, int>{'k', 10}, {'m', 20}, {'g', 30}})
-    if (unit == std::string(1, letter) || unit == cat({std::string_view(&letter, 1), "b"}) ||
-        unit == cat({std::string_view(&letter, 1), "ib"}))
-      shift = bits;
-  if (shift < 0 || n > (~0ull >> shift)) return refuse();
-  return n << shift;
-}
-inline std::uint64_t cache_limit() {
-  std::string note;
-  return cache_limit(note);
-}
-
-// The most an entry's file may take under `limit`.
-inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return std::min(limit, cache_entry_cap); }
-
-// The cache's directory as the environment names it; empty (and why in
-// `note`) when it names none. `note` also tells of a setting ignored.
-inline std::string cache_location(std::string& note) {
-#if OXICUDA_WINDOWS
-  note = "the kernel cache is not available on Windows";
-  return {};
-#else
-  const std::string own = env_string("OXICUDA_CACHE_DIR");
-  if (!own.empty()) {
-    if (own[0] != '/') {
-      note = cat({"oxicuda cache: OXICUDA_CACHE_DIR='", own,
-                  "' is a relative path, which would put the cache wherever the program runs; refused, so "
-                  "compiled without the cache. Give an absolute path"});
-      return {};
-    }
-    return own;
-  }
-  const std::string xdg = env_string("XDG_CACHE_HOME");
-  if (!xdg.empty()) {
-    if (xdg[0] == '/') return cat({xdg, "/oxicuda"});
-    note = cat({"oxicuda cache: XDG_CACHE_HOME='", xdg,
-                "' is a relative path, which the XDG Base Directory specification says to ignore; $HOME/.cache "
-                "is used instead"});
-  }
-  const std::string home = env_string("HOME");
-  if (home.empty() || home[0] != '/') {
-    note = cat({note, note.empty() ? "" : "\n", "oxicuda cache: ",
-                home.empty() ? cat({"neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set"})
-                             : cat({"HOME='", home, "' is not an absolute path"}),
-                "; compiled without the cache"});
-    return {};
-  }
-  return cat({home, "/.cache/oxicuda"});
-#endif
-}
-
-// The cache directory, ready to use: created (0700) if missing, and
-// refused when it is not a directory of this user's that no one else can
-// write. Empty when the cache is off or refused; `note` then says why (empty
-// when simply off). Before anything is created, each directory on the way
-// that exists must be the effective user's or root's: under sudo, HOME is
-// often the user's, and a root-owned cache inside it would be one the user
-// can neither clean nor use. Then the cache is off, with a note, and nothing
-// is created.
-// `create` false: looks only (kernel_cache_info); a directory still to be
-// created is named, not created.
-#if !OXICUDA_WINDOWS
-// What cache_directory verified last on this thread.
-struct VerifiedCacheDir {
-  std::string dir;
-  dev_t dev = 0, parent_dev = 0;
-  ino_t ino = 0, parent_ino = 0;
-  uid_t parent_uid = 0;
-  mode_t parent_mode = 0;
-};
-inline thread_local VerifiedCacheDir verified_cache_dir;
-#endif
-
-inline std::string cache_directory(std::string& note, bool create) {
-#if OXICUDA_WINDOWS
-  (void)create;
-  return cache_location(note);
-#else
-  if (!cache_enabled(note)) return {};
-  std::string dir = cache_location(note);
-  if (dir.empty()) return {};
-  auto add_note = [&](std::string_view text) { note = note.empty() ? std::string(text) : cat({note, "\n", text}); };
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const std::size_t last = dir.find_last_of('/');
-  const std::string parent = last == 0 ? cat({"/"}) : dir.substr(0, last);
-  // The directory this thread verified last (every step below), while it is
-  // still the same directory, yours, private, not a link, in a parent that
-  // still passes: two system calls instead of a walk from the root (a hit's
-  // largest cost after the load).
-  VerifiedCacheDir& memo = verified_cache_dir;
-  struct stat now {}, up {};
-  if (create && !memo.dir.empty() && memo.dir == dir && ::lstat(dir.c_str(), &now) == 0 && S_ISDIR(now.st_mode) &&
-      now.st_dev == memo.dev && now.st_ino == memo.ino && now.st_uid == ::geteuid() && (now.st_mode & 022) == 0 &&
-      ::stat(parent.c_str(), &up) == 0 && up.st_dev == memo.parent_dev && up.st_ino == memo.parent_ino &&
-      up.st_uid == memo.parent_uid && up.st_mode == memo.parent_mode)
-    return dir;
-  // The directories on the way, from the top, up to the parent.
-  std::size_t missing_from = std::string::npos;
-  for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
-    const std::string part = dir.substr(0, slash);
-    struct stat st {};
-    if (::lstat(part.c_str(), &st) != 0) {
-      missing_from = slash;
-      break;
-    }
-    const bool link = S_ISLNK(st.st_mode);
-    const unsigned link_uid = st.st_uid;
-    if (link && ::stat(part.c_str(), &st) != 0) {
-      missing_from = slash;
-      break;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      add_note(cat({"oxicuda cache: ", part, " is not a directory; compiled without the cache"}));
-      return {};
-    }
-    const bool foreign_link = link && link_uid != ::geteuid() && link_uid != 0;
-    if (foreign_link || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
-      const unsigned uid = foreign_link ? link_uid : st.st_uid;
-      const std::string_view which = part == parent ? "its parent " : "";
-      const std::string_view kind = foreign_link ? "a symbolic link " : "";
-      add_note(cat({"oxicuda cache: refusing ", dir, ": ", which, part, " is ", kind, "owned by uid ",
-                    std::to_string(uid), ", not by you (uid ", std::to_string(::geteuid()),
-                    "), so nothing is created there: under sudo, HOME is often the user's, and a cache of root's "
-                    "in it would be one they cannot use or clean. Compiled without the cache; set "
-                    "OXICUDA_CACHE_DIR (or HOME) to a directory of yours"}));
-      return {};
-    }
-  }
-  if (!create && missing_from != std::string::npos) return dir;
-  // Each missing directory on the way, private to the user.
-  for (std::size_t slash = missing_from; create; slash = dir.find('/', slash + 1)) {
-    const std::string part = dir.substr(0, slash);
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      add_note(cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"}));
-      return {};
-    }
-    if (slash == std::string::npos) break;
-  }
-  struct stat st {};
-  // A link another user made (in /tmp, say) could point at a directory of
-  // yours, whose files eviction would then treat as entries.
-  if (!create && ::lstat(dir.c_str(), &st) != 0) return dir;
-  if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != ::geteuid() && st.st_uid != 0) {
-    add_note(cat({"oxicuda cache: refusing ", dir, ": it is a symbolic link owned by uid ", std::to_string(st.st_uid),
-                  ", not by you; compiled without the cache"}));
-    return {};
-  }
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    add_note(cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"}));
-    return {};
-  }
-  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-    add_note(cat({"oxicuda cache: refusing ", dir, ": it is ",
-                  st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
-                                           : cat({"writable by others"}),
-                  ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
-                  "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"}));
-    return {};
-  }
-  // Its parent: whoever may write there could swap the directory for another
-  // after these checks; in a sticky one (/tmp) no one renames what is not
-  // theirs. It must be yours or root's, and writable by no one else unless
-  // sticky.
-  if (::stat(parent.c_str(), &st) == 0 &&
-      ((st.st_uid != ::geteuid() && st.st_uid != 0) || ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))) {
-    add_note(cat({"oxicuda cache: refusing ", dir, ": its parent ", parent, " is ",
-                  st.st_uid != ::geteuid() && st.st_uid != 0
-                      ? cat({"owned by uid ", std::to_string(st.st_uid)})
-                      : cat({"writable by others and not sticky"}),
-                  ", who could replace the cache with a directory of their choice. Compiled without the cache"}));
-    return {};
-  }
-  struct stat mine {};
-  if (create && ::lstat(dir.c_str(), &mine) == 0 && ::stat(parent.c_str(), &st) == 0) {
-    memo.dir = dir;
-    memo.dev = mine.st_dev, memo.ino = mine.st_ino;
-    memo.parent_dev = st.st_dev, memo.parent_ino = st.st_ino, memo.parent_uid = st.st_uid,
-    memo.parent_mode = st.st_mode;
-  }
-  return dir;
-#endif
-}
-inline std::string cache_directory(std::string& note) { return cache_directory(note, true); }
-
-#if !OXICUDA_WINDOWS
-// Writes all of `data` to fd.
-inline bool write_all(int fd, std::string_view data) noexcept {
-  while (!data.empty()) {
-    const ::ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// Reads `n` bytes into `out`; false at an error or the end of the file first.
-inline bool read_all(int fd, char* out, std::size_t n) noexcept {
-  std::size_t got = 0;
-  while (got < n) {
-    const ::ssize_t r = ::read(fd, out + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    got += static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
-// Whether a file of `bytes` may be written under RLIMIT_FSIZE: past it, the
-// write would raise SIGXFSZ, whose default action ends the process. (The
-// signal is the application's; no handler is installed.)
-inline bool fits_file_size_limit(std::uint64_t bytes, std::string_view path, std::string& note) {
-  struct rlimit rl {};
-  if (::getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-      bytes <= static_cast<std::uint64_t>(rl.rlim_cur))
-    return true;
-  note = cat({"oxicuda cache: not stored: ", path, " would take ", std::to_string(bytes),
-              " bytes, past the process's file-size limit (RLIMIT_FSIZE, ", std::to_string(rl.rlim_cur), " bytes)"});
-  return false;
-}
-
-// Removes `path` only when it is still the file `opened` (another process
-// may have renamed a new file there since it was opened).
-inline bool remove_if_same(const std::string& path, const struct stat& opened) noexcept {
-  struct stat now {};
-  if (::lstat(path.c_str(), &now) != 0 || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino) return false;
-  return ::unlink(path.c_str()) == 0;
-}
-
-// Writes magic, size, checksum and `payload` to `dir`/`name` atomically: a
-// temporary file of a name no one else can have (mkstemp), its data synced to
-// disk (a crash leaves no empty entry behind), then renamed over the file.
-// `replaced`: the size of the file it replaced, 0 when none.
-inline bool write_atomically(const std::string& dir, std::string_view name, const char (&magic)[16],
-                             std::string_view sum_key, std::string_view payload, std::string& note,
-                             std::uint64_t* replaced = nullptr) {
-  const std::string path = cat({dir, "/", name});
-  if (!fits_file_size_limit(cache_header_size + payload.size(), path, note)) return false;
-  std::string tmp = cat({path, ".tmp.XXXXXX"});
-#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-#else
-  const int fd = ::mkstemp(tmp.data());
-  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-#endif
-  if (fd < 0) {
-    note = cat({"oxicuda cache: cannot write ", tmp, " (", std::strerror(errno), ")"});
-    return false;
-  }
-  char header[cache_header_size];
-  const std::uint64_t size = payload.size(), sum = checksum(sum_key, payload);
-  std::memcpy(header, magic, sizeof magic);
-  std::memcpy(header + sizeof magic, &size, 8);
-  std::memcpy(header + sizeof magic + 8, &sum, 8);
-  bool ok = write_all(fd, std::string_view(header, sizeof header)) && write_all(fd, payload) && ::fsync(fd) == 0;
-  int error = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) ok = false, error = errno;
-  if (ok) {
-    struct stat old {};
-    if (replaced) *replaced = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? static_cast<std::uint64_t>(old.st_size) : 0;
-    if (::rename(tmp.c_str(), path.c_str()) != 0) ok = false, error = errno;
-  }
-  if (!ok) {
-    note = cat({"oxicuda cache: cannot write ", path, " (", std::strerror(error), ")"});
-    ::unlink(tmp.c_str());
-  }
-  return ok;
-}
-
-enum class CacheRead { missing, refused, corrupt, ok };
-
-// Reads the file `dir`/`name` that write_atomically wrote, with at most
-// `bound` bytes in all: a larger file is refused unread (a sparse file of
-// 100 GiB is never read). A file that is not whole (its size, magic or
-// checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
-// when the path still names the file that was read. `touch`: a good file's
-// time is set to now (a use, for eviction). Throws nothing: a failed
-// allocation is a refusal with a note.
-inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
-                              std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
-                              std::string& payload, std::string& note) noexcept {
-  std::string path;
-#if OXICUDA_EXCEPTIONS
-  try {
-#endif
-    path = cat({dir, "/", name});
-#if OXICUDA_EXCEPTIONS
-  } catch (...) {
-    return CacheRead::refused;
-  }
-#endif
-  auto say = [&](std::initializer_list<std::string_view> parts) noexcept {
-#if OXICUDA_EXCEPTIONS
-    try {
-      note = cat(parts);
-    } catch (...) {
-    }
-#else
-    note = cat(parts);
-#endif
-  };
-  // O_NONBLOCK: a FIFO by that name must not block the open (fstat then
-  // refuses anything but a regular file).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return CacheRead::missing;
-    if (errno == ELOOP) say({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
-    else say({"oxicuda cache: cannot read ", path, " (", std::strerror(errno), "); compiled instead"});
-    return CacheRead::refused;
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-    ::close(fd);
-    say({"oxicuda cache: refusing ", path, ": it is not a regular file of yours that only you can write; compiled instead"});
-    return CacheRead::refused;
-  }
-  const std::uint64_t file_size = static_cast<std::uint64_t>(st.st_size);
-  if (file_size > bound) {  // never read into memory
-    ::close(fd);
-    say({"oxicuda cache: refusing ", path, ": ", std::to_string(file_size), " bytes, more than any entry written (at most ",
-         std::to_string(bound), " bytes: the cache's size limit, and never over 1 GiB); not read, compiled instead"});
-    return CacheRead::refused;
-  }
-  char header[cache_header_size];
-  std::uint64_t size = 0, sum = 0;
-  bool ok = file_size >= sizeof header && read_all(fd, header, sizeof header) &&
-            std::memcmp(header, magic, sizeof magic) == 0;
-  if (ok) {
-    std::memcpy(&size, header + sizeof magic, 8);
-    std::memcpy(&sum, header + sizeof magic + 8, 8);
-    ok = size == file_size - sizeof header;
-  }
-  if (ok) {
-    bool allocated = true;
-#if OXICUDA_EXCEPTIONS
-    try {
-      payload.resize(static_cast<std::size_t>(size));
-    } catch (...) {
-      allocated = false;
-    }
-#else
-    // Without exceptions a failed allocation would abort: see first that
-    // the memory is there.
-    if (void* probe = std::malloc(static_cast<std::size_t>(size) + 1)) {
-      // (Kept from the compiler, which may otherwise drop a malloc whose
-      // memory is freed unused: clang does.)
-      __asm__ __volatile__("" : : "r"(probe) : "memory");
-      std::free(probe);
-      payload.resize(static_cast<std::size_t>(size));
-    } else {
-      allocated = false;
-    }
-#endif
-    if (!allocated) {
-      ::close(fd);
-      payload.clear();
-      say({"oxicuda cache: cannot read ", path, ": no memory for its ", std::to_string(size), " bytes; compiled instead"});
-      return CacheRead::refused;
-    }
-    ok = read_all(fd, payload.data(), payload.size()) && sum == checksum(sum_key, payload);
-  }
-  if (ok) {
-    if (touch) ::futimens(fd, nullptr);
-    ::close(fd);
-    return CacheRead::ok;
-  }
-  payload.clear();
-  const bool removed = remove_corrupt && remove_if_same(path, st);
-  ::close(fd);
-  say({"oxicuda cache: ", removed ? "discarded " : "ignored ", path,
-       ": truncated or corrupt (its size, header or checksum does not match)"});
-  return CacheRead::corrupt;
-}
-#endif
-
-// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
-// digits) and ".bin". Eviction touches no other file.
-inline bool entry_name(std::string_view name) noexcept {
-  if (name.size() != 36 || name.substr(32) != ".bin") return false;
-  for (const char c : name.substr(0, 32))
-    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
-  return true;
-}
-
-// A record's name: 1 to 64 of [a-z0-9-]. Its file is the name and ".record",
-// which no entry's name can be.
-inline bool record_name(std::string_view name) noexcept {
-  if (name.empty() || name.size() > 64) return false;
-  for (const char c : name)
-    if ((c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-') return false;
-  return true;
-}
-inline bool record_file_name(std::string_view name) noexcept {
-  return name.size() > 7 && name.substr(name.size() - 7) == ".record" && record_name(name.substr(0, name.size() - 7));
-}
-
-// A record of the cache's own (which NVRTC made the entries, say): a small
-// file, not a kernel entry: not counted in kernel_cache_info().entries, never
-// evicted, written atomically and checksummed like an entry, at most 1 MiB.
-// Read: false when it is missing, refused or corrupt (`note` says which,
-// but for missing); a corrupt record is left to be written over.
-inline bool cache_record_read(const std::string& dir, std::string_view name, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)name, (void)payload, (void)note;
-  return false;
-#else
-  if (!record_name(name)) {
-    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
-    return false;
-  }
-  const std::string file = cat({name, ".record"});
-  return read_checked(dir, file, record_magic, cat({"record:", name}), cache_record_cap, false, false, payload, note) ==
-         CacheRead::ok;
-#endif
-}
-inline bool cache_record_write(const std::string& dir, std::string_view name, std::string_view payload,
-                               std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)name, (void)payload, (void)note;
-  return false;
-#else
-  if (!record_name(name)) {
-    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
-    return false;
-  }
-  if (cache_header_size + payload.size() > cache_record_cap) {
-    note = cat({"oxicuda cache: the record ", name, " is not stored: ", std::to_string(payload.size()),
-                " bytes, more than a record may take (1 MiB)"});
-    return false;
-  }
-  return write_atomically(dir, cat({name, ".record"}), record_magic, cat({"record:", name}), payload, note);
-#endif
-}
-
-// The payload of the entry `key`, or false: not there, refused or corrupt
-// (`note` says which, but for not there). A corrupt entry is removed, when
-// the path still names the file that was read. An entry over the bound
-// (cache_entry_bound) is refused unread. A hit writes nothing but the
-// entry's time of last use (now). Throws nothing: a failed allocation is a
-// miss.
-inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)key, (void)payload, (void)note;
-  return false;
-#else
-#if OXICUDA_EXCEPTIONS
-  try {
-#endif
-    std::string limit_note;
-    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
-    return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
-#if OXICUDA_EXCEPTIONS
-  } catch (...) {  // out of memory for a path or a note: a miss
-    return false;
-  }
-#endif
-#endif
-}
-
-// Whether `name` is a writer's temporary file: an entry's or a record's
-// name, ".tmp." and mkstemp's letters.
-inline bool temporary_name(std::string_view name) noexcept {
-  const std::size_t at = name.find(".tmp.");
-  if (at == std::string_view::npos) return false;
-  return entry_name(name.substr(0, at)) || record_file_name(name.substr(0, at));
-}
-
-#if !OXICUDA_WINDOWS
-// Removes `name` in `dir_fd` only when it is still the file `expected` (by
-// device and inode): another process may have renamed a new entry there.
-inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expected) noexcept {
-  struct stat now {};
-  if (::fstatat(dir_fd, name, &now, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT;
-  if (now.st_dev != expected.st_dev || now.st_ino != expected.st_ino) return false;
-  return ::unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT;
-}
-#endif
-
-// One scan of the directory: removes a writer's temporary file over an hour
-// old (its writer died before its rename) and a zero-length file named like
-// an entry (a crash's debris: no entry is ever empty), then, when the
-// entries take more than `limit`, removes them in the order of their last
-// use, oldest first, until they take at most `limit`. A file named like an
-// entry that it may not remove (not a regular file of yours, or not begun as
-// an entry is: no cache wrote it) is skipped, not counted, and eviction goes
-// on to the next. `total`: the entries' size after. False when the directory
-// cannot be read.
-inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64_t& total) {
-  total = 0;
-#if !OXICUDA_WINDOWS
-  struct File {
-    std::int64_t time;
-    std::uint64_t size;
-    struct stat st;
-    std::string name;
-  };
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return false;
-  const int dfd = ::dirfd(d);
-  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-  const uid_t me = ::geteuid();
-  std::vector<File> files;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    const bool temporary = temporary_name(name);
-    if (!temporary && !entry_name(name)) continue;
-    struct stat st {};
-    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) continue;
-    if (temporary) {
-      if (now - st.st_mtim.tv_sec > 3600) (void)remove_if_same(dfd, e->d_name, st);
-      continue;
-    }
-    if (st.st_size == 0) {
-      (void)remove_if_same(dfd, e->d_name, st);
-      continue;
-    }
-    files.push_back({static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                     static_cast<std::uint64_t>(st.st_size), st, std::string(name)});
-    total += static_cast<std::uint64_t>(st.st_size);
-  }
-  if (total > limit) {
-    std::sort(files.begin(), files.end(), [](const File& x, const File& y) { return x.time < y.time; });
-    for (const File& f : files) {
-      if (total <= limit) break;
-      const int fd = ::openat(dfd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0) {
-        if (errno == ENOENT) total -= f.size;  // gone already
-        continue;
-      }
-      struct stat st {};
-      char head[sizeof cache_magic] = {};
-      const bool same = ::fstat(fd, &st) == 0 && st.st_dev == f.st.st_dev && st.st_ino == f.st.st_ino;
-      const ::ssize_t n = same ? ::read(fd, head, sizeof head) : -1;
-      ::close(fd);
-      if (!same) continue;  // replaced since the scan: a fresh entry, left alone
-      // An entry, or the debris of one whose header a crash cut short.
-      const bool ours = n == static_cast<::ssize_t>(sizeof head)
-                            ? std::memcmp(head, cache_magic, sizeof head) == 0
-                            : n >= 0 && static_cast<std::uint64_t>(st.st_size) < sizeof head &&
-                                  std::memcmp(head, cache_magic, static_cast<std::size_t>(n)) == 0;
-      if (!ours || remove_if_same(dfd, f.name.c_str(), f.st)) total -= f.size;  // removed, or skipped: not an entry
-    }
-  }
-  ::closedir(d);
-  return true;
-#else
-  (void)dir, (void)limit;
-  return false;
-#endif
-}
-inline void cache_evict(const std::string& dir, std::uint64_t limit) {
-  std::uint64_t total = 0;
-  (void)cache_evict(dir, limit, total);
-}
-
-// The running total: `total.counter` in the directory holds the entries'
-// size and the stores since the last scan, updated under flock by every
-// store. A store that leaves the total under the limit scans nothing; one
-// that passes it scans and evicts once (cache_evict), and so does the
-// first store without a counter and every cache_rescan_every-th, which
-// catches up with what others changed (a user's rm, an older oxicuda).
-inline constexpr char cache_counter_name[] = "total.counter";
-
-inline void cache_account(const std::string& dir, std::int64_t delta, std::uint64_t limit) {
-#if !OXICUDA_WINDOWS
-  const std::string path = cat({dir, "/", cache_counter_name});
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-  struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
-    if (fd >= 0) ::close(fd);
-    cache_evict(dir, limit);  // no total to keep: a scan each store
-    return;
-  }
-  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
-  }
-  char text[96] = {};
-  const ::ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
-  unsigned long long total = 0, stores = 0;
-  char tail = 0;
-  const bool known = n > 0 && std::sscanf(text, "oxicuda-cache-total %llu %llu%c", &total, &stores, &tail) == 3 &&
-                     tail == '\n';
-  if (known) {
-    total = delta < 0 && static_cast<unsigned long long>(-delta) > total ? 0 : total + static_cast<unsigned long long>(delta);
-    ++stores;
-  }
-  bool write = true;
-  if (!known || total > limit || stores >= cache_rescan_every) {
-    std::uint64_t scanned = 0;
-    write = cache_evict(dir, limit, scanned);
-    total = scanned, stores = 0;
-  }
-  if (write) {
-    const int len = std::snprintf(text, sizeof text, "oxicuda-cache-total %llu %llu\n", total, stores);
-    std::string ignored;
-    if (len > 0 && fits_file_size_limit(static_cast<std::uint64_t>(len), path, ignored) &&
-        ::pwrite(fd, text, static_cast<std::size_t>(len), 0) == len)
-      (void)::ftruncate(fd, len);
-  }
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
-#else
-  (void)dir, (void)delta, (void)limit;
-#endif
-}
-
-// Removes the entry for `key`; returns its path (for a note).
-inline std::string cache_remove(const std::string& dir, std::string_view key) {
-  std::string path = cat({dir, "/", key, ".bin"});
-#if !OXICUDA_WINDOWS
-  ::unlink(path.c_str());
-#endif
-  return path;
-}
-
-// Whether the file at `path` begins as an entry does (cache_magic).
-inline bool starts_as_entry(const std::string& path) noexcept {
-#if !OXICUDA_WINDOWS
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  char head[sizeof cache_magic] = {};
-  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
-                  std::memcmp(head, cache_magic, sizeof head) == 0;
-  ::close(fd);
-  return ok;
-#else
-  (void)path;
-  return false;
-#endif
-}
-
-// Stores `payload` as the entry `key` (write_atomically: a reader sees the
-// old entry, the new one, or none, never part of one), then adds it to the
-// running total, which evicts only past the limit. An entry over the bound
-// (cache_entry_bound) or past RLIMIT_FSIZE is not stored. Returns false
-// (and says why in `note`) when it could not.
-inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)key, (void)payload, (void)note;
-  return false;
-#else
-  std::string limit_note;
-  const std::uint64_t limit = cache_limit(limit_note);
-  const std::uint64_t bytes = cache_header_size + payload.size();
-  if (bytes > cache_entry_bound(limit)) {
-    note = cat({"oxicuda cache: not stored: the entry ", key, " would take ", std::to_string(bytes),
-                " bytes, more than an entry may (the cache's size limit, ", std::to_string(limit),
-                " bytes, and never over 1 GiB)"});
-    return false;
-  }
-  std::uint64_t replaced = 0;
-  if (!write_atomically(dir, cat({key, ".bin"}), cache_magic, key, payload, note, &replaced)) return false;
-  cache_account(dir, static_cast<std::int64_t>(bytes) - static_cast<std::int64_t>(replaced), limit);
-  return true;
-#endif
-}
-
-}  // namespace detail
-
-inline KernelCacheInfo kernel_cache_info() {
-  KernelCacheInfo info;
-  std::string limit_note;
-  info.limit = detail::cache_limit(limit_note);
-  auto add_note = [&](std::string_view text) {
-    info.note = info.note.empty() ? std::string(text) : detail::cat({info.note, "\n", text});
-  };
-  if (!detail::cache_enabled(info.note)) {
-    if (info.note.empty()) info.note = detail::cat({"disabled by OXICUDA_CACHE=", detail::env_string("OXICUDA_CACHE")});
-    return info;
-  }
-  info.directory = detail::cache_location(info.note);
-  std::string why;
-  info.enabled = !info.directory.empty() && !detail::cache_directory(why, false).empty();
-  if (!why.empty()) info.note = why;
-  if (!limit_note.empty()) add_note(limit_note);
-#if !OXICUDA_WINDOWS
-  // Looks only: every file named like an entry, and its first bytes.
-  DIR* d = info.enabled ? ::opendir(info.directory.c_str()) : nullptr;
-  if (!d) return info;
-  const int dfd = ::dirfd(d);
-  const uid_t me = ::geteuid();
-  std::string first_skipped;
-  while (const dirent* e = ::readdir(d)) {
-    if (!detail::entry_name(e->d_name)) continue;
-    struct stat st {};
-    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    bool entry = false;
-    if (S_ISREG(st.st_mode) && st.st_uid == me) {
-      const int fd = ::openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-      char head[sizeof detail::cache_magic] = {};
-      entry = fd >= 0 && ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
-              std::memcmp(head, detail::cache_magic, sizeof head) == 0;
-      if (fd >= 0) ::close(fd);
-    }
-    if (entry) {
-      ++info.entries;
-      info.bytes += static_cast<std::uint64_t>(st.st_size);
-    } else {
-      if (info.skipped++ == 0) first_skipped = e->d_name;
-    }
-  }
-  ::closedir(d);
-  if (info.skipped)
-    add_note(detail::cat({"oxicuda cache: ", std::to_string(info.skipped), " file(s) named like entries are not entries "
-                          "(not a regular file of yours, empty, or not written by a cache), for example ",
-                          info.directory, "/", first_skipped, "; eviction skips them (an empty one it removes)"}));
-#endif
-  return info;
-}
-
-inline KernelCacheStats kernel_cache_stats() noexcept {
-  const detail::CacheCounters& c = detail::cache_counters();
-  return {c.hits.load(std::memory_order_relaxed), c.misses.load(std::memory_order_relaxed)};
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/cache.hpp ----
-
-// ---- begin oxicuda/cache_entry.hpp ----
-// oxicuda/cache_entry.hpp — what a kernel cache entry holds (the payload
-// cache.hpp frames with its magic and checksum): encode and decode, and the
-// load of a decoded entry. The checksum is a hash anyone can recompute, so
-// the decoder treats every payload as hostile: each field's bounds, the
-// kernel names as Module reads them, the image as Module::from_image checks
-// it, nothing after the image. An entry that fails is no entry.
-
-#include <string>
-#include <string_view>
-
-
-OXICUDA_NAMESPACE_BEGIN
-
-namespace detail {
-
-// An entry's fields, as views into its payload.
-struct CacheEntry {
-  bool is_text = false;    // PTX; else a cubin or fatbin
-  std::string_view names;  // "expr\0lowered\0expr\0lowered\0...": as Module keeps them
-  std::string_view log;    // the compile's log (NVRTC's, an architecture fallback)
-  std::string_view image;  // the last field
-};
-
-// Why `names` is not a list of (name expression, lowered name) pairs, each
-// NUL-terminated, whose expressions are `expected` in order (the key holds
-// them, so an entry for this key has these); empty when it is.
-inline std::string entry_names_problem(std::string_view names, const StringList* expected) {
-  if (!names.empty() && names.back() != '\0') return cat({"its kernel-names field does not end with a NUL"});
-  std::size_t count = 0;
-  StringList::iterator want = expected ? expected->begin() : StringList::iterator(nullptr);
-  for (std::string_view rest = names; !rest.empty(); ++count) {
-    const std::string_view expr = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(expr.size() + 1);
-    if (rest.empty()) return cat({"its kernel-names field ends with a name expression that has no lowered name"});
-    const std::string_view lowered = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(lowered.size() + 1);
-    if (expr.empty()) return cat({"its kernel-names field holds an empty name expression"});
-    // A lowered name is a symbol of the image: letters, digits, '_', '$', '.'.
-    if (lowered.empty()) return cat({"its kernel-names field holds an empty lowered name"});
-    for (const char c : lowered)
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
-            c == '.'))
-        return cat({"its kernel-names field holds a lowered name that is no symbol"});
-    if (expected) {
-      if (want == expected->end() || *want != expr)
-        return cat({"its kernel-names field does not hold the name expressions asked for"});
-      ++want;
-    }
-  }
-  if (expected && count != expected->size())
-    return cat({"its kernel-names field holds ", std::to_string(count), " name expressions, not the ",
-                std::to_string(expected->size()), " asked for"});
-  return {};
-}
-
-// Why `image` may not go to the driver, as Module::from_image and from_ptx
-// refuse it; empty when it may.
-inline std::string entry_image_problem(std::string_view image, bool is_text) {
-  if (image.empty()) return cat({"its image is empty"});
-  const auto* p = reinterpret_cast<const unsigned char*>(image.data());
-  const ImageKind kind = image_kind(p, image.size());
-  if (is_text) {
-    if (const std::size_t nul = image.find('\0'); nul != std::string_view::npos)
-      return cat({"its PTX has a NUL byte at offset ", std::to_string(nul)});
-    if (kind != ImageKind::ptx) return cat({"it says PTX, but its image is a binary one"});
-    if (image.find_first_not_of(" \t\r\n") == std::string_view::npos) return cat({"its PTX is blank"});
-    return {};
-  }
-  if (kind == ImageKind::ptx) return cat({"it says cubin or fatbin, but its image is neither"});
-  return image_problem(p, image.size(), kind);
-}
-
-// The payload of an entry. The image is the last field, so that in the
-// std::string that holds the payload a PTX image is followed by the
-// string's own NUL, as the driver wants it: a hit loads it in place.
-inline std::string encode_entry(bool is_text, std::string_view names, std::string_view log, std::string_view image) {
-  std::string payload;
-  payload.reserve(4 * 8 + 1 + names.size() + log.size() + image.size());
-  put_field(payload, is_text ? "1" : "0");
-  put_field(payload, names);
-  put_field(payload, log);
-  put_field(payload, image);
-  return payload;
-}
-
-// Reads `payload` into `entry` (views into it); `expected`, when given, are
-// the name expressions the entry must hold. Returns why it is not an entry
-// that may be loaded, or empty. Never reads outside `payload`.
-inline std::string decode_entry(const std::string& payload, CacheEntry& entry, const StringList* expected = nullptr) {
-  std::string_view in = payload, is_text;
-  if (!take_field(in, is_text) || !take_field(in, entry.names) || !take_field(in, entry.log) ||
-      !take_field(in, entry.image))
-    return cat({"a field runs past its end"});
-  if (!in.empty()) return cat({std::to_string(in.size()), " bytes follow its image"});
-  if (is_text != "0" && is_text != "1") return cat({"its kind field is neither 0 nor 1"});
-  entry.is_text = is_text == "1";
-  if (std::string problem = entry_names_problem(entry.names, expected); !problem.empty()) return problem;
-  return entry_image_problem(entry.image, entry.is_text);
-}
-
-// Whether a load failure (cuModuleLoadDataEx's result) is the entry's
-// fault, so the entry should go: an image this driver or device cannot use.
-// Any other (out of memory, a bad JitOptions value, a context gone) is the
-// caller's or the moment's, and the entry stays.
-inline bool entry_at_fault(ffi::CUresult r) noexcept {
-  switch (r) {
-    case ffi::CUDA_ERROR_INVALID_IMAGE:
-    case ffi::CUDA_ERROR_NO_BINARY_FOR_GPU:
-    case ffi::CUDA_ERROR_INVALID_PTX:
-    case ffi::CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-    case ffi::CUDA_ERROR_INVALID_SOURCE:
-    case ffi::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND:
-    case ffi::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Loads a decoded entry (from its payload, no copy) into `out`; the driver's
-// result, not raised, and in `jit_error` the JIT's error log. A JitOptions
-// value the driver cannot take is raised (JitOptionList), as for any load.
-inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOptions& options, SourceLocation where,
-                          Module& out, std::string& jit_error) {
-  JitOptionList jit(options, "oxicuda::module_from_source", where);
-  CUmodule raw = nullptr;
-  Outcome r;
-  {
-    ScopedCurrent current(ctx, where);
-    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, e.image.data(), jit.count, jit.keys, jit.values);
-  }
-  if (!r.ok()) {
-    jit_error = jit.error_log();
-    return r;
-  }
-  std::string log = jit.info_log();
-  if (!e.log.empty()) log = log.empty() ? std::string(e.log) : cat({e.log, "\n", log});
-  out = ModuleAccess::adopt(ctx, raw, std::move(log), std::string(e.names));
-  return r;
-}
-
-}  // namespace detail
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/cache_entry.hpp ----
-
-// ---- begin oxicuda/source_rules.hpp ----
-// oxicuda/source_rules.hpp — SourceOptions (what module_from_source takes)
-// and what NVRTC may read from disk under them: the options and text that
-// keep a compile out of the kernel cache, and NVRTC's trace of the headers
-// it processed (--fdevice-time-trace), read back to tell whether it read a
-// file that the key does not hold.
-
-#include <string>
-#include <string_view>
-
-
-#if !OXICUDA_WINDOWS
-#include <sys/stat.h>
-#endif
-
-OXICUDA_NAMESPACE_BEGIN
-
-struct SourceOptions {
-  // NVRTC's options. An empty arch is picked for the context's device
-  // (arch_for); with lto, the LTO-IR is linked by nvJitLink into a cubin.
-  CompileOptions compile{};
-  // Source files for #include: name, source, name, source, ...
-  StringList headers{};
-  // Kernels named by C++ expressions ("saxpy<float>"); Module::function and
-  // Module::kernel accept these names.
-  StringList name_expressions{};
-  std::string name = "program.cu";  // the source's file name in NVRTC's messages
-  JitOptions jit{};                  // for loading the module
-  bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
-};
-
-namespace detail {
-
-// ---------------------------------------------------------------------------
-// What NVRTC may read from disk.
-
-// `text` with its line splices undone (a backslash, or the trigraph ??/,
-// before a newline or CR LF), as translation phase 2 does.
-inline std::string unspliced(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t j = text[i] == '\\' ? i + 1 : text.substr(i, 3) == "?\?/" ? i + 3 : i;
-    if (j != i) {
-      if (j < text.size() && text[j] == '\r') ++j;
-      if (j < text.size() && text[j] == '\n') {
-        i = j + 1;
-        continue;
-      }
-    }
-    out.push_back(text[i++]);
-  }
-  return out;
-}
-
-// What in `text` could make NVRTC look at the disk in a way that its trace
-// does not show, or empty. NVRTC answers __has_include from the disk and
-// does not report the probe; a token paste can spell it (CAT(__has_,
-// include)). So any "has_include" or token-paste operator (## or %:%:),
-// anywhere (also in a comment or a string), keeps the compile out of the
-// cache: coarse on purpose.
-inline std::string_view disk_probe(std::string_view text) {
-  const std::string t = unspliced(text);
-  if (t.find("has_include") != std::string::npos) return "__has_include";
-  if (t.find("##") != std::string::npos) return "the token-paste operator ##";
-  if (t.find("%:%:") != std::string::npos) return "the token-paste operator %:%:";
-  return {};
-}
-
-// Why the cache cannot serve this compile, or empty when it may (then the
-// trace decides).
-inline std::string uncachable(std::string_view source, const SourceOptions& o) {
-  if (!o.compile.include_paths.empty()) return cat({"include paths are given"});
-  for (std::string_view a : o.compile.extra) {
-    // -I, --include-path, -include, --pre-include, the PCH options
-    // (--pch, --create-pch, --use-pch, --pch-dir, ...) and a trace of the
-    // caller's own all read or write files.
-    const bool reads = a.substr(0, 2) == "-I" || a.find("include") != std::string_view::npos ||
-                       a.find("pch") != std::string_view::npos || a.find("time-trace") != std::string_view::npos ||
-                       a.substr(0, 1) == "@";
-    if (reads) return cat({"the option '", a, "' may read or write files"});
-  }
-  if (const std::string_view p = disk_probe(source); !p.empty())
-    return cat({"the source uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
-  std::size_t k = 0;
-  for (std::string_view h : o.headers)
-    if (k++ % 2 == 1)
-      if (const std::string_view p = disk_probe(h); !p.empty())
-        return cat({"a header uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
-  // NVRTC preprocesses the options' macros (-D) and the name expressions too.
-  for (std::string_view a : o.compile.arguments())
-    if (const std::string_view p = disk_probe(a); !p.empty())
-      return cat({"the option '", a, "' uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
-  for (std::string_view e : o.name_expressions)
-    if (const std::string_view p = disk_probe(e); !p.empty())
-      return cat({"the name expression '", e, "' uses ", p,
-                  ", whose answer may come from the disk (NVRTC does not report it)"});
-  return {};
-}
-
-// A minimal JSON reader for NVRTC's trace (Chrome's trace format): walks a
-// value, reads strings with their escapes. `ok` turns false on anything it
-// cannot read, and stays false.
-struct JsonReader {
-  std::string_view s;
-  std::size_t i = 0;
-  bool ok = true;
-  int depth = 0;
-
-  void space() noexcept {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
-  }
-  bool eat(char c) noexcept {
-    space();
-    if (i < s.size() && s[i] == c) return ++i, true;
-    return false;
-  }
-  void utf8(std::string& out, unsigned c) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
-  bool string(std::string& out) {
-    out.clear();
-    if (!eat('"')) return ok = false;
-    while (i < s.size() && s[i] != '"') {
-      char c = s[i++];
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (i >= s.size()) return ok = false;
-      c = s[i++];
-      switch (c) {
-        case '"': case '\\': case '/': out.push_back(c); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
-        case 'u': {
-          unsigned v = 0;
-          for (int k = 0; k < 4; ++k, ++i) {
-            if (i >= s.size()) return ok = false;
-            const char h = s[i];
-            v = v * 16 + static_cast<unsigned>(h >= '0' && h <= '9'   ? h - '0'
-                                               : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                               : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                                      : 99);
-            if (v > 0xFFFF) return ok = false;
-          }
-          if (v == 0) return ok = false;  // no NUL in a file's name
-          utf8(out, v);  // (a surrogate pair stays two: such a name only fails to match)
-          break;
-        }
-        default: return ok = false;
-      }
-    }
-    return eat('"') || (ok = false);
-  }
-  // Skips one value.
-  void skip() {
-    space();
-    if (!ok || i >= s.size() || ++depth > 64) {
-      ok = false;
-      return;
-    }
-    std::string ignored;
-    if (s[i] == '"') {
-      string(ignored);
-    } else if (s[i] == '{') {
-      object([&](const std::string&) { skip(); });
-    } else if (s[i] == '[') {
-      array([&] { skip(); });
-    } else {
-      const std::size_t start = i;
-      while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n') ++i;
-      if (i == start) ok = false;
-    }
-    --depth;
-  }
-  // An object: `member(key)` reads (or skips) each member's value.
-  template <class F>
-  void object(F&& member) {
-    if (!eat('{')) {
-      ok = false;
-      return;
-    }
-    if (eat('}')) return;
-    std::string key;
-    do {
-      if (!string(key) || !eat(':')) return void(ok = false);
-      member(key);
-      if (!ok) return;
-    } while (eat(','));
-    if (!eat('}')) ok = false;
-  }
-  template <class F>
-  void array(F&& element) {
-    if (!eat('[')) {
-      ok = false;
-      return;
-    }
-    if (eat(']')) return;
-    do {
-      element();
-      if (!ok) return;
-    } while (eat(','));
-    if (!eat(']')) ok = false;
-  }
-};
-
-// The headers NVRTC's trace says it processed ("Processing Header File"
-// events), into `headers` (each followed by a NUL). False when the trace
-// cannot be read, or lists no header at all (NVRTC always processes its
-// builtin one: another format, which is not understood).
-inline bool trace_headers(std::string_view trace, std::string& headers) {
-  JsonReader j{trace};
-  std::size_t count = 0;
-  j.object([&](const std::string& key) {
-    if (key != "traceEvents") return j.skip();
-    j.array([&] {
-      std::string name, detail, value;
-      bool has_detail = false;
-      j.object([&](const std::string& k) {
-        if (k == "name") {
-          j.string(name);
-        } else if (k == "args") {
-          j.object([&](const std::string& a) {
-            if (a == "detail") {
-              has_detail = j.string(detail);
-            } else {
-              j.skip();
-            }
-          });
-        } else {
-          j.skip();
-        }
-      });
-      if (j.ok && name == "Processing Header File") {
-        if (!has_detail) j.ok = false;
-        headers.append(detail).push_back('\0');
-        ++count;
-      }
-    });
-  });
-  j.space();
-  return j.ok && j.i == trace.size() && count > 0;
-}
-
-// NVRTC's own header, which the trace lists by this name.
-inline constexpr std::string_view nvrtc_builtin_header = "__nv_nvrtc_builtin_header.h";
-
-// Why the compile that wrote `trace` may have read a file from disk (the
-// first header it processed that is not among `given`: name, source, ...),
-// or empty when it read none.
-inline std::string disk_header(std::string_view trace, const StringList& given) {
-  std::string headers;
-  if (!trace_headers(trace, headers)) return cat({"NVRTC's trace of the headers it read could not be read"});
-  for (std::string_view rest = headers; !rest.empty();) {
-    const std::string_view h = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(h.size() + 1);
-    bool in_memory = h == nvrtc_builtin_header;
-    std::size_t k = 0;
-    for (std::string_view name : given)
-      if (k++ % 2 == 0 && name == h) in_memory = true;
-    if (!in_memory) return cat({"NVRTC read \"", h, "\" from disk (it is not among the headers given)"});
-#if !OXICUDA_WINDOWS
-    // NVRTC resolves an include relative to the including file's name, on
-    // disk: a header given as "d/x.h" that includes "y.h" reads the file
-    // d/y.h when there is one, and the trace then names "d/y.h", as it names
-    // a header given by that name. When a file by the name exists, the trace
-    // cannot tell which was read.
-    struct stat st {};
-    if (h != nvrtc_builtin_header && ::stat(std::string(h).c_str(), &st) == 0)
-      return cat({"NVRTC processed \"", h, "\", the name of a header given, and a file by that name exists on disk: ",
-                  "the trace cannot tell which one it read"});
-#endif
-  }
-  return {};
-}
-
-}  // namespace detail
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/source_rules.hpp ----
-
-// ---- begin oxicuda/compiler_identity.hpp ----
-// oxicuda/compiler_identity.hpp — which NVRTC (or nvJitLink) the process
-// compiles with, for the kernel cache's key: the library that is loaded, by
-// its real path, file and version, without loading it on a cache hit.
-
-#include <string>
-#include <string_view>
-
-
-#if !OXICUDA_WINDOWS
-#include <dirent.h>
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <atomic>
-#include <cstdlib>
-#include <mutex>
-#endif
-
-OXICUDA_NAMESPACE_BEGIN
-
-namespace detail {
-
-// ---------------------------------------------------------------------------
-// Which NVRTC (or nvJitLink) the process compiles with, for the key.
-//
-// The library that is loaded, by its real path, (device, inode, size, time)
-// and version. Once oxicuda has loaded it in this process, that is the
-// answer for good. Before, loading it costs ~60 ms, which a hit must not pay:
-// a record in the cache directory, kept per search (the variables the search
-// reads and the object that calls dlopen), holds what the last load found,
-// with fingerprints of everything that could make the search find another
-// file: /etc/ld.so.cache, each directory of the dynamic loader's search list
-// for the caller (LD_LIBRARY_PATH, RUNPATH, the system's) and of oxicuda's
-// own steps ($CONDA_PREFIX/lib, $CUDA_HOME/lib64, ...), and the library's
-// file. The record is trusted only when all still match; otherwise the
-// library is loaded and asked (a copy already in the process is asked
-// without loading anything), and the record rewritten when it changed.
-
-#if !OXICUDA_WINDOWS
-// "dev ino size mtime" of `path` (stat follows links), or "-" when missing.
-inline std::string file_fingerprint(const char* path) {
-  struct stat st {};
-  if (::stat(path, &st) != 0) return cat({"-"});
-  return cat({std::to_string(static_cast<unsigned long long>(st.st_dev)), " ",
-              std::to_string(static_cast<unsigned long long>(st.st_ino)), " ",
-              std::to_string(static_cast<long long>(st.st_size)), " ", std::to_string(st.st_mtim.tv_sec), ".",
-              std::to_string(st.st_mtim.tv_nsec)});
-}
-
-// The object (executable or shared library) whose code calls dlopen for
-// oxicuda: its file, and a handle to it for dlinfo (to close).
-struct Caller {
-  std::string file;
-  void* handle = nullptr;
-};
-inline Caller dlopen_caller() {
-  Caller c;
-  Dl_info di{};
-  void* fn = reinterpret_cast<void*>(&lib_open);
-  // A shared library is found by its name; the main program's name (which
-  // may be argv[0]) is not, and /proc/self/exe is its file.
-  if (::dladdr(fn, &di) && di.dli_fname && di.dli_fname[0] != '\0' &&
-      (c.handle = ::dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) != nullptr) {
-    c.file = di.dli_fname;
-    return c;
-  }
-  c.handle = ::dlopen(nullptr, RTLD_LAZY);
-  char exe[4096];
-  const ::ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  c.file = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("(main program)");
-  return c;
-}
-
-// The directories the dynamic loader would search for a library that `h`'s
-// object opens by name (glibc's RTLD_DI_SERINFO), each followed by '\n'.
-inline std::string loader_search_dirs(void* h) {
-  std::string dirs;
-#if defined(__GLIBC__)
-  Dl_serinfo size{};
-  if (!h || ::dlinfo(h, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof(Dl_serinfo)) return dirs;
-  void* block = std::malloc(size.dls_size);
-  if (!block) return dirs;
-  auto* info = static_cast<Dl_serinfo*>(block);
-  if (::dlinfo(h, RTLD_DI_SERINFOSIZE, info) == 0 && ::dlinfo(h, RTLD_DI_SERINFO, info) == 0)
-    for (unsigned k = 0; k < info->dls_cnt; ++k)
-      if (info->dls_serpath[k].dls_name) dirs.append(info->dls_serpath[k].dls_name).push_back('\n');
-  std::free(block);
-#else
-  (void)h;
-#endif
-  return dirs;
-}
-#endif
-
-#if !OXICUDA_WINDOWS
-// What of the search is fixed for the life of the process, found once: the
-// object that calls dlopen (its file and fingerprint), and the directories
-// the dynamic loader searches for it (it read LD_LIBRARY_PATH at start-up).
-struct CallerSearch {
-  std::string caller;
-  std::string dirs;
-};
-inline const CallerSearch& caller_search() {
-  static const CallerSearch* const s = [] {
-    auto* c = new CallerSearch;
-    Caller k = dlopen_caller();
-    c->caller = cat({k.file, "\n", file_fingerprint(k.file.c_str())});
-    c->dirs = loader_search_dirs(k.handle);
-    if (k.handle) ::dlclose(k.handle);
-    return c;
-  }();
-  return *s;
-}
-#endif
-
-// The search's inputs: what names the record.
-inline std::string search_inputs(const char* tag, const char* env) {
-  return cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
-              "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")
-#if !OXICUDA_WINDOWS
-                                                          ,
-              "\n", caller_search().caller
-#endif
-  });
-}
-
-// Fingerprints of what could change the file the search finds: one line a
-// file or directory ("path dev ino size mtime", or "path -").
-inline std::string search_fingerprints(const char* env) {
-  std::string out;
-#if OXICUDA_WINDOWS
-  (void)env;
-#else
-  // The file the variable names, through any links on its way (a directory
-  // link re-pointed names another library by the same path).
-  if (const std::string named = env_string(env); !named.empty()) {
-    char* real = ::realpath(named.c_str(), nullptr);
-    const std::string r = real ? std::string(real) : std::string("-");
-    std::free(real);
-    out.append(env).append(" ").append(r).append(" ").append(file_fingerprint(r.c_str())).push_back('\n');
-  }
-  std::string dirs = caller_search().dirs;
-  for (const char* root : {"CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"}) {
-    const std::string r = env_string(root);
-    if (r.empty()) continue;
-    if (std::string_view(root) == "CONDA_PREFIX") dirs.append(r).append("/lib\n");
-    else dirs.append(r).append("/lib64\n").append(r).append("/lib\n");
-  }
-  dirs.append("/usr/local/cuda/lib64\n/usr/local/cuda/lib\n");
-  out.append("/etc/ld.so.cache ").append(file_fingerprint("/etc/ld.so.cache")).push_back('\n');
-  std::string seen = "\n";
-  for (std::string_view rest = dirs; !rest.empty();) {
-    const std::string_view d = rest.substr(0, rest.find('\n'));
-    rest.remove_prefix(d.size() + (d.size() < rest.size()));
-    const std::string line = cat({"\n", d, "\n"});
-    if (d.empty() || seen.find(line) != std::string::npos) continue;
-    seen.append(d).push_back('\n');
-    out.append(d).append(" ").append(file_fingerprint(std::string(d).c_str())).push_back('\n');
-    // glibc also searches <dir>/glibc-hwcaps/<level>/ (x86-64-v2, ...), which
-    // RTLD_DI_SERINFO does not list: a library added there changes no
-    // fingerprint of <dir> itself.
-    const std::string hw = cat({d, "/glibc-hwcaps"});
-    out.append(hw).append(" ").append(file_fingerprint(hw.c_str())).push_back('\n');
-    if (DIR* dh = ::opendir(hw.c_str())) {
-      std::string levels;
-      while (const struct dirent* ent = ::readdir(dh))
-        if (ent->d_name[0] != '.') levels.append(hw).append("/").append(ent->d_name).push_back('\n');
-      ::closedir(dh);
-      for (std::string_view lr = levels; !lr.empty();) {
-        const std::string_view l = lr.substr(0, lr.find('\n'));
-        lr.remove_prefix(l.size() + (l.size() < lr.size()));
-        out.append(l).append(" ").append(file_fingerprint(std::string(l).c_str())).push_back('\n');
-      }
-    }
-  }
-#endif
-  return out;
-}
-
-// The identity of a loaded library for the key: its real path, its file's
-// fingerprint, its version; for NVRTC, then the real path and fingerprint of
-// the builtins library it loads at its first compile (by name, through the
-// loader: libnvrtc-builtins.so.13.0 for 13.0), which holds its builtin
-// header. (Files, one a line.)
-inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins) {
-#if !OXICUDA_WINDOWS
-  char* real = ::realpath(info.path.c_str(), nullptr);
-  const std::string path = real ? std::string(real) : info.path.empty() ? info.library : info.path;
-  std::free(real);
-  std::string id = cat({path, "\n", file_fingerprint(path.c_str()), "\n", std::to_string(info.version)});
-  if (nvrtc_builtins && info.version > 0) {
-    const std::string name = cat({"libnvrtc-builtins.so.", std::to_string(info.version / 1000), ".",
-                                  std::to_string(info.version % 1000 / 10)});
-    std::string builtins = "-";
-    if (void* h = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
-      struct link_map* map = nullptr;
-      if (::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) {
-        char* b = ::realpath(map->l_name, nullptr);
-        if (b) builtins = b;
-        std::free(b);
-      }
-      ::dlclose(h);
-    }
-    id = cat({id, "\n", builtins, "\n", builtins == "-" ? std::string("-") : file_fingerprint(builtins.c_str())});
-  }
-  return id;
-#else
-  (void)nvrtc_builtins;
-  return cat({info.path.empty() ? info.library : info.path, "\n", std::to_string(info.version)});
-#endif
-}
-
-// Whether the files an identity names (loaded_identity) are unchanged.
-inline bool identity_files_unchanged(std::string_view id) {
-#if !OXICUDA_WINDOWS
-  std::string_view line[5];
-  int n = 0;
-  for (std::string_view rest = id; n < 5 && !rest.empty(); ++n) {
-    line[n] = rest.substr(0, rest.find('\n'));
-    rest.remove_prefix(line[n].size() + (line[n].size() < rest.size()));
-  }
-  if (n < 3 || line[0].empty() || file_fingerprint(std::string(line[0]).c_str()) != line[1]) return false;
-  return n < 5 || line[3] == "-" || file_fingerprint(std::string(line[3]).c_str()) == line[4];
-#else
-  (void)id;
-  return false;
-#endif
-}
-
-// Whether a library of this kind may be loaded in the process: one whose
-// file is named as `named` (the environment's override), or, without it,
-// whose file name begins as a candidate's family does ("libnvrtc.so" for
-// "libnvrtc.so.13"): then oxicuda's search would take it ("already
-// loaded"), so it is asked. Read from the loader's list in memory
-// (dl_iterate_phdr): dlopen with RTLD_NOLOAD would search the disk for a
-// library that is not loaded, which costs a hit far more.
-inline bool loaded_in_process(const char* const* files, std::size_t file_count, const std::string& named) {
-#if !OXICUDA_WINDOWS
-  struct Look {
-    const char* const* files;
-    std::size_t count;
-    std::string_view named, named_base;
-    bool found;
-  };
-  const std::string_view n = named;
-  Look look{files, file_count, n, n.substr(n.rfind('/') == std::string_view::npos ? 0 : n.rfind('/') + 1), false};
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) {
-        auto* l = static_cast<Look*>(data);
-        const std::string_view name = info->dlpi_name ? info->dlpi_name : "";
-        const std::size_t slash = name.rfind('/');
-        const std::string_view base = name.substr(slash == std::string_view::npos ? 0 : slash + 1);
-        if (!l->named.empty()) {
-          l->found = name == l->named || base == l->named_base;
-        } else {
-          for (std::size_t i = 0; i < l->count && !l->found; ++i) {
-            const std::string_view f = l->files[i];
-            const std::string_view family = f.substr(0, f.find(".so") == std::string_view::npos ? f.size() : f.find(".so") + 3);
-            l->found = base.substr(0, family.size()) == family;
-          }
-        }
-        return l->found ? 1 : 0;
-      },
-      &look);
-  return look.found;
-#else
-  (void)files, (void)file_count, (void)named;
-  return false;
-#endif
-}
-
-// Once oxicuda has loaded a library in this process, its identity stands
-// for good: every compile uses that copy. (With the directory whose record
-// was last brought up to date, so that a record is written once a
-// directory, not on every lookup.)
-struct LoadedIdentity {
-  std::string id, dir;
-};
-struct LoadedIdentities {
-#if !OXICUDA_WINDOWS
-  std::mutex mu;
-#endif
-  LoadedIdentity nvrtc, nvjitlink, other;
-};
-inline LoadedIdentities& loaded_identities() {
-  static LoadedIdentities* const l = new LoadedIdentities;
-  return *l;
-}
-
-inline std::string library_identity_for_cache(const std::string& dir, const char* tag, const char* env,
-                                              const char* const* files, std::size_t file_count,
-                                              const LibraryInfo& (*info_of)() noexcept) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)tag, (void)env, (void)files, (void)file_count;
-  const LibraryInfo& info = info_of();
-  return info.found ? loaded_identity(info, false) : std::string();
-#else
-  LoadedIdentities& memo = loaded_identities();
-  // (Only oxicuda's own libraries are remembered; a test's stand-in is not.)
-  const bool remembered = info_of == &nvrtc_info || info_of == &nvjitlink_info;
-  LoadedIdentity& mine = info_of == &nvrtc_info ? memo.nvrtc : info_of == &nvjitlink_info ? memo.nvjitlink : memo.other;
-  std::string id;
-  if (remembered) {
-    std::lock_guard lock(memo.mu);
-    if (!mine.id.empty() && mine.dir == dir) return mine.id;
-    id = mine.id;
-  }
-  // Loaded in the process already (by oxicuda, or anyone): asking is cheap.
-  const bool loaded = !id.empty() || loaded_in_process(files, file_count, env_string(env));
-  const std::string record = cat({tag, "-", KeyHash().add(search_inputs(tag, env)).hex()});
-  std::string payload, note;
-  const std::string fingerprints = search_fingerprints(env);
-  const bool have_record = cache_record_read(dir, record, payload, note);
-  if (!loaded && have_record) {
-    std::string_view in = payload, recorded, prints;
-    if (take_field(in, recorded) && take_field(in, prints) && in.empty() && prints == fingerprints) {
-      // The library's own file (and NVRTC's builtins), unchanged.
-      if (identity_files_unchanged(recorded)) return std::string(recorded);
-    }
-  }
-  const LibraryInfo& info = info_of();
-  if (!info.found) return std::string();  // the compile that follows reports why
-  if (id.empty()) id = loaded_identity(info, std::string_view(tag) == "nvrtc");
-  if (remembered) {
-    std::lock_guard lock(memo.mu);
-    mine.id = id;
-    mine.dir = dir;
-  }
-  // A record only for what oxicuda's search found (now, or at an earlier
-  // compile of this process), not for a copy that something else had
-  // loaded; and only when it changed.
-  if (info.found_by != std::string_view("already loaded")) {
-    std::string fresh;
-    put_field(fresh, id);
-    put_field(fresh, fingerprints);
-    if (!have_record || fresh != payload) (void)cache_record_write(dir, record, fresh, note);
-  }
-  return id;
-#endif
-}
-
-}  // namespace detail
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/compiler_identity.hpp ----
-
-// ---- begin oxicuda/source.hpp ----
-// oxicuda/source.hpp — module_from_source: CUDA C++ source to a loaded
-// Module in one step. It compiles for the context's device (program.hpp),
-// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
-// on-disk cache (cache.hpp, cache_entry.hpp) and loads it with its name
-// expressions, so that module.kernel<void(float*)>("saxpy<float>") finds the
-// template's instance. A cache hit neither compiles nor loads NVRTC.
-//
-// The cache's rule: whatever NVRTC reads from disk is in the key, or the
-// result is not cached. The key holds the source, the headers given, the
-// options, the target and the identity of the NVRTC (and nvJitLink) that
-// the process loads. NVRTC itself says which headers it read: a cacheable
-// compile runs with --fdevice-time-trace, and its result is stored only when
-// every header NVRTC processed was one given in memory (or NVRTC's builtin).
-// What the trace cannot show (a __has_include probe) is refused by a
-// deliberately coarse rule on the text.
-//
-// Below it: SourceOptions and the rules on what NVRTC may read
-// (source_rules.hpp), the compiler's identity for the key
-// (compiler_identity.hpp), the entry's codec (cache_entry.hpp).
-
-#include <string>
-#include <string_view>
-
-
-#if !OXICUDA_WINDOWS
-#include <dirent.h>
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <atomic>
-#include <cstdlib>
-#include <mutex>
-#endif
-
-OXICUDA_NAMESPACE_BEGIN
-
-// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
-// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
-// fallback, where the cache was refused or an entry discarded) and the
-// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
-[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
-                                        SourceLocation where = SourceLocation::current());
-
-namespace detail {
-
-// The entry's key: everything that makes the compiled image.
-inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
-                              const std::string& compilers) {
-  KeyHash h;
-  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
-  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
-  return h.hex();
-}
-
-inline void add_note(std::string& notes, std::string_view note) {
-  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
-}
-
-// ---------------------------------------------------------------------------
-// module_from_source's steps: find in the cache, compile, store.
-
-// Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
-// entry that is no entry (cache_entry.hpp) or that the driver refuses as an
-// image is discarded, with a note, and the caller compiles. Any other load
-// failure (out of memory, a bad JitOptions value) is raised, and the entry
-// kept. Nothing is thrown for the entry itself, so this holds without
-// exceptions too.
-inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
-                          SourceLocation where, Module& out, std::string& notes) {
-  std::string payload, note;
-  const bool read = cache_read(dir, key, payload, note);
-  add_note(notes, note);
-  if (!read) return false;
-  CacheEntry e;
-  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
-    return false;
-  }
-  std::string jit_error;
-  const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
-  if (r.ok()) {
-    cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-  const std::string path = cat({dir, "/", key, ".bin"});
-  if (!entry_at_fault(r.result))
-    fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
-                        std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
-                        jit_error}));
-  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
-                       describe_result(r.result), jit_error, ")"}));
-  return false;
-}
-
-// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
-// `out`; text loses its trailing NULs.
-template <class Size, class Fill>
-NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
-  std::size_t n = 0;
-  NvrtcOutcome r = size(&n);
-  if (!r.ok()) return r;
-  out.assign(n, '\0');
-  if (n) r = fill(out.data());
-  if (text)
-    while (!out.empty() && out.back() == '\0') out.pop_back();
-  return r;
-}
-
-// What step 2 made.
-struct SourceBuild {
-  std::string image;
-  bool is_text = false;
-  std::string names;      // expression, lowered name, ...: as Module keeps them
-  std::string log;        // the compile's own log (NVRTC's, an architecture fallback)
-  std::string not_cached;  // why the result may not be stored (what NVRTC read from disk), or empty
-};
-
-// One NVRTC compile, its result not raised: NVRTC_ERROR_INVALID_OPTION
-// from an NVRTC without --fdevice-time-trace is the caller's to handle.
-inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view source, const SourceOptions& o,
-                                  const StringList& args, SourceLocation where) {
-  if (program.raw) check(OXICUDA_NVRTC(DestroyProgram, &program.raw), where);
-  const std::string text(source);
-  if (text.find('\0') != std::string::npos)
-    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
-                cat({"the source holds a NUL byte at offset ", std::to_string(text.find('\0')),
-                     "; NVRTC would compile only what comes before it"}),
-                where));
-  if (o.headers.size() % 2 != 0)
-    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
-                "the headers are a list of name, source pairs; the last name has no source", where));
-  const CStrings header_names(o.headers, 0, 2);
-  const CStrings header_sources(o.headers, 1, 2);
-  check(OXICUDA_NVRTC(CreateProgram, &program.raw, text.c_str(), o.name.c_str(),
-                      static_cast<int>(o.headers.size() / 2), header_sources.get(), header_names.get()),
-        where);
-  for (std::string_view e : o.name_expressions) check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
-  const CStrings argv(args);
-  return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
-}
-
-#if !OXICUDA_WINDOWS
-// A private name for NVRTC's trace in the cache directory (0700): a file
-// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
-// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
-// cache's scan removes one that a killed process left behind (after an hour).
-struct TraceFile {
-  std::string name;
-  TraceFile(const std::string& dir, const std::string& key) {
-    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
-    const int fd = ::mkstemp(t.data());
-    if (fd >= 0) {
-      ::close(fd);
-      name = std::move(t);
-      ::unlink(cat({name, ".json"}).c_str());
-    }
-  }
-  TraceFile(const TraceFile&) = delete;
-  TraceFile& operator=(const TraceFile&) = delete;
-  ~TraceFile() {
-    if (name.empty()) return;
-    ::unlink(cat({name, ".json"}).c_str());
-    ::unlink(name.c_str());
-  }
-  // The trace NVRTC wrote (at most 64 MiB), or false.
-  bool read(std::string& out) const {
-    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
-    if (ok) {
-      out.assign(static_cast<std::size_t>(st.st_size), '\0');
-      std::size_t got = 0;
-      while (got < out.size()) {
-        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-      }
-      ok = got == out.size();
-    }
-    ::close(fd);
-    return ok;
-  }
-};
-#endif
-
-// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
-// compile), NVRTC writes its trace there and `not_cached` says whether it
-// read a file from disk.
-inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
-                                  const std::string& device_arch, const std::string& trace_dir,
-                                  const std::string& key, SourceLocation where) {
-  SourceBuild b;
-  CompileOptions compile = options.compile;
-  std::string fallback;
-  if (compile.arch.empty()) {
-    ArchChoice choice = arch_for(cc, supported_archs(where), where);
-    compile.arch = std::move(choice.arch);
-    fallback = std::move(choice.note);
-    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
-      compile.lto = false;
-  }
-  const StringList args = compile.arguments();
-  NvrtcProgramGuard program;
-  NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
-  bool compiled = false;
-#if !OXICUDA_WINDOWS
-  struct rlimit fsize {};
-  const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
-  if (!trace_dir.empty() && size_limited) {
-    // NVRTC writes the trace itself, and past the limit the write would
-    // raise SIGXFSZ, which ends the process: no trace, so not stored.
-    b.not_cached = cat({"the process has a file-size limit (RLIMIT_FSIZE, ", std::to_string(fsize.rlim_cur),
-                        " bytes), under which NVRTC's trace of the headers it read is not written"});
-  } else if (!trace_dir.empty()) {
-    const TraceFile trace(trace_dir, key);
-    if (trace.name.empty()) {
-      b.not_cached = cat({"no file for NVRTC's trace could be made in ", trace_dir});
-    } else {
-      StringList traced = args;
-      traced.add(cat({"--fdevice-time-trace=", trace.name}));
-      r = nvrtc_compile(program, source, options, traced, where);
-      compiled = r.ok() || r.result != ffi::NVRTC_ERROR_INVALID_OPTION;
-      std::string text;
-      if (!compiled)
-        b.not_cached = cat({"this NVRTC does not take --fdevice-time-trace, which tells which files it read"});
-      else if (r.ok() && !trace.read(text))
-        b.not_cached = cat({"NVRTC wrote no trace of the headers it read"});
-      else if (r.ok())
-        b.not_cached = disk_header(text, options.headers);
-    }
-  }
-#else
-  (void)trace_dir, (void)key;
-#endif
-  if (!compiled) r = nvrtc_compile(program, source, options, args, where);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
-    while (!log.empty() && log.back() == '\n') log.pop_back();
-    fail(r, where,
-         cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
-              args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
-  }
-  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
-        where);
-  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
-  StringList lowered_names;
-  for (std::string_view e : options.name_expressions) {
-    const char* lowered = nullptr;
-    check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
-    lowered_names.add(e).add(lowered ? lowered : "");
-  }
-  b.names = lowered_names.joined();
-  CodeKind kind = CodeKind::ptx;
-  if (compile.lto) {
-    kind = CodeKind::ltoir;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
-          where);
-  } else if (std::string_view(compile.arch).starts_with("sm_")) {
-    kind = CodeKind::cubin;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
-          where);
-  } else {
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
-          where);
-  }
-  if (kind == CodeKind::ltoir) {
-    // For a virtual architecture (compute_90), the link is for the device's
-    // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
-    Compiled c;
-    c.kind = kind;
-    c.code = std::move(b.image);
-    c.arch = compile.arch;
-    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
-                     where);
-    linker.add(c, options.name, where);
-    b.image = linker.complete(where);
-  }
-  b.is_text = kind == CodeKind::ptx;
-  if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
-  return b;
-}
-
-// Step 3: stores what step 2 made as the entry `key`, unless it may not be
-// cached; what happened goes to `notes`.
-inline void store_in_cache(const std::string& dir, const std::string& key, const SourceBuild& b,
-                           const SourceOptions& o, std::string& notes) {
-  if (!b.not_cached.empty()) {
-    add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
-    return;
-  }
-  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
-  CacheEntry e;
-  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
-    return;
-  }
-  std::string note;
-  if (!cache_write(dir, key, payload, note)) add_note(notes, note);
-}
-
-}  // namespace detail
-
-inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
-                                 SourceLocation where) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
-  const ComputeCapability cc = ctx.device(where).compute_capability(where);
-  const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
-
-  std::string notes, dir, key;
-  if (options.cache) {
-    std::string dir_note;
-    dir = detail::cache_directory(dir_note);
-    detail::add_note(notes, dir_note);
-    if (!dir.empty()) {
-      std::string compilers = detail::library_identity_for_cache(
-          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
-          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
-      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
-        compilers = detail::cat({compilers, "\n", device_arch, "\n",
-                                 detail::library_identity_for_cache(
-                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
-                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
-                                     &nvjitlink_info)});
-      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
-                               compilers);
-      Module hit;
-      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
-    }
-  }
-  // A miss: may its result be kept? (A hit needs no such check: an entry is
-  // stored only when these rules held, and the key holds all they read.)
-  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
-      !why_not.empty()) {
-    key.clear();
-    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
-  }
-
-  if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
-  detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
-                                                 key, where);
-  // The entry keeps the compile's own log; this run's notes on the cache go
-  // to this module only.
-  if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);
-  std::string log = b.log;
-  if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
-  return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
-                                    std::move(b.names), log);
-}
-
-OXICUDA_NAMESPACE_END
-// ---- end oxicuda/source.hpp ----
-
-// ---- begin oxicuda/graph.hpp ----
-// oxicuda/graph.hpp — Graph: a CUDA graph built node by node (kernels,
+// ---- begin oxicuda/graph/graph.hpp ----
+// oxicuda/graph/graph.hpp — Graph: a CUDA graph built node by node (kernels,
 // copies, fills, host functions, events, child graphs, allocations,
 // conditional nodes), its dependencies, clones and a Graphviz picture.
 // Instantiating and replaying it is graph_exec.hpp; capturing a stream's work
@@ -9783,10 +6892,10 @@ inline std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList
 }  // namespace detail
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/graph.hpp ----
+// ---- end oxicuda/graph/graph.hpp ----
 
-// ---- begin oxicuda/graph_exec.hpp ----
-// oxicuda/graph_exec.hpp — GraphExec: a graph instantiated to be launched
+// ---- begin oxicuda/graph/graph_exec.hpp ----
+// oxicuda/graph/graph_exec.hpp — GraphExec: a graph instantiated to be launched
 // (cuGraphInstantiateWithParams), launched and uploaded on streams, updated
 // from another graph of the same shape (cuGraphExecUpdate) or node by node.
 
@@ -10117,10 +7226,10 @@ inline const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept {
 }  // namespace detail
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/graph_exec.hpp ----
+// ---- end oxicuda/graph/graph_exec.hpp ----
 
-// ---- begin oxicuda/capture.hpp ----
-// oxicuda/capture.hpp — stream capture: the work enqueued on a stream (and
+// ---- begin oxicuda/graph/capture.hpp ----
+// oxicuda/graph/capture.hpp — stream capture: the work enqueued on a stream (and
 // on the streams that join it through events) recorded into a Graph instead
 // of run; a scoped form that never leaves a stream capturing; and
 // GraphedStep, which turns a function that enqueues work into a graph
@@ -10476,4 +7585,2895 @@ class GraphedStep {
 };
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/capture.hpp ----
+// ---- end oxicuda/graph/capture.hpp ----
+
+// ---- begin oxicuda/compile/program.hpp ----
+// oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by
+// NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
+// typed and raw compile options; name expressions (the lowered names of
+// template kernels); the supported architectures and NVRTC's version; the
+// architecture to compile for on a device.
+
+#include <cstddef>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// A list of strings kept in one std::string, each followed by a NUL (so an
+// entry cannot hold a NUL byte, as NVRTC's C strings cannot): NVRTC's
+// options, defines, name expressions, headers. Cheaper to compile than a
+// std::vector<std::string>, and already the shape NVRTC's arrays of C
+// strings are made from.
+class StringList {
+ public:
+  StringList() = default;
+  StringList(std::initializer_list<std::string_view> items, SourceLocation where = SourceLocation::current()) {
+    for (std::string_view s : items) add(s, where);
+  }
+  // An entry holding a NUL byte is an Error (NVRTC would read it as two, or
+  // cut it short), and the list is left as it was.
+  StringList& add(std::string_view s, SourceLocation where = SourceLocation::current()) {
+    if (OXICUDA_UNLIKELY(s.find('\0') != std::string_view::npos))
+      detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::StringList::add",
+                          detail::cat({"an entry holds a NUL byte at offset ", std::to_string(s.find('\0')),
+                                       " (of ", std::to_string(s.size()),
+                                       "); NVRTC's options, names and sources are C strings"}),
+                          where));
+    joined_.append(s.data(), s.size()).push_back('\0');
+    ++size_;
+    return *this;
+  }
+  StringList& add(const StringList& more) {
+    joined_ += more.joined_;
+    size_ += more.size_;
+    return *this;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  // Every entry, each followed by its NUL.
+  [[nodiscard]] const std::string& joined() const noexcept { return joined_; }
+  // The entries separated by spaces, for messages.
+  [[nodiscard]] std::string spaced() const {
+    std::string s = joined_;
+    if (!s.empty()) s.pop_back();
+    for (char& c : s)
+      if (c == '\0') c = ' ';
+    return s;
+  }
+
+  class iterator {
+   public:
+    explicit iterator(const char* p) noexcept : p_(p) {}
+    // The entry, NUL-terminated where it ends.
+    std::string_view operator*() const noexcept { return std::string_view(p_); }
+    iterator& operator++() noexcept {
+      p_ += std::strlen(p_) + 1;
+      return *this;
+    }
+    friend bool operator==(iterator a, iterator b) noexcept { return a.p_ == b.p_; }
+
+   private:
+    const char* p_;
+  };
+  [[nodiscard]] iterator begin() const noexcept { return iterator(joined_.c_str()); }
+  [[nodiscard]] iterator end() const noexcept { return iterator(joined_.c_str() + joined_.size()); }
+
+  friend bool operator==(const StringList& a, const StringList& b) noexcept { return a.joined_ == b.joined_; }
+
+ private:
+  std::string joined_;
+  std::size_t size_ = 0;
+};
+
+// Options for NVRTC, taken by designated initializers:
+//   program.compile({.arch = "sm_90", .std = "c++17", .defines = {"N=4"}})
+struct CompileOptions {
+  std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
+  std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
+  StringList defines{};                    // "N=4" → -DN=4, "DEBUG" → -DDEBUG
+  StringList include_paths{};              // → -I<path> (headers given to the Program come first)
+  bool line_info = false;                  // -lineinfo
+  bool debug = false;                      // -G
+  bool fast_math = false;                  // --use_fast_math
+  bool relocatable = false;                // -rdc=true: relocatable device code, for the linker
+  bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
+  StringList extra{};                      // more options, passed as written ("-maxrregcount=64")
+
+  // The options as NVRTC takes them, in the order above.
+  [[nodiscard]] StringList arguments() const;
+};
+
+// What a compile produced, as NVRTC says (also when an option in
+// CompileOptions::extra decided it): LTO-IR with lto (-dlto), a cubin for a
+// real architecture (sm_XX), PTX otherwise.
+enum class CodeKind { ptx, cubin, ltoir };
+
+struct Compiled {
+  CodeKind kind = CodeKind::ptx;
+  std::string code;  // the PTX text (no terminating NUL), the cubin, or the LTO-IR
+  std::string arch;  // the -arch given ("" for NVRTC's default)
+  std::string log;   // NVRTC's log: warnings (and notes oxicuda adds, such as an architecture fallback)
+  // Each name expression followed by its lowered (mangled) name, in the order added.
+  StringList lowered_names;
+
+  // The lowered name of `expression` ("saxpy<float>" → "_Z5saxpyIfEvT_PS0_S1_j"), or empty.
+  [[nodiscard]] std::string_view lowered_name(std::string_view expression) const noexcept {
+    for (auto it = lowered_names.begin(); it != lowered_names.end(); ++it) {
+      const std::string_view e = *it;
+      if (++it == lowered_names.end()) break;
+      if (e == expression) return *it;
+    }
+    return {};
+  }
+};
+
+// CUDA C++ source, its headers and name expressions, ready to compile (each
+// compile() is one NVRTC program, created and destroyed there).
+class Program {
+ public:
+  explicit Program(std::string source, std::string name = "program.cu")
+      : source_(std::move(source)), name_(std::move(name)) {}
+
+  // A source file that #include "name" finds.
+  Program& header(std::string_view name, std::string_view source, SourceLocation where = SourceLocation::current()) {
+    StringList pair;
+    pair.add(name, where).add(source, where);  // (an Error leaves the headers as they were)
+    headers_.add(pair);
+    return *this;
+  }
+  // Headers as a list of name, source, name, source, ...
+  Program& headers(const StringList& names_and_sources) {
+    headers_.add(names_and_sources);
+    return *this;
+  }
+  // A kernel (or variable) named by a C++ expression, such as "saxpy<float>"
+  // or "&scale<2>": compiling instantiates it and finds its lowered name.
+  Program& name_expression(std::string_view expression, SourceLocation where = SourceLocation::current()) {
+    expressions_.add(expression, where);
+    return *this;
+  }
+
+  // Compiles. A failure is an Error whose detail holds NVRTC's log.
+  [[nodiscard]] Compiled compile(const CompileOptions& options = {},
+                                 SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  // Name, source, name, source, ...
+  [[nodiscard]] const StringList& headers() const noexcept { return headers_; }
+  [[nodiscard]] const StringList& name_expressions() const noexcept { return expressions_; }
+
+ private:
+  std::string source_;
+  std::string name_;
+  StringList headers_;
+  StringList expressions_;
+};
+
+// NVRTC's real architectures (75, 80, ..., 120), ascending.
+struct ArchList {
+  static constexpr int capacity = 64;
+  int archs[capacity] = {};
+  int count = 0;
+  [[nodiscard]] const int* begin() const noexcept { return archs; }
+  [[nodiscard]] const int* end() const noexcept { return archs + count; }
+  [[nodiscard]] bool contains(int arch) const noexcept {
+    for (int a : *this)
+      if (a == arch) return true;
+    return false;
+  }
+};
+
+// NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
+// reason, when there is none.
+[[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
+// The real architectures this NVRTC compiles for.
+[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
+
+// The architecture to compile for on a device: its own (sm_XX, a cubin) when
+// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
+// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
+// forward), and a note that says so.
+struct ArchChoice {
+  std::string arch;
+  std::string note;  // empty unless there was a fallback
+};
+[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
+// The same from a compute capability and NVRTC's supported architectures.
+[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
+                                  SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Destroys an NVRTC program however the compile ends.
+struct NvrtcProgramGuard {
+  nvrtcProgram raw = nullptr;
+  NvrtcProgramGuard() = default;
+  NvrtcProgramGuard(const NvrtcProgramGuard&) = delete;
+  NvrtcProgramGuard& operator=(const NvrtcProgramGuard&) = delete;
+  ~NvrtcProgramGuard() {
+    if (raw) check_nothrow(OXICUDA_NVRTC(DestroyProgram, &raw), "destroying an NVRTC program");
+  }
+};
+
+inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
+  std::size_t size = 0;
+  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
+  std::string log(size, '\0');
+  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+  return log;
+}
+
+}  // namespace detail
+
+inline StringList CompileOptions::arguments() const {
+  StringList a;
+  if (!arch.empty()) a.add(detail::cat({"-arch=", arch}));
+  if (!std.empty()) a.add(detail::cat({"-std=", std}));
+  for (std::string_view d : defines) a.add(detail::cat({"-D", d}));
+  for (std::string_view i : include_paths) a.add(detail::cat({"-I", i}));
+  if (line_info) a.add("-lineinfo");
+  if (debug) a.add("-G");
+  if (fast_math) a.add("--use_fast_math");
+  if (relocatable) a.add("-rdc=true");
+  if (lto) a.add("-dlto");
+  return a.add(extra);
+}
+
+namespace detail {
+// A list's entries as the array of C strings a C API takes (pointing into
+// the list), every `step`-th from `skip`, null-terminated. (An owning array
+// of its own rather than std::unique_ptr<const char*[]>, whose templates
+// cost every translation unit more to compile than this whole class.)
+class CStrings {
+ public:
+  explicit CStrings(const StringList& list, std::size_t skip = 0, std::size_t step = 1)
+      : p_(new const char*[list.size() + 1]) {
+    std::size_t i = 0, n = 0;
+    for (std::string_view s : list)
+      if (i++ >= skip && (i - 1 - skip) % step == 0 && n < list.size()) p_[n++] = s.data();
+    p_[n] = nullptr;
+  }
+  CStrings(const CStrings&) = delete;
+  CStrings& operator=(const CStrings&) = delete;
+  ~CStrings() { delete[] p_; }
+  [[nodiscard]] const char** get() const noexcept { return p_; }
+
+ private:
+  const char** p_;
+};
+}  // namespace detail
+
+inline Compiled Program::compile(const CompileOptions& options, SourceLocation where) const {
+  if (const std::size_t nul = source_.find('\0'); nul != std::string::npos)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
+                        detail::cat({"the source holds a NUL byte at offset ", std::to_string(nul),
+                                     "; NVRTC would compile only what comes before it"}),
+                        where));
+  if (headers_.size() % 2 != 0)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
+                        "the headers are a list of name, source pairs; the last name has no source", where));
+  const detail::CStrings header_names(headers_, 0, 2);
+  const detail::CStrings header_sources(headers_, 1, 2);
+  detail::NvrtcProgramGuard program;
+  detail::check(OXICUDA_NVRTC(CreateProgram, &program.raw, source_.c_str(), name_.c_str(),
+                              static_cast<int>(headers_.size() / 2), header_sources.get(), header_names.get()),
+                where);
+  for (std::string_view e : expressions_)
+    detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
+
+  const StringList args = options.arguments();
+  const detail::CStrings argv(args);
+  const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    std::string log;
+    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
+    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
+      log.assign(size, '\0');
+      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
+      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    }
+    detail::fail(r, where,
+                 detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
+                              args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
+                              log.empty() ? "" : "; NVRTC log:\n", log}));
+  }
+
+  Compiled c;
+  c.arch = options.arch;
+  c.log = detail::nvrtc_log(program.raw, where);
+  for (std::string_view e : expressions_) {
+    const char* lowered = nullptr;
+    detail::check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
+    c.lowered_names.add(e).add(lowered ? lowered : "");
+  }
+  // What NVRTC produced decides the kind, not the options asked for: -dlto
+  // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
+  // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
+  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
+  // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
+    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
+  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
+  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
+  if (lto_size > 0) {
+    c.kind = CodeKind::ltoir;
+    c.code.assign(lto_size, '\0');
+    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
+  } else if (cubin_size > 0) {
+    c.kind = CodeKind::cubin;
+    c.code.assign(cubin_size, '\0');
+    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
+  } else {
+    c.kind = CodeKind::ptx;
+    c.code.assign(ptx_size, '\0');
+    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
+    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
+  }
+  if (OXICUDA_UNLIKELY(c.code.empty()))
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
+                        detail::cat({"compiling '", name_, "' succeeded but NVRTC produced no code (no LTO-IR, cubin "
+                                     "or PTX; options: ", args.spaced(),
+                                     "); an option in CompileOptions::extra may ask for output that NVRTC keeps to "
+                                     "itself: use the fields (.arch, .lto, .relocatable) instead"}),
+                        where));
+  return c;
+}
+
+inline int nvrtc_version(SourceLocation where) {
+  int major = 0, minor = 0;
+  detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
+  return major * 1000 + minor * 10;
+}
+
+inline ArchList supported_archs(SourceLocation where) {
+  int n = 0;
+  detail::check(OXICUDA_NVRTC(GetNumSupportedArchs, &n), where);
+  ArchList list;
+  if (n > ArchList::capacity)
+    detail::raise(Error(ffi::NVRTC_ERROR_INTERNAL_ERROR, "oxicuda::supported_archs",
+                        detail::cat({"NVRTC supports ", std::to_string(n), " architectures; oxicuda has room for ",
+                                     std::to_string(ArchList::capacity)}),
+                        where));
+  if (n > 0) detail::check(OXICUDA_NVRTC(GetSupportedArchs, list.archs), where);
+  list.count = n > 0 ? n : 0;
+  return list;
+}
+
+inline ArchChoice arch_for(ComputeCapability cc, const ArchList& supported, SourceLocation where) {
+  const int want = cc.major * 10 + cc.minor;
+  int newest_below = 0;
+  for (int a : supported) {
+    if (a == want) return {detail::cat({"sm_", std::to_string(want)}), {}};
+    if (a < want && a > newest_below) newest_below = a;
+  }
+  if (newest_below == 0)
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::arch_for",
+                        detail::cat({"NVRTC supports no architecture up to the device's compute capability ",
+                                     std::to_string(cc.major), ".", std::to_string(cc.minor)}),
+                        where));
+  return {detail::cat({"compute_", std::to_string(newest_below)}),
+          detail::cat({"oxicuda: NVRTC does not support sm_", std::to_string(want), " (compute capability ",
+                       std::to_string(cc.major), ".", std::to_string(cc.minor),
+                       "); compiled PTX for compute_", std::to_string(newest_below),
+                       ", its newest architecture, which the driver compiles for the device"})};
+}
+
+inline ArchChoice arch_for(const Device& device, SourceLocation where) {
+  return arch_for(device.compute_capability(where), supported_archs(where), where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/program.hpp ----
+
+// ---- begin oxicuda/compile/lto.hpp ----
+// oxicuda/compile/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
+// at first use, toolkit.hpp). It links LTO-IR (NVRTC's output with
+// CompileOptions::lto), PTX and cubins into one cubin for a real architecture.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// One nvJitLink link. Move-only; the nvJitLink handle is destroyed with it.
+// A failed add or complete is an Error whose detail holds nvJitLink's error log.
+class LtoLinker {
+ public:
+  // `arch` is a real architecture ("sm_90", "sm_90a", "sm_100f"; or
+  // "compute_90" with the -ptx option); `options` more nvJitLink options
+  // ("-O3", "-lineinfo"). -lto is passed unless lto is false. The
+  // architecture (here and in an -arch= option) is checked before nvJitLink
+  // sees it: nvJitLink ends the whole process (exit(1)) on some malformed
+  // ones, such as "sm_1". A NUL byte in it or in an option is an Error.
+  explicit LtoLinker(std::string_view arch, const StringList& options = {}, bool lto = true,
+                     SourceLocation where = SourceLocation::current());
+  LtoLinker(std::string_view arch, std::initializer_list<std::string_view> options, bool lto = true,
+            SourceLocation where = SourceLocation::current())
+      : LtoLinker(arch, option_list(options, where), lto, where) {}
+  LtoLinker(LtoLinker&& o) noexcept : raw_(o.raw_) { o.raw_ = nullptr; }
+  LtoLinker& operator=(LtoLinker&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      raw_ = o.raw_;
+      o.raw_ = nullptr;
+    }
+    return *this;
+  }
+  ~LtoLinker() { destroy(); }
+
+  // Adds an input from memory; `name` appears in nvJitLink's messages.
+  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
+  // is copied and NUL-terminated, since nvJitLink reads PTX up to a NUL, not
+  // `size` bytes; PTX with a NUL inside is an Error.
+  LtoLinker& add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size, std::string_view name = "input",
+                 SourceLocation where = SourceLocation::current());
+  // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
+  LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
+                 SourceLocation where = SourceLocation::current());
+  // Links: the cubin.
+  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
+  // nvJitLink's info log so far.
+  [[nodiscard]] std::string info_log(SourceLocation where = SourceLocation::current()) const;
+  // nvJitLink's error log so far: after a successful complete(), the
+  // warnings nvJitLink wrote there (a failed call's Error already holds it).
+  [[nodiscard]] std::string error_log(SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] nvJitLinkHandle raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+
+ private:
+  void destroy() noexcept {
+    if (raw_) detail::check_nothrow(OXICUDA_NVJITLINK(Destroy, &raw_), "destroying an oxicuda::LtoLinker");
+    raw_ = nullptr;
+  }
+  nvJitLinkHandle checked(const char* operation, SourceLocation where) const {
+    if (!raw_) detail::empty_handle("oxicuda::LtoLinker", operation, where);
+    return raw_;
+  }
+  // The error log, as far as nvJitLink gives it (the failed call is the error).
+  std::string error_detail() const {
+    std::size_t size = 0;
+    std::string log;
+    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
+      log.assign(size, '\0');
+      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
+    }
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
+  }
+
+  static StringList option_list(std::initializer_list<std::string_view> options, SourceLocation where);
+
+  nvJitLinkHandle raw_ = nullptr;
+};
+
+// nvJitLink's version (13000 for 13.0; nvJitLinkVersion, CUDA 12.3+); loads
+// nvJitLink. An Error when there is none, or when it is older than 12.3.
+[[nodiscard]] int nvjitlink_version(SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
+// not starting with 0), a form nvJitLink takes without ending the process.
+inline bool plausible_arch(std::string_view arch) noexcept {
+  std::string_view rest;
+  if (arch.starts_with("sm_"))
+    rest = arch.substr(3);
+  else if (arch.starts_with("compute_"))
+    rest = arch.substr(8);
+  else
+    return false;
+  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
+  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
+  for (char c : rest)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+[[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
+  raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
+              cat({what, " holds a NUL byte at offset ", std::to_string(s.find('\0')), " (of ",
+                   std::to_string(s.size()), "); nvJitLink's options are C strings"}),
+              where));
+}
+
+inline void check_lto_arch(std::string_view arch, std::string_view given_as, SourceLocation where) {
+  if (arch.find('\0') != std::string_view::npos) nul_in_option("the architecture", arch, where);
+  if (!plausible_arch(arch))
+    raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_ARCH, "oxicuda::LtoLinker::LtoLinker",
+                cat({"the architecture '", arch, "'", given_as,
+                     " is not sm_NN, sm_NNa, sm_NNf or compute_NN, with NN the compute capability's two or three "
+                     "digits (\"sm_90\" for 9.0); it is checked before nvJitLink sees it, because nvJitLink ends "
+                     "the process on some malformed architectures"}),
+                where));
+}
+
+}  // namespace detail
+
+inline StringList LtoLinker::option_list(std::initializer_list<std::string_view> options, SourceLocation where) {
+  StringList list;
+  for (std::string_view o : options) {
+    if (o.find('\0') != std::string_view::npos) detail::nul_in_option(detail::cat({"the option '", o.substr(0, o.find('\0')), "...'"}), o, where);
+    list.add(o, where);
+  }
+  return list;
+}
+
+inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bool lto, SourceLocation where) {
+  detail::check_lto_arch(arch, "", where);
+  for (std::string_view o : options)
+    if (o.starts_with("-arch=")) detail::check_lto_arch(o.substr(6), detail::cat({" (in the option '", o, "')"}), where);
+  StringList all;
+  all.add(detail::cat({"-arch=", arch}), where);
+  if (lto) all.add("-lto");
+  all.add(options);
+  const detail::CStrings argv(all);
+  const auto r = OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get());
+  if (OXICUDA_LIKELY(r.ok())) return;
+  // A refused create still hands back a handle holding the reason (nvJitLink
+  // 13: "unrecognized option"): read it, then destroy the handle, which the
+  // destructor of a throwing constructor would not.
+  std::string log = raw_ ? error_detail() : std::string();
+  destroy();
+  detail::fail(r, where, detail::cat({"creating a link (options: ", all.spaced(), ")", log}));
+}
+
+inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data, std::size_t size,
+                                 std::string_view name, SourceLocation where) {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::add", where);
+  const std::string n(name);
+  std::string text;
+  if (kind == ffi::NVJITLINK_INPUT_PTX) {
+    text = detail::ptx_text(static_cast<const char*>(data), data ? size : 0, ffi::NVJITLINK_ERROR_INVALID_INPUT,
+                            "oxicuda::LtoLinker::add", detail::cat({"the PTX input '", n, "'"}), "nvJitLink", where);
+    data = text.c_str();
+    size = text.size() + 1;
+  }
+  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_detail()}));
+  return *this;
+}
+
+inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name, SourceLocation where) {
+  const ffi::nvJitLinkInputType kind = compiled.kind == CodeKind::ltoir   ? ffi::NVJITLINK_INPUT_LTOIR
+                                       : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
+                                                                          : ffi::NVJITLINK_INPUT_PTX;
+  return add(kind, compiled.code.data(), compiled.code.size(), name, where);
+}
+
+inline std::string LtoLinker::complete(SourceLocation where) {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
+  const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
+  std::string cubin(size, '\0');
+  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
+  return cubin;
+}
+
+inline std::string LtoLinker::info_log(SourceLocation where) const {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
+  std::string log(size, '\0');
+  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+inline std::string LtoLinker::error_log(SourceLocation where) const {
+  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
+  std::size_t size = 0;
+  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
+  std::string log(size, '\0');
+  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+inline int nvjitlink_version(SourceLocation where) {
+  unsigned major = 0, minor = 0;
+  detail::check(OXICUDA_NVJITLINK(Version, &major, &minor), where);
+  return static_cast<int>(major * 1000 + minor * 10);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/lto.hpp ----
+
+// ---- begin oxicuda/compile/link.hpp ----
+// oxicuda/compile/link.hpp — Linker: the driver's JIT linker (cuLink*), always there
+// with the driver. It links PTX, cubins, fatbins, objects and libraries, from
+// memory or files, into one cubin, with the JIT options of module loading.
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// What an input to the linker is.
+enum class LinkInput {
+  cubin = ffi::CU_JIT_INPUT_CUBIN,
+  ptx = ffi::CU_JIT_INPUT_PTX,
+  fatbin = ffi::CU_JIT_INPUT_FATBINARY,
+  object = ffi::CU_JIT_INPUT_OBJECT,    // a relocatable device object (nvcc -rdc -c)
+  library = ffi::CU_JIT_INPUT_LIBRARY,  // an archive of them (nvcc -lib)
+};
+
+// One link, in the context that is current at each call made here (the
+// context given, made current for the duration). Move-only; the driver's
+// link state is destroyed with it. On a failed add or complete, the Error's
+// detail holds the linker's error log.
+namespace detail {
+// Owns a JitOptionList on the heap, so that the log buffers the driver
+// writes stay where they are when a Linker moves. (A class of its own
+// rather than std::unique_ptr, whose templates cost every translation unit
+// more to compile.)
+class JitOptionsBox {
+ public:
+  JitOptionsBox() noexcept = default;
+  JitOptionsBox(JitOptionsBox&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  JitOptionsBox& operator=(JitOptionsBox&& o) noexcept {
+    if (this != &o) {
+      delete p_;
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~JitOptionsBox() { delete p_; }
+  void make(const JitOptions& options, const char* operation, SourceLocation where) {
+    JitOptionList* made = new JitOptionList(options, operation, where);
+    delete p_;
+    p_ = made;
+  }
+  JitOptionList* operator->() const noexcept { return p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+
+ private:
+  JitOptionList* p_ = nullptr;
+};
+}  // namespace detail
+
+class Linker {
+ public:
+  explicit Linker(const Context& ctx, JitOptions options = {}, SourceLocation where = SourceLocation::current());
+  Linker(Linker&& o) noexcept
+      : ctx_(std::move(o.ctx_)), state_(o.state_), jit_(std::move(o.jit_)) {
+    o.state_ = nullptr;
+  }
+  Linker& operator=(Linker&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      ctx_ = std::move(o.ctx_);
+      state_ = o.state_;
+      o.state_ = nullptr;
+      jit_ = std::move(o.jit_);
+    }
+    return *this;
+  }
+  ~Linker() { destroy(); }
+
+  // Adds an input from memory; `name` appears in the linker's messages.
+  // PTX is read as `size` bytes of text (a terminating NUL is optional): it
+  // is copied and NUL-terminated, since the driver reads PTX up to a NUL,
+  // not `size` bytes; PTX with a NUL inside (the driver would drop what
+  // follows) is an Error. A cubin must be relocatable (built with -rdc).
+  Linker& add(LinkInput kind, const void* data, std::size_t size, std::string_view name = "input",
+              SourceLocation where = SourceLocation::current());
+  // Adds PTX text (the same rules).
+  Linker& add_ptx(std::string_view ptx, std::string_view name = "ptx", SourceLocation where = SourceLocation::current());
+  // Adds an input from a file.
+  Linker& add_file(LinkInput kind, const std::string& path, SourceLocation where = SourceLocation::current());
+
+  // Completes the link: the cubin (copied out of the driver's link state, so
+  // it outlives this Linker).
+  [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
+  // Completes the link and loads the cubin into the context.
+  [[nodiscard]] Module load(SourceLocation where = SourceLocation::current());
+
+  // The linker's info log so far (warnings, with JitOptions::log_bytes room).
+  [[nodiscard]] std::string info_log() const { return jit_ ? jit_->info_log() : std::string(); }
+  [[nodiscard]] CUlinkState raw() const noexcept { return state_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ private:
+  CUlinkState checked(const char* operation, SourceLocation where) const {
+    if (!state_) detail::empty_handle("oxicuda::Linker", operation, where);
+    return state_;
+  }
+  void destroy() noexcept {
+    if (state_) {
+      detail::ScopedCurrentNothrow current(ctx_.raw(), "destroying an oxicuda::Linker");
+      CUlinkState s = state_;
+      state_ = nullptr;
+      detail::check_nothrow(OXICUDA_DRIVER(LinkDestroy, s), "destroying an oxicuda::Linker");
+    }
+  }
+  [[noreturn]] void fail_with_log(detail::Outcome r, std::string_view what, SourceLocation where) const {
+    detail::fail(r, where, detail::cat({what, jit_->error_log()}));
+  }
+
+  Context ctx_;
+  CUlinkState state_ = nullptr;
+  // The options' log buffers, written by the driver until the link state is
+  // destroyed: they stay where they are when the Linker moves.
+  detail::JitOptionsBox jit_;
+};
+
+inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation where) : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Linker::Linker", where);
+  jit_.make(options, "oxicuda::Linker::Linker", where);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    state_ = nullptr;
+    fail_with_log(r, "creating a link", where);
+  }
+}
+
+inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, std::string_view name,
+                           SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::add", where);
+  if (data == nullptr || size == 0)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Linker::add",
+                        detail::cat({"the input '", name, "' is empty"}), where));
+  const std::string n(name);
+  std::string text;
+  if (kind == LinkInput::ptx) {
+    text = detail::ptx_text(static_cast<const char*>(data), size, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Linker::add",
+                            detail::cat({"the PTX input '", n, "'"}), "the driver", where);
+    data = text.c_str();
+    size = text.size() + 1;
+  }
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
+                                           const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    fail_with_log(r,
+                  detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)",
+                               kind == LinkInput::cubin && (r.result == ffi::CUDA_ERROR_NO_BINARY_FOR_GPU ||
+                                                             r.result == ffi::CUDA_ERROR_INVALID_IMAGE)
+                                   ? "; a cubin input to a Linker must be relocatable device code: compile it with "
+                                     "-rdc (CompileOptions::relocatable, nvcc -rdc=true -cubin)"
+                                   : ""}),
+                  where);
+  return *this;
+}
+
+inline Linker& Linker::add_ptx(std::string_view ptx, std::string_view name, SourceLocation where) {
+  return add(LinkInput::ptx, ptx.data(), ptx.size(), name, where);
+}
+
+inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::add_file", where);
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r =
+      OXICUDA_DRIVER(LinkAddFile, s, static_cast<ffi::CUjitInputType>(kind), path.c_str(), 0u, nullptr, nullptr);
+  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
+  return *this;
+}
+
+inline std::string Linker::complete(SourceLocation where) {
+  CUlinkState s = checked("oxicuda::Linker::complete", where);
+  void* cubin = nullptr;
+  std::size_t size = 0;
+  ScopedCurrent current(ctx_, where);
+  const detail::Outcome r = OXICUDA_DRIVER(LinkComplete, s, &cubin, &size);
+  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
+  return std::string(static_cast<const char*>(cubin), size);
+}
+
+inline Module Linker::load(SourceLocation where) {
+  const std::string cubin = complete(where);
+  return Module::from_image(ctx_, cubin.data(), cubin.size(), {}, where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/link.hpp ----
+
+// ---- begin oxicuda/compile/cache.hpp ----
+// oxicuda/compile/cache.hpp — the on-disk cache of compiled kernels: a directory
+// private to the user, one file per entry named by the hash of everything
+// that made it, written atomically (a temporary file from mkstemp, its data
+// synced to disk, then a rename), checked by a checksum when read, and kept
+// under a size limit by evicting the entries used longest ago. It never
+// throws for a cache problem: it says what happened (the `note`) and the
+// caller compiles instead.
+//
+// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
+// unset: on; anything else: off, with a note naming the value);
+// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
+// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
+// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
+// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
+// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
+// 1024; a value that is not one is refused with a note and the default
+// kept). POSIX only: on Windows the cache is off.
+//
+// What a hit costs: one open, one read, and the entry's time of last use
+// set; nothing else in the directory is read or written. A store adds its
+// size to a running total kept in the directory (`total.counter`, updated
+// under flock, as ccache keeps its counters); only when the total passes the
+// limit (or the counter is missing, or every 1024 stores) is the directory
+// scanned, once, and the entries used longest ago removed until it is under.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// How this process has used the kernel cache so far.
+struct KernelCacheStats {
+  unsigned long hits = 0;    // modules loaded from the cache, without compiling
+  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
+};
+[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
+
+// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
+// Looks only: creates nothing, removes nothing, loads nothing.
+struct KernelCacheInfo {
+  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
+  std::string directory;    // where entries are kept (created at the first compile)
+  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
+  unsigned long entries = 0;  // kernels kept (not the cache's own records)
+  std::uint64_t bytes = 0;  // the entries' total size
+  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
+  // Files named like entries that eviction leaves alone: not regular files,
+  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
+  // note names the first.
+  unsigned long skipped = 0;
+};
+[[nodiscard]] KernelCacheInfo kernel_cache_info();
+
+namespace detail {
+
+struct CacheCounters {
+  std::atomic<unsigned long> hits{0}, misses{0};
+};
+inline CacheCounters& cache_counters() noexcept {
+  static CacheCounters c;
+  return c;
+}
+
+// 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
+struct KeyHash {
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void bytes(const void* data, std::size_t n) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      a = (a ^ p[i]) * 0x100000001b3ull;
+      b = (b ^ p[i]) * 0x100000001b3ull;
+      b ^= b >> 29;
+    }
+  }
+  // A field: its length first, so that ("ab", "c") and ("a", "bc") differ.
+  KeyHash& add(std::string_view s) noexcept {
+    const std::uint64_t n = s.size();
+    bytes(&n, sizeof n);
+    bytes(s.data(), s.size());
+    return *this;
+  }
+  [[nodiscard]] std::string hex() const {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s(32, '0');
+    for (int i = 0; i < 16; ++i) {
+      s[static_cast<std::size_t>(15 - i)] = digits[(a >> (4 * i)) & 15];
+      s[static_cast<std::size_t>(31 - i)] = digits[(b >> (4 * i)) & 15];
+    }
+    return s;
+  }
+};
+
+// An entry's checksum covers its key too, so an entry renamed to another
+// key's name does not pass for that key's. It guards against a torn or
+// damaged file, not against a forger (anyone can recompute it): eight bytes
+// at a time in four independent lanes, each a multiply and a shift, so a
+// hit's check costs a fraction of a microsecond per 8 KiB, where KeyHash's
+// byte at a time took tens.
+inline std::uint64_t checksum(std::string_view key, std::string_view s) noexcept {
+  constexpr std::uint64_t m = 0x9e3779b97f4a7c15ull;
+  KeyHash k;
+  k.add(key);
+  std::uint64_t h[4] = {k.a, k.b, k.a ^ 0xc2b2ae3d27d4eb4full, k.b ^ 0x165667b19e3779f9ull};
+  const char* p = s.data();
+  std::size_t n = s.size();
+  for (; n >= 32; p += 32, n -= 32)
+    for (int lane = 0; lane < 4; ++lane) {
+      std::uint64_t v;
+      std::memcpy(&v, p + 8 * lane, 8);
+      h[lane] = (h[lane] ^ v) * m;
+      h[lane] ^= h[lane] >> 31;
+    }
+  for (; n > 0; --n, ++p) h[0] = (h[0] ^ static_cast<unsigned char>(*p)) * 0x100000001b3ull;
+  std::uint64_t r = s.size();
+  for (const std::uint64_t lane : h) {
+    r = (r ^ lane) * m;
+    r ^= r >> 29;
+  }
+  return r;
+}
+
+// Fields joined into one payload, each as 8 bytes of length and its bytes.
+inline void put_field(std::string& out, std::string_view field) {
+  const std::uint64_t n = field.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n).append(field.data(), field.size());
+}
+// The next field of `in`; false when `in` is too short for it.
+inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
+  std::uint64_t n = 0;
+  if (in.size() < sizeof n) return false;
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (n > in.size()) return false;
+  field = in.substr(0, static_cast<std::size_t>(n));
+  in.remove_prefix(static_cast<std::size_t>(n));
+  return true;
+}
+
+// A file's first 32 bytes: the magic (an entry's or a record's), the
+// payload's size and its checksum.
+inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
+inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
+inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
+
+// The most any entry may take, whatever OXICUDA_CACHE_MAX_BYTES says: no
+// image we write comes near it, and a read never allocates more.
+inline constexpr std::uint64_t cache_entry_cap = 1ull << 30;
+// The most a record (cache_record_write) may take.
+inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
+// Stores between two scans that check the running total against the disk.
+inline constexpr unsigned cache_rescan_every = 1024;
+
+// OXICUDA_CACHE: whether the cache is on. Unset or empty, 1/on/true/yes (any
+// case): on; 0/off/false/no: off; anything else: off, and `note` names it.
+inline bool cache_enabled(std::string& note) {
+  const std::string v = env_string("OXICUDA_CACHE");
+  if (v.empty()) return true;
+  std::string lower = v;
+  for (char& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  for (const char* on : {"1", "on", "true", "yes"})
+    if (lower == on) return true;
+  for (const char* off : {"0", "off", "false", "no"})
+    if (lower == off) return false;
+  note = cat({"oxicuda cache: OXICUDA_CACHE='", v,
+              "' is none of 0, off, false, no (off) or 1, on, true, yes (on); the cache is off"});
+  return false;
+}
+
+// OXICUDA_CACHE_MAX_BYTES: a number of bytes, or of KiB, MiB or GiB with
+// K/KB/KiB, M/MB/MiB or G/GB/GiB after it (any case; all are powers of 1024;
+// spaces between allowed): "512M", "512MB", "2 GiB". Unset or empty: 256
+// MiB. Anything else ("lots", "12x", "-5", too large) is refused with a
+// note naming it, and the default kept rather than evict by a misread number.
+inline std::uint64_t cache_limit(std::string& note) {
+  constexpr std::uint64_t fallback = 256ull << 20;
+  const std::string v = env_string("OXICUDA_CACHE_MAX_BYTES");
+  if (v.empty()) return fallback;
+  auto refuse = [&] {
+    note = cat({"oxicuda cache: OXICUDA_CACHE_MAX_BYTES='", v,
+                "' is not a size (a number of bytes, or one with K, M, G, KB, MB, GB, KiB, MiB or GiB after it); "
+                "the default limit, 256 MiB, is used"});
+    return fallback;
+  };
+  std::size_t i = 0;
+  std::uint64_t n = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
+    const std::uint64_t digit = static_cast<std::uint64_t>(v[i] - '0');
+    if (n > (~0ull - digit) / 10) return refuse();
+    n = n * 10 + digit;
+    ++i;
+  }
+  if (i == 0) return refuse();
+  while (i < v.size() && v[i] == ' ') ++i;
+  std::string unit = v.substr(i);
+  for (char& c : unit)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  int shift = -1;
+  if (unit.empty() || unit == "b") shift = 0;
+  for (const auto& [letter, bits] : {std::pair<char, int>{'k', 10}, {'m', 20}, {'g', 30}})
+    if (unit == std::string(1, letter) || unit == cat({std::string_view(&letter, 1), "b"}) ||
+        unit == cat({std::string_view(&letter, 1), "ib"}))
+      shift = bits;
+  if (shift < 0 || n > (~0ull >> shift)) return refuse();
+  return n << shift;
+}
+inline std::uint64_t cache_limit() {
+  std::string note;
+  return cache_limit(note);
+}
+
+// The most an entry's file may take under `limit`.
+inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return std::min(limit, cache_entry_cap); }
+
+// The cache's directory as the environment names it; empty (and why in
+// `note`) when it names none. `note` also tells of a setting ignored.
+inline std::string cache_location(std::string& note) {
+#if OXICUDA_WINDOWS
+  note = "the kernel cache is not available on Windows";
+  return {};
+#else
+  const std::string own = env_string("OXICUDA_CACHE_DIR");
+  if (!own.empty()) {
+    if (own[0] != '/') {
+      note = cat({"oxicuda cache: OXICUDA_CACHE_DIR='", own,
+                  "' is a relative path, which would put the cache wherever the program runs; refused, so "
+                  "compiled without the cache. Give an absolute path"});
+      return {};
+    }
+    return own;
+  }
+  const std::string xdg = env_string("XDG_CACHE_HOME");
+  if (!xdg.empty()) {
+    if (xdg[0] == '/') return cat({xdg, "/oxicuda"});
+    note = cat({"oxicuda cache: XDG_CACHE_HOME='", xdg,
+                "' is a relative path, which the XDG Base Directory specification says to ignore; $HOME/.cache "
+                "is used instead"});
+  }
+  const std::string home = env_string("HOME");
+  if (home.empty() || home[0] != '/') {
+    note = cat({note, note.empty() ? "" : "\n", "oxicuda cache: ",
+                home.empty() ? cat({"neither OXICUDA_CACHE_DIR, XDG_CACHE_HOME nor HOME is set"})
+                             : cat({"HOME='", home, "' is not an absolute path"}),
+                "; compiled without the cache"});
+    return {};
+  }
+  return cat({home, "/.cache/oxicuda"});
+#endif
+}
+
+// The cache directory, ready to use: created (0700) if missing, and
+// refused when it is not a directory of this user's that no one else can
+// write. Empty when the cache is off or refused; `note` then says why (empty
+// when simply off). Before anything is created, each directory on the way
+// that exists must be the effective user's or root's: under sudo, HOME is
+// often the user's, and a root-owned cache inside it would be one the user
+// can neither clean nor use. Then the cache is off, with a note, and nothing
+// is created.
+// `create` false: looks only (kernel_cache_info); a directory still to be
+// created is named, not created.
+#if !OXICUDA_WINDOWS
+// What cache_directory verified last on this thread.
+struct VerifiedCacheDir {
+  std::string dir;
+  dev_t dev = 0, parent_dev = 0;
+  ino_t ino = 0, parent_ino = 0;
+  uid_t parent_uid = 0;
+  mode_t parent_mode = 0;
+};
+inline thread_local VerifiedCacheDir verified_cache_dir;
+#endif
+
+inline std::string cache_directory(std::string& note, bool create) {
+#if OXICUDA_WINDOWS
+  (void)create;
+  return cache_location(note);
+#else
+  if (!cache_enabled(note)) return {};
+  std::string dir = cache_location(note);
+  if (dir.empty()) return {};
+  auto add_note = [&](std::string_view text) { note = note.empty() ? std::string(text) : cat({note, "\n", text}); };
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::size_t last = dir.find_last_of('/');
+  const std::string parent = last == 0 ? cat({"/"}) : dir.substr(0, last);
+  // The directory this thread verified last (every step below), while it is
+  // still the same directory, yours, private, not a link, in a parent that
+  // still passes: two system calls instead of a walk from the root (a hit's
+  // largest cost after the load).
+  VerifiedCacheDir& memo = verified_cache_dir;
+  struct stat now {}, up {};
+  if (create && !memo.dir.empty() && memo.dir == dir && ::lstat(dir.c_str(), &now) == 0 && S_ISDIR(now.st_mode) &&
+      now.st_dev == memo.dev && now.st_ino == memo.ino && now.st_uid == ::geteuid() && (now.st_mode & 022) == 0 &&
+      ::stat(parent.c_str(), &up) == 0 && up.st_dev == memo.parent_dev && up.st_ino == memo.parent_ino &&
+      up.st_uid == memo.parent_uid && up.st_mode == memo.parent_mode)
+    return dir;
+  // The directories on the way, from the top, up to the parent.
+  std::size_t missing_from = std::string::npos;
+  for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    struct stat st {};
+    if (::lstat(part.c_str(), &st) != 0) {
+      missing_from = slash;
+      break;
+    }
+    const bool link = S_ISLNK(st.st_mode);
+    const unsigned link_uid = st.st_uid;
+    if (link && ::stat(part.c_str(), &st) != 0) {
+      missing_from = slash;
+      break;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      add_note(cat({"oxicuda cache: ", part, " is not a directory; compiled without the cache"}));
+      return {};
+    }
+    const bool foreign_link = link && link_uid != ::geteuid() && link_uid != 0;
+    if (foreign_link || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
+      const unsigned uid = foreign_link ? link_uid : st.st_uid;
+      const std::string_view which = part == parent ? "its parent " : "";
+      const std::string_view kind = foreign_link ? "a symbolic link " : "";
+      add_note(cat({"oxicuda cache: refusing ", dir, ": ", which, part, " is ", kind, "owned by uid ",
+                    std::to_string(uid), ", not by you (uid ", std::to_string(::geteuid()),
+                    "), so nothing is created there: under sudo, HOME is often the user's, and a cache of root's "
+                    "in it would be one they cannot use or clean. Compiled without the cache; set "
+                    "OXICUDA_CACHE_DIR (or HOME) to a directory of yours"}));
+      return {};
+    }
+  }
+  if (!create && missing_from != std::string::npos) return dir;
+  // Each missing directory on the way, private to the user.
+  for (std::size_t slash = missing_from; create; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      add_note(cat({"oxicuda cache: cannot create ", part, " (", std::strerror(errno), "); compiled without the cache"}));
+      return {};
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat st {};
+  // A link another user made (in /tmp, say) could point at a directory of
+  // yours, whose files eviction would then treat as entries.
+  if (!create && ::lstat(dir.c_str(), &st) != 0) return dir;
+  if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != ::geteuid() && st.st_uid != 0) {
+    add_note(cat({"oxicuda cache: refusing ", dir, ": it is a symbolic link owned by uid ", std::to_string(st.st_uid),
+                  ", not by you; compiled without the cache"}));
+    return {};
+  }
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    add_note(cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"}));
+    return {};
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    add_note(cat({"oxicuda cache: refusing ", dir, ": it is ",
+                  st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
+                                           : cat({"writable by others"}),
+                  ", so a kernel planted there would run as your code. Compiled without the cache; make it yours "
+                  "with mode 0700, or set OXICUDA_CACHE_DIR to such a directory"}));
+    return {};
+  }
+  // Its parent: whoever may write there could swap the directory for another
+  // after these checks; in a sticky one (/tmp) no one renames what is not
+  // theirs. It must be yours or root's, and writable by no one else unless
+  // sticky.
+  if (::stat(parent.c_str(), &st) == 0 &&
+      ((st.st_uid != ::geteuid() && st.st_uid != 0) || ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0))) {
+    add_note(cat({"oxicuda cache: refusing ", dir, ": its parent ", parent, " is ",
+                  st.st_uid != ::geteuid() && st.st_uid != 0
+                      ? cat({"owned by uid ", std::to_string(st.st_uid)})
+                      : cat({"writable by others and not sticky"}),
+                  ", who could replace the cache with a directory of their choice. Compiled without the cache"}));
+    return {};
+  }
+  struct stat mine {};
+  if (create && ::lstat(dir.c_str(), &mine) == 0 && ::stat(parent.c_str(), &st) == 0) {
+    memo.dir = dir;
+    memo.dev = mine.st_dev, memo.ino = mine.st_ino;
+    memo.parent_dev = st.st_dev, memo.parent_ino = st.st_ino, memo.parent_uid = st.st_uid,
+    memo.parent_mode = st.st_mode;
+  }
+  return dir;
+#endif
+}
+inline std::string cache_directory(std::string& note) { return cache_directory(note, true); }
+
+#if !OXICUDA_WINDOWS
+// Writes all of `data` to fd.
+inline bool write_all(int fd, std::string_view data) noexcept {
+  while (!data.empty()) {
+    const ::ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Reads `n` bytes into `out`; false at an error or the end of the file first.
+inline bool read_all(int fd, char* out, std::size_t n) noexcept {
+  std::size_t got = 0;
+  while (got < n) {
+    const ::ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Whether a file of `bytes` may be written under RLIMIT_FSIZE: past it, the
+// write would raise SIGXFSZ, whose default action ends the process. (The
+// signal is the application's; no handler is installed.)
+inline bool fits_file_size_limit(std::uint64_t bytes, std::string_view path, std::string& note) {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+      bytes <= static_cast<std::uint64_t>(rl.rlim_cur))
+    return true;
+  note = cat({"oxicuda cache: not stored: ", path, " would take ", std::to_string(bytes),
+              " bytes, past the process's file-size limit (RLIMIT_FSIZE, ", std::to_string(rl.rlim_cur), " bytes)"});
+  return false;
+}
+
+// Removes `path` only when it is still the file `opened` (another process
+// may have renamed a new file there since it was opened).
+inline bool remove_if_same(const std::string& path, const struct stat& opened) noexcept {
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0 || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino) return false;
+  return ::unlink(path.c_str()) == 0;
+}
+
+// Writes magic, size, checksum and `payload` to `dir`/`name` atomically: a
+// temporary file of a name no one else can have (mkstemp), its data synced to
+// disk (a crash leaves no empty entry behind), then renamed over the file.
+// `replaced`: the size of the file it replaced, 0 when none.
+inline bool write_atomically(const std::string& dir, std::string_view name, const char (&magic)[16],
+                             std::string_view sum_key, std::string_view payload, std::string& note,
+                             std::uint64_t* replaced = nullptr) {
+  const std::string path = cat({dir, "/", name});
+  if (!fits_file_size_limit(cache_header_size + payload.size(), path, note)) return false;
+  std::string tmp = cat({path, ".tmp.XXXXXX"});
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+#else
+  const int fd = ::mkstemp(tmp.data());
+  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
+  if (fd < 0) {
+    note = cat({"oxicuda cache: cannot write ", tmp, " (", std::strerror(errno), ")"});
+    return false;
+  }
+  char header[cache_header_size];
+  const std::uint64_t size = payload.size(), sum = checksum(sum_key, payload);
+  std::memcpy(header, magic, sizeof magic);
+  std::memcpy(header + sizeof magic, &size, 8);
+  std::memcpy(header + sizeof magic + 8, &sum, 8);
+  bool ok = write_all(fd, std::string_view(header, sizeof header)) && write_all(fd, payload) && ::fsync(fd) == 0;
+  int error = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) ok = false, error = errno;
+  if (ok) {
+    struct stat old {};
+    if (replaced) *replaced = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? static_cast<std::uint64_t>(old.st_size) : 0;
+    if (::rename(tmp.c_str(), path.c_str()) != 0) ok = false, error = errno;
+  }
+  if (!ok) {
+    note = cat({"oxicuda cache: cannot write ", path, " (", std::strerror(error), ")"});
+    ::unlink(tmp.c_str());
+  }
+  return ok;
+}
+
+enum class CacheRead { missing, refused, corrupt, ok };
+
+// Reads the file `dir`/`name` that write_atomically wrote, with at most
+// `bound` bytes in all: a larger file is refused unread (a sparse file of
+// 100 GiB is never read). A file that is not whole (its size, magic or
+// checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
+// when the path still names the file that was read. `touch`: a good file's
+// time is set to now (a use, for eviction). Throws nothing: a failed
+// allocation is a refusal with a note.
+inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
+                              std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
+                              std::string& payload, std::string& note) noexcept {
+  std::string path;
+#if OXICUDA_EXCEPTIONS
+  try {
+#endif
+    path = cat({dir, "/", name});
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {
+    return CacheRead::refused;
+  }
+#endif
+  auto say = [&](std::initializer_list<std::string_view> parts) noexcept {
+#if OXICUDA_EXCEPTIONS
+    try {
+      note = cat(parts);
+    } catch (...) {
+    }
+#else
+    note = cat(parts);
+#endif
+  };
+  // O_NONBLOCK: a FIFO by that name must not block the open (fstat then
+  // refuses anything but a regular file).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return CacheRead::missing;
+    if (errno == ELOOP) say({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
+    else say({"oxicuda cache: cannot read ", path, " (", std::strerror(errno), "); compiled instead"});
+    return CacheRead::refused;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    ::close(fd);
+    say({"oxicuda cache: refusing ", path, ": it is not a regular file of yours that only you can write; compiled instead"});
+    return CacheRead::refused;
+  }
+  const std::uint64_t file_size = static_cast<std::uint64_t>(st.st_size);
+  if (file_size > bound) {  // never read into memory
+    ::close(fd);
+    say({"oxicuda cache: refusing ", path, ": ", std::to_string(file_size), " bytes, more than any entry written (at most ",
+         std::to_string(bound), " bytes: the cache's size limit, and never over 1 GiB); not read, compiled instead"});
+    return CacheRead::refused;
+  }
+  char header[cache_header_size];
+  std::uint64_t size = 0, sum = 0;
+  bool ok = file_size >= sizeof header && read_all(fd, header, sizeof header) &&
+            std::memcmp(header, magic, sizeof magic) == 0;
+  if (ok) {
+    std::memcpy(&size, header + sizeof magic, 8);
+    std::memcpy(&sum, header + sizeof magic + 8, 8);
+    ok = size == file_size - sizeof header;
+  }
+  if (ok) {
+    bool allocated = true;
+#if OXICUDA_EXCEPTIONS
+    try {
+      payload.resize(static_cast<std::size_t>(size));
+    } catch (...) {
+      allocated = false;
+    }
+#else
+    // Without exceptions a failed allocation would abort: see first that
+    // the memory is there.
+    if (void* probe = std::malloc(static_cast<std::size_t>(size) + 1)) {
+      // (Kept from the compiler, which may otherwise drop a malloc whose
+      // memory is freed unused: clang does.)
+      __asm__ __volatile__("" : : "r"(probe) : "memory");
+      std::free(probe);
+      payload.resize(static_cast<std::size_t>(size));
+    } else {
+      allocated = false;
+    }
+#endif
+    if (!allocated) {
+      ::close(fd);
+      payload.clear();
+      say({"oxicuda cache: cannot read ", path, ": no memory for its ", std::to_string(size), " bytes; compiled instead"});
+      return CacheRead::refused;
+    }
+    ok = read_all(fd, payload.data(), payload.size()) && sum == checksum(sum_key, payload);
+  }
+  if (ok) {
+    if (touch) ::futimens(fd, nullptr);
+    ::close(fd);
+    return CacheRead::ok;
+  }
+  payload.clear();
+  const bool removed = remove_corrupt && remove_if_same(path, st);
+  ::close(fd);
+  say({"oxicuda cache: ", removed ? "discarded " : "ignored ", path,
+       ": truncated or corrupt (its size, header or checksum does not match)"});
+  return CacheRead::corrupt;
+}
+#endif
+
+// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
+// digits) and ".bin". Eviction touches no other file.
+inline bool entry_name(std::string_view name) noexcept {
+  if (name.size() != 36 || name.substr(32) != ".bin") return false;
+  for (const char c : name.substr(0, 32))
+    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
+  return true;
+}
+
+// A record's name: 1 to 64 of [a-z0-9-]. Its file is the name and ".record",
+// which no entry's name can be.
+inline bool record_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name)
+    if ((c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-') return false;
+  return true;
+}
+inline bool record_file_name(std::string_view name) noexcept {
+  return name.size() > 7 && name.substr(name.size() - 7) == ".record" && record_name(name.substr(0, name.size() - 7));
+}
+
+// A record of the cache's own (which NVRTC made the entries, say): a small
+// file, not a kernel entry: not counted in kernel_cache_info().entries, never
+// evicted, written atomically and checksummed like an entry, at most 1 MiB.
+// Read: false when it is missing, refused or corrupt (`note` says which,
+// but for missing); a corrupt record is left to be written over.
+inline bool cache_record_read(const std::string& dir, std::string_view name, std::string& payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)name, (void)payload, (void)note;
+  return false;
+#else
+  if (!record_name(name)) {
+    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
+    return false;
+  }
+  const std::string file = cat({name, ".record"});
+  return read_checked(dir, file, record_magic, cat({"record:", name}), cache_record_cap, false, false, payload, note) ==
+         CacheRead::ok;
+#endif
+}
+inline bool cache_record_write(const std::string& dir, std::string_view name, std::string_view payload,
+                               std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)name, (void)payload, (void)note;
+  return false;
+#else
+  if (!record_name(name)) {
+    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
+    return false;
+  }
+  if (cache_header_size + payload.size() > cache_record_cap) {
+    note = cat({"oxicuda cache: the record ", name, " is not stored: ", std::to_string(payload.size()),
+                " bytes, more than a record may take (1 MiB)"});
+    return false;
+  }
+  return write_atomically(dir, cat({name, ".record"}), record_magic, cat({"record:", name}), payload, note);
+#endif
+}
+
+// The payload of the entry `key`, or false: not there, refused or corrupt
+// (`note` says which, but for not there). A corrupt entry is removed, when
+// the path still names the file that was read. An entry over the bound
+// (cache_entry_bound) is refused unread. A hit writes nothing but the
+// entry's time of last use (now). Throws nothing: a failed allocation is a
+// miss.
+inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+#if OXICUDA_EXCEPTIONS
+  try {
+#endif
+    std::string limit_note;
+    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
+    return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {  // out of memory for a path or a note: a miss
+    return false;
+  }
+#endif
+#endif
+}
+
+// Whether `name` is a writer's temporary file: an entry's or a record's
+// name, ".tmp." and mkstemp's letters.
+inline bool temporary_name(std::string_view name) noexcept {
+  const std::size_t at = name.find(".tmp.");
+  if (at == std::string_view::npos) return false;
+  return entry_name(name.substr(0, at)) || record_file_name(name.substr(0, at));
+}
+
+#if !OXICUDA_WINDOWS
+// Removes `name` in `dir_fd` only when it is still the file `expected` (by
+// device and inode): another process may have renamed a new entry there.
+inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expected) noexcept {
+  struct stat now {};
+  if (::fstatat(dir_fd, name, &now, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT;
+  if (now.st_dev != expected.st_dev || now.st_ino != expected.st_ino) return false;
+  return ::unlinkat(dir_fd, name, 0) == 0 || errno == ENOENT;
+}
+#endif
+
+// One scan of the directory: removes a writer's temporary file over an hour
+// old (its writer died before its rename) and a zero-length file named like
+// an entry (a crash's debris: no entry is ever empty), then, when the
+// entries take more than `limit`, removes them in the order of their last
+// use, oldest first, until they take at most `limit`. A file named like an
+// entry that it may not remove (not a regular file of yours, or not begun as
+// an entry is: no cache wrote it) is skipped, not counted, and eviction goes
+// on to the next. `total`: the entries' size after. False when the directory
+// cannot be read.
+inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64_t& total) {
+  total = 0;
+#if !OXICUDA_WINDOWS
+  struct File {
+    std::int64_t time;
+    std::uint64_t size;
+    struct stat st;
+    std::string name;
+  };
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
+  const int dfd = ::dirfd(d);
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  const uid_t me = ::geteuid();
+  std::vector<File> files;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    const bool temporary = temporary_name(name);
+    if (!temporary && !entry_name(name)) continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != me) continue;
+    if (temporary) {
+      if (now - st.st_mtim.tv_sec > 3600) (void)remove_if_same(dfd, e->d_name, st);
+      continue;
+    }
+    if (st.st_size == 0) {
+      (void)remove_if_same(dfd, e->d_name, st);
+      continue;
+    }
+    files.push_back({static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                     static_cast<std::uint64_t>(st.st_size), st, std::string(name)});
+    total += static_cast<std::uint64_t>(st.st_size);
+  }
+  if (total > limit) {
+    std::sort(files.begin(), files.end(), [](const File& x, const File& y) { return x.time < y.time; });
+    for (const File& f : files) {
+      if (total <= limit) break;
+      const int fd = ::openat(dfd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0) {
+        if (errno == ENOENT) total -= f.size;  // gone already
+        continue;
+      }
+      struct stat st {};
+      char head[sizeof cache_magic] = {};
+      const bool same = ::fstat(fd, &st) == 0 && st.st_dev == f.st.st_dev && st.st_ino == f.st.st_ino;
+      const ::ssize_t n = same ? ::read(fd, head, sizeof head) : -1;
+      ::close(fd);
+      if (!same) continue;  // replaced since the scan: a fresh entry, left alone
+      // An entry, or the debris of one whose header a crash cut short.
+      const bool ours = n == static_cast<::ssize_t>(sizeof head)
+                            ? std::memcmp(head, cache_magic, sizeof head) == 0
+                            : n >= 0 && static_cast<std::uint64_t>(st.st_size) < sizeof head &&
+                                  std::memcmp(head, cache_magic, static_cast<std::size_t>(n)) == 0;
+      if (!ours || remove_if_same(dfd, f.name.c_str(), f.st)) total -= f.size;  // removed, or skipped: not an entry
+    }
+  }
+  ::closedir(d);
+  return true;
+#else
+  (void)dir, (void)limit;
+  return false;
+#endif
+}
+inline void cache_evict(const std::string& dir, std::uint64_t limit) {
+  std::uint64_t total = 0;
+  (void)cache_evict(dir, limit, total);
+}
+
+// The running total: `total.counter` in the directory holds the entries'
+// size and the stores since the last scan, updated under flock by every
+// store. A store that leaves the total under the limit scans nothing; one
+// that passes it scans and evicts once (cache_evict), and so does the
+// first store without a counter and every cache_rescan_every-th, which
+// catches up with what others changed (a user's rm, an older oxicuda).
+inline constexpr char cache_counter_name[] = "total.counter";
+
+inline void cache_account(const std::string& dir, std::int64_t delta, std::uint64_t limit) {
+#if !OXICUDA_WINDOWS
+  const std::string path = cat({dir, "/", cache_counter_name});
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    if (fd >= 0) ::close(fd);
+    cache_evict(dir, limit);  // no total to keep: a scan each store
+    return;
+  }
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  char text[96] = {};
+  const ::ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  unsigned long long total = 0, stores = 0;
+  char tail = 0;
+  const bool known = n > 0 && std::sscanf(text, "oxicuda-cache-total %llu %llu%c", &total, &stores, &tail) == 3 &&
+                     tail == '\n';
+  if (known) {
+    total = delta < 0 && static_cast<unsigned long long>(-delta) > total ? 0 : total + static_cast<unsigned long long>(delta);
+    ++stores;
+  }
+  bool write = true;
+  if (!known || total > limit || stores >= cache_rescan_every) {
+    std::uint64_t scanned = 0;
+    write = cache_evict(dir, limit, scanned);
+    total = scanned, stores = 0;
+  }
+  if (write) {
+    const int len = std::snprintf(text, sizeof text, "oxicuda-cache-total %llu %llu\n", total, stores);
+    std::string ignored;
+    if (len > 0 && fits_file_size_limit(static_cast<std::uint64_t>(len), path, ignored) &&
+        ::pwrite(fd, text, static_cast<std::size_t>(len), 0) == len)
+      (void)::ftruncate(fd, len);
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+#else
+  (void)dir, (void)delta, (void)limit;
+#endif
+}
+
+// Removes the entry for `key`; returns its path (for a note).
+inline std::string cache_remove(const std::string& dir, std::string_view key) {
+  std::string path = cat({dir, "/", key, ".bin"});
+#if !OXICUDA_WINDOWS
+  ::unlink(path.c_str());
+#endif
+  return path;
+}
+
+// Whether the file at `path` begins as an entry does (cache_magic).
+inline bool starts_as_entry(const std::string& path) noexcept {
+#if !OXICUDA_WINDOWS
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char head[sizeof cache_magic] = {};
+  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
+                  std::memcmp(head, cache_magic, sizeof head) == 0;
+  ::close(fd);
+  return ok;
+#else
+  (void)path;
+  return false;
+#endif
+}
+
+// Stores `payload` as the entry `key` (write_atomically: a reader sees the
+// old entry, the new one, or none, never part of one), then adds it to the
+// running total, which evicts only past the limit. An entry over the bound
+// (cache_entry_bound) or past RLIMIT_FSIZE is not stored. Returns false
+// (and says why in `note`) when it could not.
+inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note;
+  return false;
+#else
+  std::string limit_note;
+  const std::uint64_t limit = cache_limit(limit_note);
+  const std::uint64_t bytes = cache_header_size + payload.size();
+  if (bytes > cache_entry_bound(limit)) {
+    note = cat({"oxicuda cache: not stored: the entry ", key, " would take ", std::to_string(bytes),
+                " bytes, more than an entry may (the cache's size limit, ", std::to_string(limit),
+                " bytes, and never over 1 GiB)"});
+    return false;
+  }
+  std::uint64_t replaced = 0;
+  if (!write_atomically(dir, cat({key, ".bin"}), cache_magic, key, payload, note, &replaced)) return false;
+  cache_account(dir, static_cast<std::int64_t>(bytes) - static_cast<std::int64_t>(replaced), limit);
+  return true;
+#endif
+}
+
+}  // namespace detail
+
+inline KernelCacheInfo kernel_cache_info() {
+  KernelCacheInfo info;
+  std::string limit_note;
+  info.limit = detail::cache_limit(limit_note);
+  auto add_note = [&](std::string_view text) {
+    info.note = info.note.empty() ? std::string(text) : detail::cat({info.note, "\n", text});
+  };
+  if (!detail::cache_enabled(info.note)) {
+    if (info.note.empty()) info.note = detail::cat({"disabled by OXICUDA_CACHE=", detail::env_string("OXICUDA_CACHE")});
+    return info;
+  }
+  info.directory = detail::cache_location(info.note);
+  std::string why;
+  info.enabled = !info.directory.empty() && !detail::cache_directory(why, false).empty();
+  if (!why.empty()) info.note = why;
+  if (!limit_note.empty()) add_note(limit_note);
+#if !OXICUDA_WINDOWS
+  // Looks only: every file named like an entry, and its first bytes.
+  DIR* d = info.enabled ? ::opendir(info.directory.c_str()) : nullptr;
+  if (!d) return info;
+  const int dfd = ::dirfd(d);
+  const uid_t me = ::geteuid();
+  std::string first_skipped;
+  while (const dirent* e = ::readdir(d)) {
+    if (!detail::entry_name(e->d_name)) continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    bool entry = false;
+    if (S_ISREG(st.st_mode) && st.st_uid == me) {
+      const int fd = ::openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      char head[sizeof detail::cache_magic] = {};
+      entry = fd >= 0 && ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
+              std::memcmp(head, detail::cache_magic, sizeof head) == 0;
+      if (fd >= 0) ::close(fd);
+    }
+    if (entry) {
+      ++info.entries;
+      info.bytes += static_cast<std::uint64_t>(st.st_size);
+    } else {
+      if (info.skipped++ == 0) first_skipped = e->d_name;
+    }
+  }
+  ::closedir(d);
+  if (info.skipped)
+    add_note(detail::cat({"oxicuda cache: ", std::to_string(info.skipped), " file(s) named like entries are not entries "
+                          "(not a regular file of yours, empty, or not written by a cache), for example ",
+                          info.directory, "/", first_skipped, "; eviction skips them (an empty one it removes)"}));
+#endif
+  return info;
+}
+
+inline KernelCacheStats kernel_cache_stats() noexcept {
+  const detail::CacheCounters& c = detail::cache_counters();
+  return {c.hits.load(std::memory_order_relaxed), c.misses.load(std::memory_order_relaxed)};
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache.hpp ----
+
+// ---- begin oxicuda/compile/cache_entry.hpp ----
+// oxicuda/compile/cache_entry.hpp — what a kernel cache entry holds (the payload
+// cache.hpp frames with its magic and checksum): encode and decode, and the
+// load of a decoded entry. The checksum is a hash anyone can recompute, so
+// the decoder treats every payload as hostile: each field's bounds, the
+// kernel names as Module reads them, the image as Module::from_image checks
+// it, nothing after the image. An entry that fails is no entry.
+
+#include <string>
+#include <string_view>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// An entry's fields, as views into its payload.
+struct CacheEntry {
+  bool is_text = false;    // PTX; else a cubin or fatbin
+  std::string_view names;  // "expr\0lowered\0expr\0lowered\0...": as Module keeps them
+  std::string_view log;    // the compile's log (NVRTC's, an architecture fallback)
+  std::string_view image;  // the last field
+};
+
+// Why `names` is not a list of (name expression, lowered name) pairs, each
+// NUL-terminated, whose expressions are `expected` in order (the key holds
+// them, so an entry for this key has these); empty when it is.
+inline std::string entry_names_problem(std::string_view names, const StringList* expected) {
+  if (!names.empty() && names.back() != '\0') return cat({"its kernel-names field does not end with a NUL"});
+  std::size_t count = 0;
+  StringList::iterator want = expected ? expected->begin() : StringList::iterator(nullptr);
+  for (std::string_view rest = names; !rest.empty(); ++count) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    if (rest.empty()) return cat({"its kernel-names field ends with a name expression that has no lowered name"});
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + 1);
+    if (expr.empty()) return cat({"its kernel-names field holds an empty name expression"});
+    // A lowered name is a symbol of the image: letters, digits, '_', '$', '.'.
+    if (lowered.empty()) return cat({"its kernel-names field holds an empty lowered name"});
+    for (const char c : lowered)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+            c == '.'))
+        return cat({"its kernel-names field holds a lowered name that is no symbol"});
+    if (expected) {
+      if (want == expected->end() || *want != expr)
+        return cat({"its kernel-names field does not hold the name expressions asked for"});
+      ++want;
+    }
+  }
+  if (expected && count != expected->size())
+    return cat({"its kernel-names field holds ", std::to_string(count), " name expressions, not the ",
+                std::to_string(expected->size()), " asked for"});
+  return {};
+}
+
+// Why `image` may not go to the driver, as Module::from_image and from_ptx
+// refuse it; empty when it may.
+inline std::string entry_image_problem(std::string_view image, bool is_text) {
+  if (image.empty()) return cat({"its image is empty"});
+  const auto* p = reinterpret_cast<const unsigned char*>(image.data());
+  const ImageKind kind = image_kind(p, image.size());
+  if (is_text) {
+    if (const std::size_t nul = image.find('\0'); nul != std::string_view::npos)
+      return cat({"its PTX has a NUL byte at offset ", std::to_string(nul)});
+    if (kind != ImageKind::ptx) return cat({"it says PTX, but its image is a binary one"});
+    if (image.find_first_not_of(" \t\r\n") == std::string_view::npos) return cat({"its PTX is blank"});
+    return {};
+  }
+  if (kind == ImageKind::ptx) return cat({"it says cubin or fatbin, but its image is neither"});
+  return image_problem(p, image.size(), kind);
+}
+
+// The payload of an entry. The image is the last field, so that in the
+// std::string that holds the payload a PTX image is followed by the
+// string's own NUL, as the driver wants it: a hit loads it in place.
+inline std::string encode_entry(bool is_text, std::string_view names, std::string_view log, std::string_view image) {
+  std::string payload;
+  payload.reserve(4 * 8 + 1 + names.size() + log.size() + image.size());
+  put_field(payload, is_text ? "1" : "0");
+  put_field(payload, names);
+  put_field(payload, log);
+  put_field(payload, image);
+  return payload;
+}
+
+// Reads `payload` into `entry` (views into it); `expected`, when given, are
+// the name expressions the entry must hold. Returns why it is not an entry
+// that may be loaded, or empty. Never reads outside `payload`.
+inline std::string decode_entry(const std::string& payload, CacheEntry& entry, const StringList* expected = nullptr) {
+  std::string_view in = payload, is_text;
+  if (!take_field(in, is_text) || !take_field(in, entry.names) || !take_field(in, entry.log) ||
+      !take_field(in, entry.image))
+    return cat({"a field runs past its end"});
+  if (!in.empty()) return cat({std::to_string(in.size()), " bytes follow its image"});
+  if (is_text != "0" && is_text != "1") return cat({"its kind field is neither 0 nor 1"});
+  entry.is_text = is_text == "1";
+  if (std::string problem = entry_names_problem(entry.names, expected); !problem.empty()) return problem;
+  return entry_image_problem(entry.image, entry.is_text);
+}
+
+// Whether a load failure (cuModuleLoadDataEx's result) is the entry's
+// fault, so the entry should go: an image this driver or device cannot use.
+// Any other (out of memory, a bad JitOptions value, a context gone) is the
+// caller's or the moment's, and the entry stays.
+inline bool entry_at_fault(ffi::CUresult r) noexcept {
+  switch (r) {
+    case ffi::CUDA_ERROR_INVALID_IMAGE:
+    case ffi::CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case ffi::CUDA_ERROR_INVALID_PTX:
+    case ffi::CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case ffi::CUDA_ERROR_INVALID_SOURCE:
+    case ffi::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND:
+    case ffi::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Loads a decoded entry (from its payload, no copy) into `out`; the driver's
+// result, not raised, and in `jit_error` the JIT's error log. A JitOptions
+// value the driver cannot take is raised (JitOptionList), as for any load.
+inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOptions& options, SourceLocation where,
+                          Module& out, std::string& jit_error) {
+  JitOptionList jit(options, "oxicuda::module_from_source", where);
+  CUmodule raw = nullptr;
+  Outcome r;
+  {
+    ScopedCurrent current(ctx, where);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, e.image.data(), jit.count, jit.keys, jit.values);
+  }
+  if (!r.ok()) {
+    jit_error = jit.error_log();
+    return r;
+  }
+  std::string log = jit.info_log();
+  if (!e.log.empty()) log = log.empty() ? std::string(e.log) : cat({e.log, "\n", log});
+  out = ModuleAccess::adopt(ctx, raw, std::move(log), std::string(e.names));
+  return r;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_entry.hpp ----
+
+// ---- begin oxicuda/compile/source_rules.hpp ----
+// oxicuda/compile/source_rules.hpp — SourceOptions (what module_from_source takes)
+// and what NVRTC may read from disk under them: the options and text that
+// keep a compile out of the kernel cache, and NVRTC's trace of the headers
+// it processed (--fdevice-time-trace), read back to tell whether it read a
+// file that the key does not hold.
+
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <sys/stat.h>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+struct SourceOptions {
+  // NVRTC's options. An empty arch is picked for the context's device
+  // (arch_for); with lto, the LTO-IR is linked by nvJitLink into a cubin.
+  CompileOptions compile{};
+  // Source files for #include: name, source, name, source, ...
+  StringList headers{};
+  // Kernels named by C++ expressions ("saxpy<float>"); Module::function and
+  // Module::kernel accept these names.
+  StringList name_expressions{};
+  std::string name = "program.cu";  // the source's file name in NVRTC's messages
+  JitOptions jit{};                  // for loading the module
+  bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
+};
+
+namespace detail {
+
+// ---------------------------------------------------------------------------
+// What NVRTC may read from disk.
+
+// `text` with its line splices undone (a backslash, or the trigraph ??/,
+// before a newline or CR LF), as translation phase 2 does.
+inline std::string unspliced(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t j = text[i] == '\\' ? i + 1 : text.substr(i, 3) == "?\?/" ? i + 3 : i;
+    if (j != i) {
+      if (j < text.size() && text[j] == '\r') ++j;
+      if (j < text.size() && text[j] == '\n') {
+        i = j + 1;
+        continue;
+      }
+    }
+    out.push_back(text[i++]);
+  }
+  return out;
+}
+
+// What in `text` could make NVRTC look at the disk in a way that its trace
+// does not show, or empty. NVRTC answers __has_include from the disk and
+// does not report the probe; a token paste can spell it (CAT(__has_,
+// include)). So any "has_include" or token-paste operator (## or %:%:),
+// anywhere (also in a comment or a string), keeps the compile out of the
+// cache: coarse on purpose.
+inline std::string_view disk_probe(std::string_view text) {
+  const std::string t = unspliced(text);
+  if (t.find("has_include") != std::string::npos) return "__has_include";
+  if (t.find("##") != std::string::npos) return "the token-paste operator ##";
+  if (t.find("%:%:") != std::string::npos) return "the token-paste operator %:%:";
+  return {};
+}
+
+// Why the cache cannot serve this compile, or empty when it may (then the
+// trace decides).
+inline std::string uncachable(std::string_view source, const SourceOptions& o) {
+  if (!o.compile.include_paths.empty()) return cat({"include paths are given"});
+  for (std::string_view a : o.compile.extra) {
+    // -I, --include-path, -include, --pre-include, the PCH options
+    // (--pch, --create-pch, --use-pch, --pch-dir, ...) and a trace of the
+    // caller's own all read or write files.
+    const bool reads = a.substr(0, 2) == "-I" || a.find("include") != std::string_view::npos ||
+                       a.find("pch") != std::string_view::npos || a.find("time-trace") != std::string_view::npos ||
+                       a.substr(0, 1) == "@";
+    if (reads) return cat({"the option '", a, "' may read or write files"});
+  }
+  if (const std::string_view p = disk_probe(source); !p.empty())
+    return cat({"the source uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  std::size_t k = 0;
+  for (std::string_view h : o.headers)
+    if (k++ % 2 == 1)
+      if (const std::string_view p = disk_probe(h); !p.empty())
+        return cat({"a header uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  // NVRTC preprocesses the options' macros (-D) and the name expressions too.
+  for (std::string_view a : o.compile.arguments())
+    if (const std::string_view p = disk_probe(a); !p.empty())
+      return cat({"the option '", a, "' uses ", p, ", whose answer may come from the disk (NVRTC does not report it)"});
+  for (std::string_view e : o.name_expressions)
+    if (const std::string_view p = disk_probe(e); !p.empty())
+      return cat({"the name expression '", e, "' uses ", p,
+                  ", whose answer may come from the disk (NVRTC does not report it)"});
+  return {};
+}
+
+// A minimal JSON reader for NVRTC's trace (Chrome's trace format): walks a
+// value, reads strings with their escapes. `ok` turns false on anything it
+// cannot read, and stays false.
+struct JsonReader {
+  std::string_view s;
+  std::size_t i = 0;
+  bool ok = true;
+  int depth = 0;
+
+  void space() noexcept {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
+  }
+  bool eat(char c) noexcept {
+    space();
+    if (i < s.size() && s[i] == c) return ++i, true;
+    return false;
+  }
+  void utf8(std::string& out, unsigned c) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  bool string(std::string& out) {
+    out.clear();
+    if (!eat('"')) return ok = false;
+    while (i < s.size() && s[i] != '"') {
+      char c = s[i++];
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (i >= s.size()) return ok = false;
+      c = s[i++];
+      switch (c) {
+        case '"': case '\\': case '/': out.push_back(c); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          unsigned v = 0;
+          for (int k = 0; k < 4; ++k, ++i) {
+            if (i >= s.size()) return ok = false;
+            const char h = s[i];
+            v = v * 16 + static_cast<unsigned>(h >= '0' && h <= '9'   ? h - '0'
+                                               : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                               : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                                      : 99);
+            if (v > 0xFFFF) return ok = false;
+          }
+          if (v == 0) return ok = false;  // no NUL in a file's name
+          utf8(out, v);  // (a surrogate pair stays two: such a name only fails to match)
+          break;
+        }
+        default: return ok = false;
+      }
+    }
+    return eat('"') || (ok = false);
+  }
+  // Skips one value.
+  void skip() {
+    space();
+    if (!ok || i >= s.size() || ++depth > 64) {
+      ok = false;
+      return;
+    }
+    std::string ignored;
+    if (s[i] == '"') {
+      string(ignored);
+    } else if (s[i] == '{') {
+      object([&](const std::string&) { skip(); });
+    } else if (s[i] == '[') {
+      array([&] { skip(); });
+    } else {
+      const std::size_t start = i;
+      while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n') ++i;
+      if (i == start) ok = false;
+    }
+    --depth;
+  }
+  // An object: `member(key)` reads (or skips) each member's value.
+  template <class F>
+  void object(F&& member) {
+    if (!eat('{')) {
+      ok = false;
+      return;
+    }
+    if (eat('}')) return;
+    std::string key;
+    do {
+      if (!string(key) || !eat(':')) return void(ok = false);
+      member(key);
+      if (!ok) return;
+    } while (eat(','));
+    if (!eat('}')) ok = false;
+  }
+  template <class F>
+  void array(F&& element) {
+    if (!eat('[')) {
+      ok = false;
+      return;
+    }
+    if (eat(']')) return;
+    do {
+      element();
+      if (!ok) return;
+    } while (eat(','));
+    if (!eat(']')) ok = false;
+  }
+};
+
+// The headers NVRTC's trace says it processed ("Processing Header File"
+// events), into `headers` (each followed by a NUL). False when the trace
+// cannot be read, or lists no header at all (NVRTC always processes its
+// builtin one: another format, which is not understood).
+inline bool trace_headers(std::string_view trace, std::string& headers) {
+  JsonReader j{trace};
+  std::size_t count = 0;
+  j.object([&](const std::string& key) {
+    if (key != "traceEvents") return j.skip();
+    j.array([&] {
+      std::string name, detail, value;
+      bool has_detail = false;
+      j.object([&](const std::string& k) {
+        if (k == "name") {
+          j.string(name);
+        } else if (k == "args") {
+          j.object([&](const std::string& a) {
+            if (a == "detail") {
+              has_detail = j.string(detail);
+            } else {
+              j.skip();
+            }
+          });
+        } else {
+          j.skip();
+        }
+      });
+      if (j.ok && name == "Processing Header File") {
+        if (!has_detail) j.ok = false;
+        headers.append(detail).push_back('\0');
+        ++count;
+      }
+    });
+  });
+  j.space();
+  return j.ok && j.i == trace.size() && count > 0;
+}
+
+// NVRTC's own header, which the trace lists by this name.
+inline constexpr std::string_view nvrtc_builtin_header = "__nv_nvrtc_builtin_header.h";
+
+// Why the compile that wrote `trace` may have read a file from disk (the
+// first header it processed that is not among `given`: name, source, ...),
+// or empty when it read none.
+inline std::string disk_header(std::string_view trace, const StringList& given) {
+  std::string headers;
+  if (!trace_headers(trace, headers)) return cat({"NVRTC's trace of the headers it read could not be read"});
+  for (std::string_view rest = headers; !rest.empty();) {
+    const std::string_view h = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(h.size() + 1);
+    bool in_memory = h == nvrtc_builtin_header;
+    std::size_t k = 0;
+    for (std::string_view name : given)
+      if (k++ % 2 == 0 && name == h) in_memory = true;
+    if (!in_memory) return cat({"NVRTC read \"", h, "\" from disk (it is not among the headers given)"});
+#if !OXICUDA_WINDOWS
+    // NVRTC resolves an include relative to the including file's name, on
+    // disk: a header given as "d/x.h" that includes "y.h" reads the file
+    // d/y.h when there is one, and the trace then names "d/y.h", as it names
+    // a header given by that name. When a file by the name exists, the trace
+    // cannot tell which was read.
+    struct stat st {};
+    if (h != nvrtc_builtin_header && ::stat(std::string(h).c_str(), &st) == 0)
+      return cat({"NVRTC processed \"", h, "\", the name of a header given, and a file by that name exists on disk: ",
+                  "the trace cannot tell which one it read"});
+#endif
+  }
+  return {};
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/source_rules.hpp ----
+
+// ---- begin oxicuda/compile/compiler_identity.hpp ----
+// oxicuda/compile/compiler_identity.hpp — which NVRTC (or nvJitLink) the process
+// compiles with, for the kernel cache's key: the library that is loaded, by
+// its real path, file and version, without loading it on a cache hit.
+
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// ---------------------------------------------------------------------------
+// Which NVRTC (or nvJitLink) the process compiles with, for the key.
+//
+// The library that is loaded, by its real path, (device, inode, size, time)
+// and version. Once oxicuda has loaded it in this process, that is the
+// answer for good. Before, loading it costs ~60 ms, which a hit must not pay:
+// a record in the cache directory, kept per search (the variables the search
+// reads and the object that calls dlopen), holds what the last load found,
+// with fingerprints of everything that could make the search find another
+// file: /etc/ld.so.cache, each directory of the dynamic loader's search list
+// for the caller (LD_LIBRARY_PATH, RUNPATH, the system's) and of oxicuda's
+// own steps ($CONDA_PREFIX/lib, $CUDA_HOME/lib64, ...), and the library's
+// file. The record is trusted only when all still match; otherwise the
+// library is loaded and asked (a copy already in the process is asked
+// without loading anything), and the record rewritten when it changed.
+
+#if !OXICUDA_WINDOWS
+// "dev ino size mtime" of `path` (stat follows links), or "-" when missing.
+inline std::string file_fingerprint(const char* path) {
+  struct stat st {};
+  if (::stat(path, &st) != 0) return cat({"-"});
+  return cat({std::to_string(static_cast<unsigned long long>(st.st_dev)), " ",
+              std::to_string(static_cast<unsigned long long>(st.st_ino)), " ",
+              std::to_string(static_cast<long long>(st.st_size)), " ", std::to_string(st.st_mtim.tv_sec), ".",
+              std::to_string(st.st_mtim.tv_nsec)});
+}
+
+// The object (executable or shared library) whose code calls dlopen for
+// oxicuda: its file, and a handle to it for dlinfo (to close).
+struct Caller {
+  std::string file;
+  void* handle = nullptr;
+};
+inline Caller dlopen_caller() {
+  Caller c;
+  Dl_info di{};
+  void* fn = reinterpret_cast<void*>(&lib_open);
+  // A shared library is found by its name; the main program's name (which
+  // may be argv[0]) is not, and /proc/self/exe is its file.
+  if (::dladdr(fn, &di) && di.dli_fname && di.dli_fname[0] != '\0' &&
+      (c.handle = ::dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) != nullptr) {
+    c.file = di.dli_fname;
+    return c;
+  }
+  c.handle = ::dlopen(nullptr, RTLD_LAZY);
+  char exe[4096];
+  const ::ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  c.file = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("(main program)");
+  return c;
+}
+
+// The directories the dynamic loader would search for a library that `h`'s
+// object opens by name (glibc's RTLD_DI_SERINFO), each followed by '\n'.
+inline std::string loader_search_dirs(void* h) {
+  std::string dirs;
+#if defined(__GLIBC__)
+  Dl_serinfo size{};
+  if (!h || ::dlinfo(h, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof(Dl_serinfo)) return dirs;
+  void* block = std::malloc(size.dls_size);
+  if (!block) return dirs;
+  auto* info = static_cast<Dl_serinfo*>(block);
+  if (::dlinfo(h, RTLD_DI_SERINFOSIZE, info) == 0 && ::dlinfo(h, RTLD_DI_SERINFO, info) == 0)
+    for (unsigned k = 0; k < info->dls_cnt; ++k)
+      if (info->dls_serpath[k].dls_name) dirs.append(info->dls_serpath[k].dls_name).push_back('\n');
+  std::free(block);
+#else
+  (void)h;
+#endif
+  return dirs;
+}
+#endif
+
+#if !OXICUDA_WINDOWS
+// What of the search is fixed for the life of the process, found once: the
+// object that calls dlopen (its file and fingerprint), and the directories
+// the dynamic loader searches for it (it read LD_LIBRARY_PATH at start-up).
+struct CallerSearch {
+  std::string caller;
+  std::string dirs;
+};
+inline const CallerSearch& caller_search() {
+  static const CallerSearch* const s = [] {
+    auto* c = new CallerSearch;
+    Caller k = dlopen_caller();
+    c->caller = cat({k.file, "\n", file_fingerprint(k.file.c_str())});
+    c->dirs = loader_search_dirs(k.handle);
+    if (k.handle) ::dlclose(k.handle);
+    return c;
+  }();
+  return *s;
+}
+#endif
+
+// The search's inputs: what names the record.
+inline std::string search_inputs(const char* tag, const char* env) {
+  return cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
+              "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")
+#if !OXICUDA_WINDOWS
+                                                          ,
+              "\n", caller_search().caller
+#endif
+  });
+}
+
+// Fingerprints of what could change the file the search finds: one line a
+// file or directory ("path dev ino size mtime", or "path -").
+inline std::string search_fingerprints(const char* env) {
+  std::string out;
+#if OXICUDA_WINDOWS
+  (void)env;
+#else
+  // The file the variable names, through any links on its way (a directory
+  // link re-pointed names another library by the same path).
+  if (const std::string named = env_string(env); !named.empty()) {
+    char* real = ::realpath(named.c_str(), nullptr);
+    const std::string r = real ? std::string(real) : std::string("-");
+    std::free(real);
+    out.append(env).append(" ").append(r).append(" ").append(file_fingerprint(r.c_str())).push_back('\n');
+  }
+  std::string dirs = caller_search().dirs;
+  for (const char* root : {"CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"}) {
+    const std::string r = env_string(root);
+    if (r.empty()) continue;
+    if (std::string_view(root) == "CONDA_PREFIX") dirs.append(r).append("/lib\n");
+    else dirs.append(r).append("/lib64\n").append(r).append("/lib\n");
+  }
+  dirs.append("/usr/local/cuda/lib64\n/usr/local/cuda/lib\n");
+  out.append("/etc/ld.so.cache ").append(file_fingerprint("/etc/ld.so.cache")).push_back('\n');
+  std::string seen = "\n";
+  for (std::string_view rest = dirs; !rest.empty();) {
+    const std::string_view d = rest.substr(0, rest.find('\n'));
+    rest.remove_prefix(d.size() + (d.size() < rest.size()));
+    const std::string line = cat({"\n", d, "\n"});
+    if (d.empty() || seen.find(line) != std::string::npos) continue;
+    seen.append(d).push_back('\n');
+    out.append(d).append(" ").append(file_fingerprint(std::string(d).c_str())).push_back('\n');
+    // glibc also searches <dir>/glibc-hwcaps/<level>/ (x86-64-v2, ...), which
+    // RTLD_DI_SERINFO does not list: a library added there changes no
+    // fingerprint of <dir> itself.
+    const std::string hw = cat({d, "/glibc-hwcaps"});
+    out.append(hw).append(" ").append(file_fingerprint(hw.c_str())).push_back('\n');
+    if (DIR* dh = ::opendir(hw.c_str())) {
+      std::string levels;
+      while (const struct dirent* ent = ::readdir(dh))
+        if (ent->d_name[0] != '.') levels.append(hw).append("/").append(ent->d_name).push_back('\n');
+      ::closedir(dh);
+      for (std::string_view lr = levels; !lr.empty();) {
+        const std::string_view l = lr.substr(0, lr.find('\n'));
+        lr.remove_prefix(l.size() + (l.size() < lr.size()));
+        out.append(l).append(" ").append(file_fingerprint(std::string(l).c_str())).push_back('\n');
+      }
+    }
+  }
+#endif
+  return out;
+}
+
+// The identity of a loaded library for the key: its real path, its file's
+// fingerprint, its version; for NVRTC, then the real path and fingerprint of
+// the builtins library it loads at its first compile (by name, through the
+// loader: libnvrtc-builtins.so.13.0 for 13.0), which holds its builtin
+// header. (Files, one a line.)
+inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins) {
+#if !OXICUDA_WINDOWS
+  char* real = ::realpath(info.path.c_str(), nullptr);
+  const std::string path = real ? std::string(real) : info.path.empty() ? info.library : info.path;
+  std::free(real);
+  std::string id = cat({path, "\n", file_fingerprint(path.c_str()), "\n", std::to_string(info.version)});
+  if (nvrtc_builtins && info.version > 0) {
+    const std::string name = cat({"libnvrtc-builtins.so.", std::to_string(info.version / 1000), ".",
+                                  std::to_string(info.version % 1000 / 10)});
+    std::string builtins = "-";
+    if (void* h = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+      struct link_map* map = nullptr;
+      if (::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name) {
+        char* b = ::realpath(map->l_name, nullptr);
+        if (b) builtins = b;
+        std::free(b);
+      }
+      ::dlclose(h);
+    }
+    id = cat({id, "\n", builtins, "\n", builtins == "-" ? std::string("-") : file_fingerprint(builtins.c_str())});
+  }
+  return id;
+#else
+  (void)nvrtc_builtins;
+  return cat({info.path.empty() ? info.library : info.path, "\n", std::to_string(info.version)});
+#endif
+}
+
+// Whether the files an identity names (loaded_identity) are unchanged.
+inline bool identity_files_unchanged(std::string_view id) {
+#if !OXICUDA_WINDOWS
+  std::string_view line[5];
+  int n = 0;
+  for (std::string_view rest = id; n < 5 && !rest.empty(); ++n) {
+    line[n] = rest.substr(0, rest.find('\n'));
+    rest.remove_prefix(line[n].size() + (line[n].size() < rest.size()));
+  }
+  if (n < 3 || line[0].empty() || file_fingerprint(std::string(line[0]).c_str()) != line[1]) return false;
+  return n < 5 || line[3] == "-" || file_fingerprint(std::string(line[3]).c_str()) == line[4];
+#else
+  (void)id;
+  return false;
+#endif
+}
+
+// Whether a library of this kind may be loaded in the process: one whose
+// file is named as `named` (the environment's override), or, without it,
+// whose file name begins as a candidate's family does ("libnvrtc.so" for
+// "libnvrtc.so.13"): then oxicuda's search would take it ("already
+// loaded"), so it is asked. Read from the loader's list in memory
+// (dl_iterate_phdr): dlopen with RTLD_NOLOAD would search the disk for a
+// library that is not loaded, which costs a hit far more.
+inline bool loaded_in_process(const char* const* files, std::size_t file_count, const std::string& named) {
+#if !OXICUDA_WINDOWS
+  struct Look {
+    const char* const* files;
+    std::size_t count;
+    std::string_view named, named_base;
+    bool found;
+  };
+  const std::string_view n = named;
+  Look look{files, file_count, n, n.substr(n.rfind('/') == std::string_view::npos ? 0 : n.rfind('/') + 1), false};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* l = static_cast<Look*>(data);
+        const std::string_view name = info->dlpi_name ? info->dlpi_name : "";
+        const std::size_t slash = name.rfind('/');
+        const std::string_view base = name.substr(slash == std::string_view::npos ? 0 : slash + 1);
+        if (!l->named.empty()) {
+          l->found = name == l->named || base == l->named_base;
+        } else {
+          for (std::size_t i = 0; i < l->count && !l->found; ++i) {
+            const std::string_view f = l->files[i];
+            const std::string_view family = f.substr(0, f.find(".so") == std::string_view::npos ? f.size() : f.find(".so") + 3);
+            l->found = base.substr(0, family.size()) == family;
+          }
+        }
+        return l->found ? 1 : 0;
+      },
+      &look);
+  return look.found;
+#else
+  (void)files, (void)file_count, (void)named;
+  return false;
+#endif
+}
+
+// Once oxicuda has loaded a library in this process, its identity stands
+// for good: every compile uses that copy. (With the directory whose record
+// was last brought up to date, so that a record is written once a
+// directory, not on every lookup.)
+struct LoadedIdentity {
+  std::string id, dir;
+};
+struct LoadedIdentities {
+#if !OXICUDA_WINDOWS
+  std::mutex mu;
+#endif
+  LoadedIdentity nvrtc, nvjitlink, other;
+};
+inline LoadedIdentities& loaded_identities() {
+  static LoadedIdentities* const l = new LoadedIdentities;
+  return *l;
+}
+
+inline std::string library_identity_for_cache(const std::string& dir, const char* tag, const char* env,
+                                              const char* const* files, std::size_t file_count,
+                                              const LibraryInfo& (*info_of)() noexcept) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)tag, (void)env, (void)files, (void)file_count;
+  const LibraryInfo& info = info_of();
+  return info.found ? loaded_identity(info, false) : std::string();
+#else
+  LoadedIdentities& memo = loaded_identities();
+  // (Only oxicuda's own libraries are remembered; a test's stand-in is not.)
+  const bool remembered = info_of == &nvrtc_info || info_of == &nvjitlink_info;
+  LoadedIdentity& mine = info_of == &nvrtc_info ? memo.nvrtc : info_of == &nvjitlink_info ? memo.nvjitlink : memo.other;
+  std::string id;
+  if (remembered) {
+    std::lock_guard lock(memo.mu);
+    if (!mine.id.empty() && mine.dir == dir) return mine.id;
+    id = mine.id;
+  }
+  // Loaded in the process already (by oxicuda, or anyone): asking is cheap.
+  const bool loaded = !id.empty() || loaded_in_process(files, file_count, env_string(env));
+  const std::string record = cat({tag, "-", KeyHash().add(search_inputs(tag, env)).hex()});
+  std::string payload, note;
+  const std::string fingerprints = search_fingerprints(env);
+  const bool have_record = cache_record_read(dir, record, payload, note);
+  if (!loaded && have_record) {
+    std::string_view in = payload, recorded, prints;
+    if (take_field(in, recorded) && take_field(in, prints) && in.empty() && prints == fingerprints) {
+      // The library's own file (and NVRTC's builtins), unchanged.
+      if (identity_files_unchanged(recorded)) return std::string(recorded);
+    }
+  }
+  const LibraryInfo& info = info_of();
+  if (!info.found) return std::string();  // the compile that follows reports why
+  if (id.empty()) id = loaded_identity(info, std::string_view(tag) == "nvrtc");
+  if (remembered) {
+    std::lock_guard lock(memo.mu);
+    mine.id = id;
+    mine.dir = dir;
+  }
+  // A record only for what oxicuda's search found (now, or at an earlier
+  // compile of this process), not for a copy that something else had
+  // loaded; and only when it changed.
+  if (info.found_by != std::string_view("already loaded")) {
+    std::string fresh;
+    put_field(fresh, id);
+    put_field(fresh, fingerprints);
+    if (!have_record || fresh != payload) (void)cache_record_write(dir, record, fresh, note);
+  }
+  return id;
+#endif
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/compiler_identity.hpp ----
+
+// ---- begin oxicuda/compile/source.hpp ----
+// oxicuda/compile/source.hpp — module_from_source: CUDA C++ source to a loaded
+// Module in one step. It compiles for the context's device (program.hpp),
+// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
+// on-disk cache (cache.hpp, cache_entry.hpp) and loads it with its name
+// expressions, so that module.kernel<void(float*)>("saxpy<float>") finds the
+// template's instance. A cache hit neither compiles nor loads NVRTC.
+//
+// The cache's rule: whatever NVRTC reads from disk is in the key, or the
+// result is not cached. The key holds the source, the headers given, the
+// options, the target and the identity of the NVRTC (and nvJitLink) that
+// the process loads. NVRTC itself says which headers it read: a cacheable
+// compile runs with --fdevice-time-trace, and its result is stored only when
+// every header NVRTC processed was one given in memory (or NVRTC's builtin).
+// What the trace cannot show (a __has_include probe) is refused by a
+// deliberately coarse rule on the text.
+//
+// Below it: SourceOptions and the rules on what NVRTC may read
+// (source_rules.hpp), the compiler's identity for the key
+// (compiler_identity.hpp), the entry's codec (cache_entry.hpp).
+
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
+// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
+// fallback, where the cache was refused or an entry discarded) and the
+// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
+[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
+                                        SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// The entry's key: everything that makes the compiled image.
+inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
+                              const std::string& compilers) {
+  KeyHash h;
+  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  return h.hex();
+}
+
+inline void add_note(std::string& notes, std::string_view note) {
+  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
+}
+
+// ---------------------------------------------------------------------------
+// module_from_source's steps: find in the cache, compile, store.
+
+// Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
+// entry that is no entry (cache_entry.hpp) or that the driver refuses as an
+// image is discarded, with a note, and the caller compiles. Any other load
+// failure (out of memory, a bad JitOptions value) is raised, and the entry
+// kept. Nothing is thrown for the entry itself, so this holds without
+// exceptions too.
+inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
+                          SourceLocation where, Module& out, std::string& notes) {
+  std::string payload, note;
+  const bool read = cache_read(dir, key, payload, note);
+  add_note(notes, note);
+  if (!read) return false;
+  CacheEntry e;
+  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
+    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    return false;
+  }
+  std::string jit_error;
+  const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
+  if (r.ok()) {
+    cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const std::string path = cat({dir, "/", key, ".bin"});
+  if (!entry_at_fault(r.result))
+    fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
+                        std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
+                        jit_error}));
+  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
+                       describe_result(r.result), jit_error, ")"}));
+  return false;
+}
+
+// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
+// `out`; text loses its trailing NULs.
+template <class Size, class Fill>
+NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
+  std::size_t n = 0;
+  NvrtcOutcome r = size(&n);
+  if (!r.ok()) return r;
+  out.assign(n, '\0');
+  if (n) r = fill(out.data());
+  if (text)
+    while (!out.empty() && out.back() == '\0') out.pop_back();
+  return r;
+}
+
+// What step 2 made.
+struct SourceBuild {
+  std::string image;
+  bool is_text = false;
+  std::string names;      // expression, lowered name, ...: as Module keeps them
+  std::string log;        // the compile's own log (NVRTC's, an architecture fallback)
+  std::string not_cached;  // why the result may not be stored (what NVRTC read from disk), or empty
+};
+
+// One NVRTC compile, its result not raised: NVRTC_ERROR_INVALID_OPTION
+// from an NVRTC without --fdevice-time-trace is the caller's to handle.
+inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view source, const SourceOptions& o,
+                                  const StringList& args, SourceLocation where) {
+  if (program.raw) check(OXICUDA_NVRTC(DestroyProgram, &program.raw), where);
+  const std::string text(source);
+  if (text.find('\0') != std::string::npos)
+    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
+                cat({"the source holds a NUL byte at offset ", std::to_string(text.find('\0')),
+                     "; NVRTC would compile only what comes before it"}),
+                where));
+  if (o.headers.size() % 2 != 0)
+    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
+                "the headers are a list of name, source pairs; the last name has no source", where));
+  const CStrings header_names(o.headers, 0, 2);
+  const CStrings header_sources(o.headers, 1, 2);
+  check(OXICUDA_NVRTC(CreateProgram, &program.raw, text.c_str(), o.name.c_str(),
+                      static_cast<int>(o.headers.size() / 2), header_sources.get(), header_names.get()),
+        where);
+  for (std::string_view e : o.name_expressions) check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
+  const CStrings argv(args);
+  return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
+}
+
+#if !OXICUDA_WINDOWS
+// A private name for NVRTC's trace in the cache directory (0700): a file
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
+struct TraceFile {
+  std::string name;
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
+    const int fd = ::mkstemp(t.data());
+    if (fd >= 0) {
+      ::close(fd);
+      name = std::move(t);
+      ::unlink(cat({name, ".json"}).c_str());
+    }
+  }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile() {
+    if (name.empty()) return;
+    ::unlink(cat({name, ".json"}).c_str());
+    ::unlink(name.c_str());
+  }
+  // The trace NVRTC wrote (at most 64 MiB), or false.
+  bool read(std::string& out) const {
+    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+    if (ok) {
+      out.assign(static_cast<std::size_t>(st.st_size), '\0');
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ok = got == out.size();
+    }
+    ::close(fd);
+    return ok;
+  }
+};
+#endif
+
+// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
+// compile), NVRTC writes its trace there and `not_cached` says whether it
+// read a file from disk.
+inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
+                                  const std::string& device_arch, const std::string& trace_dir,
+                                  const std::string& key, SourceLocation where) {
+  SourceBuild b;
+  CompileOptions compile = options.compile;
+  std::string fallback;
+  if (compile.arch.empty()) {
+    ArchChoice choice = arch_for(cc, supported_archs(where), where);
+    compile.arch = std::move(choice.arch);
+    fallback = std::move(choice.note);
+    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
+      compile.lto = false;
+  }
+  const StringList args = compile.arguments();
+  NvrtcProgramGuard program;
+  NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
+  bool compiled = false;
+#if !OXICUDA_WINDOWS
+  struct rlimit fsize {};
+  const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
+  if (!trace_dir.empty() && size_limited) {
+    // NVRTC writes the trace itself, and past the limit the write would
+    // raise SIGXFSZ, which ends the process: no trace, so not stored.
+    b.not_cached = cat({"the process has a file-size limit (RLIMIT_FSIZE, ", std::to_string(fsize.rlim_cur),
+                        " bytes), under which NVRTC's trace of the headers it read is not written"});
+  } else if (!trace_dir.empty()) {
+    const TraceFile trace(trace_dir, key);
+    if (trace.name.empty()) {
+      b.not_cached = cat({"no file for NVRTC's trace could be made in ", trace_dir});
+    } else {
+      StringList traced = args;
+      traced.add(cat({"--fdevice-time-trace=", trace.name}));
+      r = nvrtc_compile(program, source, options, traced, where);
+      compiled = r.ok() || r.result != ffi::NVRTC_ERROR_INVALID_OPTION;
+      std::string text;
+      if (!compiled)
+        b.not_cached = cat({"this NVRTC does not take --fdevice-time-trace, which tells which files it read"});
+      else if (r.ok() && !trace.read(text))
+        b.not_cached = cat({"NVRTC wrote no trace of the headers it read"});
+      else if (r.ok())
+        b.not_cached = disk_header(text, options.headers);
+    }
+  }
+#else
+  (void)trace_dir, (void)key;
+#endif
+  if (!compiled) r = nvrtc_compile(program, source, options, args, where);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    std::string log;
+    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    fail(r, where,
+         cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
+              args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
+  }
+  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
+                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
+        where);
+  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  StringList lowered_names;
+  for (std::string_view e : options.name_expressions) {
+    const char* lowered = nullptr;
+    check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
+    lowered_names.add(e).add(lowered ? lowered : "");
+  }
+  b.names = lowered_names.joined();
+  CodeKind kind = CodeKind::ptx;
+  if (compile.lto) {
+    kind = CodeKind::ltoir;
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+          where);
+  } else if (std::string_view(compile.arch).starts_with("sm_")) {
+    kind = CodeKind::cubin;
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+          where);
+  } else {
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+          where);
+  }
+  if (kind == CodeKind::ltoir) {
+    // For a virtual architecture (compute_90), the link is for the device's
+    // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    Compiled c;
+    c.kind = kind;
+    c.code = std::move(b.image);
+    c.arch = compile.arch;
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
+                     where);
+    linker.add(c, options.name, where);
+    b.image = linker.complete(where);
+  }
+  b.is_text = kind == CodeKind::ptx;
+  if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
+  return b;
+}
+
+// Step 3: stores what step 2 made as the entry `key`, unless it may not be
+// cached; what happened goes to `notes`.
+inline void store_in_cache(const std::string& dir, const std::string& key, const SourceBuild& b,
+                           const SourceOptions& o, std::string& notes) {
+  if (!b.not_cached.empty()) {
+    add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
+    return;
+  }
+  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
+  CacheEntry e;
+  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
+    add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
+    return;
+  }
+  std::string note;
+  if (!cache_write(dir, key, payload, note)) add_note(notes, note);
+}
+
+}  // namespace detail
+
+inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                 SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
+  const ComputeCapability cc = ctx.device(where).compute_capability(where);
+  const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
+
+  std::string notes, dir, key;
+  if (options.cache) {
+    std::string dir_note;
+    dir = detail::cache_directory(dir_note);
+    detail::add_note(notes, dir_note);
+    if (!dir.empty()) {
+      std::string compilers = detail::library_identity_for_cache(
+          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
+          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
+      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
+        compilers = detail::cat({compilers, "\n", device_arch, "\n",
+                                 detail::library_identity_for_cache(
+                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
+                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
+                                     &nvjitlink_info)});
+      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
+                               compilers);
+      Module hit;
+      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
+    }
+  }
+  // A miss: may its result be kept? (A hit needs no such check: an entry is
+  // stored only when these rules held, and the key holds all they read.)
+  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+      !why_not.empty()) {
+    key.clear();
+    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
+  }
+
+  if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
+  detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
+                                                 key, where);
+  // The entry keeps the compile's own log; this run's notes on the cache go
+  // to this module only.
+  if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);
+  std::string log = b.log;
+  if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
+  return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                    std::move(b.names), log);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/source.hpp ----

@@ -3,7 +3,7 @@
 
   version.py --version X.Y.Z --root R --compiler CXX
 
-Checks OXICUDA_VERSION_MAJOR/MINOR/PATCH/STRING in include/oxicuda/config.hpp
+Checks OXICUDA_VERSION_MAJOR/MINOR/PATCH/STRING in include/oxicuda/core/config.hpp
 and in the generated oxicuda.hpp (and its banner), CMakeLists.txt's
 project(oxicuda VERSION ...), the vcpkg port's version,
 that CHANGELOG.md has a section for it, and, by compiling, that the API lives
@@ -35,7 +35,7 @@ def main():
     want = {"MAJOR": major, "MINOR": minor, "PATCH": patch, "STRING": f'"{args.version}"'}
     problems = []
 
-    for rel in ("include/oxicuda/config.hpp", "oxicuda.hpp"):
+    for rel in ("include/oxicuda/core/config.hpp", "oxicuda.hpp"):
         found, text = macros(os.path.join(args.root, rel))
         for key, value in want.items():
             if found.get(key) != value:

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Inline the parts under include/oxicuda/ into the single header oxicuda.hpp.
+"""Inline the parts under include/oxicuda/<wing>/ into the single header oxicuda.hpp.
 
-The parts are taken in the order all.hpp includes them; each loses its
-`#pragma once` and its includes of other parts, and is framed by
-`// ---- begin oxicuda/<part> ----` / `// ---- end ... ----` lines. The output
-depends on nothing but the parts (no dates, no paths), so it is reproducible.
+all.hpp includes the wing headers (include/oxicuda/<wing>.hpp) bottom up; each
+wing header includes its parts, in order. The parts are taken in that order;
+each loses its `#pragma once` and its includes of other parts, and is framed
+by `// ---- begin oxicuda/<wing>/<part> ----` / `// ---- end ... ----` lines.
+The output depends on nothing but the parts (no dates, no paths), so it is
+reproducible.
 
   amalgamate.py            write oxicuda.hpp
   amalgamate.py --check    exit 1, naming the first stale part, when the
@@ -12,8 +14,16 @@ depends on nothing but the parts (no dates, no paths), so it is reproducible.
   amalgamate.py --output F write F instead
   amalgamate.py --list-parts
                            print the parts in order, one name a line (without
-                           .hpp): all.hpp is the one list of parts, which the
-                           compile tests read through this
+                           .hpp, e.g. core/config): all.hpp and the wing headers
+                           are the one list of parts, which the compile tests
+                           read through this
+  amalgamate.py --list-wings
+                           print the wings bottom up, one name a line
+  amalgamate.py --check-layers
+                           exit 1 when a part includes a part of a wing above its
+                           own, or a wing header includes a part of another wing;
+                           with --sizes also when a part (the ABI tables excepted)
+                           is over 350 lines
 Stdlib only.
 """
 import os
@@ -35,18 +45,56 @@ BANNER = """\
 """
 
 
+MAX_LINES = 350
+ABI_TABLES = {"core/ffi.hpp", "core/nvrtc_ffi.hpp", "core/nvjitlink_ffi.hpp"}
+
+
+def local_includes(path):
+    with open(path, encoding="utf-8") as f:
+        return [m.group(1) for m in map(LOCAL_INCLUDE.match, f) if m]
+
+
+def wings():
+    """The wings bottom up: the headers all.hpp includes, without .hpp."""
+    return [w[: -len(".hpp")] for w in local_includes(os.path.join(PARTS, "all.hpp"))]
+
+
 def part_order():
-    order = []
-    with open(os.path.join(PARTS, "all.hpp"), encoding="utf-8") as f:
-        for line in f:
-            m = LOCAL_INCLUDE.match(line)
-            if m:
-                order.append(m.group(1))
-    return order
+    """Every part as wing/part.hpp, in the order all.hpp and the wing headers give."""
+    return [p for w in wings() for p in local_includes(os.path.join(PARTS, w + ".hpp"))]
+
+
+def check_layers(sizes):
+    rank = {w: i for i, w in enumerate(wings())}
+    problems = []
+    for w in rank:
+        for inc in local_includes(os.path.join(PARTS, w + ".hpp")):
+            if os.path.dirname(inc) != w or not os.path.exists(os.path.join(PARTS, inc)):
+                problems.append(f"{w}.hpp includes {inc}, not a part of its own folder {w}/")
+    for part in part_order():
+        wing = part.split("/")[0]
+        path = os.path.join(PARTS, part)
+        for inc in local_includes(path):
+            target = os.path.normpath(os.path.join(os.path.dirname(part), inc))
+            twing = target.split(os.sep)[0]
+            if twing not in rank:
+                problems.append(f"{part} includes {inc}, which is in no wing")
+            elif rank[twing] > rank[wing]:
+                problems.append(f"{part} ({wing}) includes {inc}: {twing} is a wing above {wing}")
+        with open(path, encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        if sizes and n > MAX_LINES and part not in ABI_TABLES:
+            problems.append(f"{part} is {n} lines; a part is at most {MAX_LINES}")
+    for p in problems:
+        print("check-layers:", p)
+    if not problems:
+        print(f"check-layers: {len(rank)} wings, {len(part_order())} parts; every include points down"
+              + (f", and every part is at most {MAX_LINES} lines (the ABI tables excepted)" if sizes else ""))
+    return 1 if problems else 0
 
 
 def version():
-    with open(os.path.join(PARTS, "config.hpp"), encoding="utf-8") as f:
+    with open(os.path.join(PARTS, "core", "config.hpp"), encoding="utf-8") as f:
         m = re.search(r'#define OXICUDA_VERSION_STRING "([^"]+)"', f.read())
     return m.group(1) if m else "?"
 
@@ -60,7 +108,7 @@ def render_part(name):
             continue
         m = LOCAL_INCLUDE.match(line)
         if m:
-            if not os.path.exists(os.path.join(PARTS, m.group(1))):
+            if not os.path.exists(os.path.join(PARTS, os.path.dirname(name), m.group(1))):
                 sys.exit(f"amalgamate: {name} includes unknown part {m.group(1)}")
             continue
         body.append(line)
@@ -78,6 +126,11 @@ def main(argv):
     if "--list-parts" in argv:
         print("\n".join(p[: -len(".hpp")] for p in part_order()))
         return 0
+    if "--list-wings" in argv:
+        print("\n".join(wings()))
+        return 0
+    if "--check-layers" in argv:
+        return check_layers("--sizes" in argv)
     output = os.path.join(ROOT, "oxicuda.hpp")
     check = "--check" in argv
     if "--output" in argv:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the ABI test's checks from include/oxicuda/ffi.hpp itself, so that
+"""Generate the ABI test's checks from include/oxicuda/core/ffi.hpp itself, so that
 every enumerator, struct and table entry it declares is compared with the
 toolkit's cuda.h / cudaTypedefs.h — none can be forgotten.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the tables in include/oxicuda/ffi.hpp that mirror cuda.h.
+"""Regenerate the tables in include/oxicuda/core/ffi.hpp that mirror cuda.h.
 
 Reads the toolkit's cuda.h (argument, or $CUDA_PATH/include/cuda.h, or
 /usr/local/cuda/include/cuda.h) and rewrites the text between the
@@ -18,7 +18,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FFI = os.path.join(HERE, "..", "include", "oxicuda", "ffi.hpp")
+FFI = os.path.join(HERE, "..", "include", "oxicuda", "core", "ffi.hpp")
 
 
 def find_cuda_h():

@@ -1,41 +1,13 @@
 // oxicuda/all.hpp — every part of oxicuda; the modular form of oxicuda.hpp.
 #pragma once
 
-// The order is the layering, bottom up (tools/amalgamate.py follows it).
+// The wings, bottom up; each wing header lists its parts in order, and
+// tools/amalgamate.py follows both. A wing includes only the wings below it.
 // clang-format off
-#include "config.hpp"
-#include "ffi.hpp"
-#include "nvrtc_ffi.hpp"
-#include "nvjitlink_ffi.hpp"
-#include "library.hpp"
-#include "loader.hpp"
-#include "toolkit.hpp"
-#include "error.hpp"
-#include "callback.hpp"
-#include "device.hpp"
-#include "handle.hpp"
-#include "context.hpp"
-#include "in_context.hpp"
-#include "event.hpp"
-#include "stream.hpp"
-#include "image.hpp"
-#include "module.hpp"
+#include "core.hpp"
+#include "driver.hpp"
+#include "memory.hpp"
 #include "kernel.hpp"
-#include "span.hpp"
-#include "copy.hpp"
-#include "buffer.hpp"
-#include "pool.hpp"
-#include "kernel_args.hpp"
-#include "launch.hpp"
-#include "program.hpp"
-#include "lto.hpp"
-#include "link.hpp"
-#include "cache.hpp"
-#include "cache_entry.hpp"
-#include "source_rules.hpp"
-#include "compiler_identity.hpp"
-#include "source.hpp"
 #include "graph.hpp"
-#include "graph_exec.hpp"
-#include "capture.hpp"
+#include "compile.hpp"
 // clang-format on

@@ -9,7 +9,7 @@
 
 set(VCPKG_BUILD_TYPE release) # header-only port: one configuration is all there is
 
-if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../../include/oxicuda/config.hpp")
+if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../../include/oxicuda/core/config.hpp")
     get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
 else()
     vcpkg_from_github(

@@ -99,7 +99,8 @@ def check_install(root, tmp):
         f.write("[binaries]\npkgconfig = 'false'\ncmake = 'false'\n")
     prefix = meson_install(root, tmp, "--native-file", native, "--libdir", "lib",
                            "-Dpkgconfig.relocatable=true")
-    parts = sorted(os.listdir(os.path.join(root, "include", "oxicuda")))
+    parts = sorted(os.path.relpath(os.path.join(d, f), os.path.join(root, "include", "oxicuda"))
+                   for d, _, fs in os.walk(os.path.join(root, "include", "oxicuda")) for f in fs)
     expected = {"include/oxicuda.hpp", "lib/pkgconfig/oxicuda.pc",
                 "lib/cmake/oxicuda/oxicudaConfig.cmake", "lib/cmake/oxicuda/oxicudaConfigVersion.cmake"}
     expected |= {f"include/oxicuda/{p}" for p in parts}

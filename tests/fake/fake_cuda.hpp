@@ -19,7 +19,7 @@
 // 11.3) or fake_optional.cpp (a driver without the newest entry points).
 #pragma once
 
-#include "oxicuda/ffi.hpp"
+#include "oxicuda/core/ffi.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -6,8 +6,8 @@
 #pragma once
 
 #include "fake_abi.h"
-#include "oxicuda/nvjitlink_ffi.hpp"
-#include "oxicuda/nvrtc_ffi.hpp"
+#include "oxicuda/core/nvjitlink_ffi.hpp"
+#include "oxicuda/core/nvrtc_ffi.hpp"
 
 #include <atomic>
 #include <cstdlib>

@@ -162,7 +162,8 @@ def check_port(pkg, root, port_dir):
     and its parts, the CMake package, the pkg-config file where vcpkg's
     release and debug searches both find it, the license and the usage note."""
     _, files = walk(pkg)
-    parts = sorted(os.listdir(os.path.join(root, "include", "oxicuda")))
+    parts = sorted(os.path.relpath(os.path.join(d, f), os.path.join(root, "include", "oxicuda"))
+                   for d, _, fs in os.walk(os.path.join(root, "include", "oxicuda")) for f in fs)
     pc_dir = "share/pkgconfig"
     found_pc = [f for f in files if f.endswith(".pc")]
     if found_pc and has_libs(os.path.join(pkg, found_pc[0])):

@@ -1,0 +1,18 @@
+// oxicuda/compile.hpp — the compile wing: NVRTC programs; nvJitLink (LTO) and cuLink; the kernel cache;
+// module_from_source.
+//
+// Including this header costs this wing's parts and the parts below that they
+// use, no more. Its parts include only parts of this wing and of the wings
+// below it (core, driver, memory, kernel).
+#pragma once
+
+// clang-format off
+#include "compile/program.hpp"
+#include "compile/lto.hpp"
+#include "compile/link.hpp"
+#include "compile/cache.hpp"
+#include "compile/cache_entry.hpp"
+#include "compile/source_rules.hpp"
+#include "compile/compiler_identity.hpp"
+#include "compile/source.hpp"
+// clang-format on

@@ -1,0 +1,368 @@
+// oxicuda/compile/source.hpp — module_from_source: CUDA C++ source to a loaded
+// Module in one step. It compiles for the context's device (program.hpp),
+// links LTO-IR with nvJitLink when asked (lto.hpp), keeps the result in the
+// on-disk cache (cache.hpp, cache_entry.hpp) and loads it with its name
+// expressions, so that module.kernel<void(float*)>("saxpy<float>") finds the
+// template's instance. A cache hit neither compiles nor loads NVRTC.
+//
+// The cache's rule: whatever NVRTC reads from disk is in the key, or the
+// result is not cached. The key holds the source, the headers given, the
+// options, the target and the identity of the NVRTC (and nvJitLink) that
+// the process loads. NVRTC itself says which headers it read: a cacheable
+// compile runs with --fdevice-time-trace, and its result is stored only when
+// every header NVRTC processed was one given in memory (or NVRTC's builtin).
+// What the trace cannot show (a __has_include probe) is refused by a
+// deliberately coarse rule on the text.
+//
+// Below it: SourceOptions and the rules on what NVRTC may read
+// (source_rules.hpp), the compiler's identity for the key
+// (compiler_identity.hpp), the entry's codec (cache_entry.hpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "cache.hpp"
+#include "cache_entry.hpp"
+#include "compiler_identity.hpp"
+#include "../kernel/kernel.hpp"
+#include "lto.hpp"
+#include "source_rules.hpp"
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
+// module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
+// fallback, where the cache was refused or an entry discarded) and the
+// JIT's log. A failed compile is an Error whose detail holds NVRTC's log.
+[[nodiscard]] Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options = {},
+                                        SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// The entry's key: everything that makes the compiled image.
+inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
+                              const std::string& compilers) {
+  KeyHash h;
+  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  return h.hex();
+}
+
+inline void add_note(std::string& notes, std::string_view note) {
+  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
+}
+
+// ---------------------------------------------------------------------------
+// module_from_source's steps: find in the cache, compile, store.
+
+// Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
+// entry that is no entry (cache_entry.hpp) or that the driver refuses as an
+// image is discarded, with a note, and the caller compiles. Any other load
+// failure (out of memory, a bad JitOptions value) is raised, and the entry
+// kept. Nothing is thrown for the entry itself, so this holds without
+// exceptions too.
+inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
+                          SourceLocation where, Module& out, std::string& notes) {
+  std::string payload, note;
+  const bool read = cache_read(dir, key, payload, note);
+  add_note(notes, note);
+  if (!read) return false;
+  CacheEntry e;
+  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
+    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    return false;
+  }
+  std::string jit_error;
+  const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
+  if (r.ok()) {
+    cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const std::string path = cat({dir, "/", key, ".bin"});
+  if (!entry_at_fault(r.result))
+    fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
+                        std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
+                        jit_error}));
+  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
+                       describe_result(r.result), jit_error, ")"}));
+  return false;
+}
+
+// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
+// `out`; text loses its trailing NULs.
+template <class Size, class Fill>
+NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
+  std::size_t n = 0;
+  NvrtcOutcome r = size(&n);
+  if (!r.ok()) return r;
+  out.assign(n, '\0');
+  if (n) r = fill(out.data());
+  if (text)
+    while (!out.empty() && out.back() == '\0') out.pop_back();
+  return r;
+}
+
+// What step 2 made.
+struct SourceBuild {
+  std::string image;
+  bool is_text = false;
+  std::string names;      // expression, lowered name, ...: as Module keeps them
+  std::string log;        // the compile's own log (NVRTC's, an architecture fallback)
+  std::string not_cached;  // why the result may not be stored (what NVRTC read from disk), or empty
+};
+
+// One NVRTC compile, its result not raised: NVRTC_ERROR_INVALID_OPTION
+// from an NVRTC without --fdevice-time-trace is the caller's to handle.
+inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view source, const SourceOptions& o,
+                                  const StringList& args, SourceLocation where) {
+  if (program.raw) check(OXICUDA_NVRTC(DestroyProgram, &program.raw), where);
+  const std::string text(source);
+  if (text.find('\0') != std::string::npos)
+    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
+                cat({"the source holds a NUL byte at offset ", std::to_string(text.find('\0')),
+                     "; NVRTC would compile only what comes before it"}),
+                where));
+  if (o.headers.size() % 2 != 0)
+    raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::module_from_source",
+                "the headers are a list of name, source pairs; the last name has no source", where));
+  const CStrings header_names(o.headers, 0, 2);
+  const CStrings header_sources(o.headers, 1, 2);
+  check(OXICUDA_NVRTC(CreateProgram, &program.raw, text.c_str(), o.name.c_str(),
+                      static_cast<int>(o.headers.size() / 2), header_sources.get(), header_names.get()),
+        where);
+  for (std::string_view e : o.name_expressions) check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
+  const CStrings argv(args);
+  return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
+}
+
+#if !OXICUDA_WINDOWS
+// A private name for NVRTC's trace in the cache directory (0700): a file
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
+struct TraceFile {
+  std::string name;
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
+    const int fd = ::mkstemp(t.data());
+    if (fd >= 0) {
+      ::close(fd);
+      name = std::move(t);
+      ::unlink(cat({name, ".json"}).c_str());
+    }
+  }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile() {
+    if (name.empty()) return;
+    ::unlink(cat({name, ".json"}).c_str());
+    ::unlink(name.c_str());
+  }
+  // The trace NVRTC wrote (at most 64 MiB), or false.
+  bool read(std::string& out) const {
+    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+    if (ok) {
+      out.assign(static_cast<std::size_t>(st.st_size), '\0');
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ok = got == out.size();
+    }
+    ::close(fd);
+    return ok;
+  }
+};
+#endif
+
+// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
+// compile), NVRTC writes its trace there and `not_cached` says whether it
+// read a file from disk.
+inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
+                                  const std::string& device_arch, const std::string& trace_dir,
+                                  const std::string& key, SourceLocation where) {
+  SourceBuild b;
+  CompileOptions compile = options.compile;
+  std::string fallback;
+  if (compile.arch.empty()) {
+    ArchChoice choice = arch_for(cc, supported_archs(where), where);
+    compile.arch = std::move(choice.arch);
+    fallback = std::move(choice.note);
+    if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
+      compile.lto = false;
+  }
+  const StringList args = compile.arguments();
+  NvrtcProgramGuard program;
+  NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
+  bool compiled = false;
+#if !OXICUDA_WINDOWS
+  struct rlimit fsize {};
+  const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
+  if (!trace_dir.empty() && size_limited) {
+    // NVRTC writes the trace itself, and past the limit the write would
+    // raise SIGXFSZ, which ends the process: no trace, so not stored.
+    b.not_cached = cat({"the process has a file-size limit (RLIMIT_FSIZE, ", std::to_string(fsize.rlim_cur),
+                        " bytes), under which NVRTC's trace of the headers it read is not written"});
+  } else if (!trace_dir.empty()) {
+    const TraceFile trace(trace_dir, key);
+    if (trace.name.empty()) {
+      b.not_cached = cat({"no file for NVRTC's trace could be made in ", trace_dir});
+    } else {
+      StringList traced = args;
+      traced.add(cat({"--fdevice-time-trace=", trace.name}));
+      r = nvrtc_compile(program, source, options, traced, where);
+      compiled = r.ok() || r.result != ffi::NVRTC_ERROR_INVALID_OPTION;
+      std::string text;
+      if (!compiled)
+        b.not_cached = cat({"this NVRTC does not take --fdevice-time-trace, which tells which files it read"});
+      else if (r.ok() && !trace.read(text))
+        b.not_cached = cat({"NVRTC wrote no trace of the headers it read"});
+      else if (r.ok())
+        b.not_cached = disk_header(text, options.headers);
+    }
+  }
+#else
+  (void)trace_dir, (void)key;
+#endif
+  if (!compiled) r = nvrtc_compile(program, source, options, args, where);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    std::string log;
+    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    fail(r, where,
+         cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
+              args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
+  }
+  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
+                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
+        where);
+  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  StringList lowered_names;
+  for (std::string_view e : options.name_expressions) {
+    const char* lowered = nullptr;
+    check(OXICUDA_NVRTC(GetLoweredName, program.raw, e.data(), &lowered), where);
+    lowered_names.add(e).add(lowered ? lowered : "");
+  }
+  b.names = lowered_names.joined();
+  CodeKind kind = CodeKind::ptx;
+  if (compile.lto) {
+    kind = CodeKind::ltoir;
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+          where);
+  } else if (std::string_view(compile.arch).starts_with("sm_")) {
+    kind = CodeKind::cubin;
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+          where);
+  } else {
+    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
+                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+          where);
+  }
+  if (kind == CodeKind::ltoir) {
+    // For a virtual architecture (compute_90), the link is for the device's
+    // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    Compiled c;
+    c.kind = kind;
+    c.code = std::move(b.image);
+    c.arch = compile.arch;
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
+                     where);
+    linker.add(c, options.name, where);
+    b.image = linker.complete(where);
+  }
+  b.is_text = kind == CodeKind::ptx;
+  if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
+  return b;
+}
+
+// Step 3: stores what step 2 made as the entry `key`, unless it may not be
+// cached; what happened goes to `notes`.
+inline void store_in_cache(const std::string& dir, const std::string& key, const SourceBuild& b,
+                           const SourceOptions& o, std::string& notes) {
+  if (!b.not_cached.empty()) {
+    add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
+    return;
+  }
+  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
+  CacheEntry e;
+  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
+    add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
+    return;
+  }
+  std::string note;
+  if (!cache_write(dir, key, payload, note)) add_note(notes, note);
+}
+
+}  // namespace detail
+
+inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                 SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
+  const ComputeCapability cc = ctx.device(where).compute_capability(where);
+  const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
+
+  std::string notes, dir, key;
+  if (options.cache) {
+    std::string dir_note;
+    dir = detail::cache_directory(dir_note);
+    detail::add_note(notes, dir_note);
+    if (!dir.empty()) {
+      std::string compilers = detail::library_identity_for_cache(
+          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
+          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
+      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
+        compilers = detail::cat({compilers, "\n", device_arch, "\n",
+                                 detail::library_identity_for_cache(
+                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
+                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
+                                     &nvjitlink_info)});
+      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
+                               compilers);
+      Module hit;
+      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
+    }
+  }
+  // A miss: may its result be kept? (A hit needs no such check: an entry is
+  // stored only when these rules held, and the key holds all they read.)
+  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+      !why_not.empty()) {
+    key.clear();
+    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
+  }
+
+  if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
+  detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
+                                                 key, where);
+  // The entry keeps the compile's own log; this run's notes on the cache go
+  // to this module only.
+  if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);
+  std::string log = b.log;
+  if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
+  return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                    std::move(b.names), log);
+}
+
+OXICUDA_NAMESPACE_END

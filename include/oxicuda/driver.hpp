@@ -1,0 +1,17 @@
+// oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the shared
+// in-context handle; event; stream.
+//
+// Including this header costs this wing's parts and the parts below that they
+// use, no more. Its parts include only parts of this wing and of the wings
+// below it (core).
+#pragma once
+
+// clang-format off
+#include "driver/callback.hpp"
+#include "driver/device.hpp"
+#include "driver/handle.hpp"
+#include "driver/context.hpp"
+#include "driver/in_context.hpp"
+#include "driver/event.hpp"
+#include "driver/stream.hpp"
+// clang-format on

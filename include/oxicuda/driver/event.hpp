@@ -1,0 +1,111 @@
+// oxicuda/driver/event.hpp — Event: a marker in a stream's work. It is recorded
+// through the stream (stream.record(event), see stream.hpp); here are its
+// creation flags, synchronize, query and the time between two events.
+#pragma once
+
+#include <chrono>
+
+#include "in_context.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Options for an Event, taken by designated initializers:
+//   Event e{ctx, {.timing = false}}
+struct EventOptions {
+  bool timing = true;          // false: CU_EVENT_DISABLE_TIMING (cheaper record and wait)
+  bool blocking_sync = false;  // true: synchronize() sleeps instead of spinning
+};
+
+// Time between two events, as the driver measures it (about 0.5 µs resolution).
+using Milliseconds = std::chrono::duration<float, std::milli>;
+
+namespace detail {
+inline void destroy_event(CUevent_st* e) noexcept {
+  check_nothrow(OXICUDA_DRIVER(EventDestroy, e), "destroying an oxicuda::Event");
+  reclaim();
+}
+}  // namespace detail
+
+// A CUDA event. Copies share one driver event, destroyed (cuEventDestroy_v2)
+// once, when the last copy drops; every copy keeps the event's context alive.
+class Event {
+ public:
+  Event() noexcept = default;
+  explicit Event(const Context& ctx, EventOptions options = {}, SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return event_.get() != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept { return event_.context(); }
+  // Whether the event records time (created with {.timing = true}).
+  [[nodiscard]] bool timing() const noexcept { return event_.extra(); }
+  [[nodiscard]] long use_count() const noexcept { return event_.use_count(); }
+
+  // Blocks until the work before the event's last record has completed.
+  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  // True when that work has completed (or the event was never recorded).
+  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
+  // The time from `start` to `end`; both must have timing enabled and both
+  // must have completed.
+  [[nodiscard]] static Milliseconds elapsed(const Event& start, const Event& end,
+                                            SourceLocation where = SourceLocation::current());
+
+  friend bool operator==(const Event& a, const Event& b) noexcept { return a.raw() == b.raw(); }
+
+ private:
+
+  detail::SharedHandle<CUevent_st, detail::destroy_event, bool> event_;  // extra: timing
+};
+
+namespace detail {
+// A new driver event in `ctx` (made current around the call, as
+// cuEventCreate creates in the current context).
+inline CUevent create_event(const Context& ctx, EventOptions options, SourceLocation where) {
+  unsigned flags = ffi::CU_EVENT_DEFAULT;
+  if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
+  if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
+  if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  reclaim();
+  CUevent raw = nullptr;
+  SwitchCurrent current(ctx.raw(), where);
+  check(OXICUDA_DRIVER(EventCreate, &raw, flags), where);
+  return raw;
+}
+}  // namespace detail
+
+// (The handle is built in place: no temporary handle moved into it.)
+inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
+    : event_(ctx, detail::create_event(ctx, options, where), true, options.timing) {}
+
+inline void Event::synchronize(SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);
+  detail::reclaim();
+}
+
+inline bool Event::ready(SourceLocation where) const {
+  const detail::Outcome r = OXICUDA_DRIVER(EventQuery, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::ready", where));
+  if (OXICUDA_LIKELY(r.ok())) return true;
+  if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
+  detail::fail(r, where);
+}
+
+inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceLocation where) {
+  CUevent s = detail::checked(start, "oxicuda::Event", "oxicuda::Event::elapsed", where);
+  CUevent e = detail::checked(end, "oxicuda::Event", "oxicuda::Event::elapsed", where);
+  float ms = 0.0f;
+  const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
+  if (OXICUDA_UNLIKELY(!r.ok())) {
+    const char* why = "";
+    if (!start.timing())
+      why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
+    else if (!end.timing())
+      why = "the end event was created with {.timing = false}; elapsed time needs timing on both events";
+    else if (r.result == ffi::CUDA_ERROR_NOT_READY)
+      why = "an event has not completed yet; synchronize the end event first";
+    else if (r.result == ffi::CUDA_ERROR_INVALID_HANDLE)
+      why = "both events must have been recorded on a stream before their elapsed time is asked";
+    detail::fail(r, where, detail::cat({why}));
+  }
+  return Milliseconds(ms);
+}
+
+OXICUDA_NAMESPACE_END

@@ -1,0 +1,170 @@
+// oxicuda/kernel/launch.hpp — launching kernels on a stream: the untyped variadic
+// launch of a Function, and the typed, checked launch of a Kernel<Sig>.
+#pragma once
+
+#include <utility>
+
+#include "kernel_args.hpp"
+#include "../driver/stream.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Why a launch failed, in words, computed only after it has.
+[[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+                                                    SourceLocation where) {
+  std::string why =
+      cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
+           std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
+           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
+  // Both figures, where dynamic shared memory is the reason (raising the
+  // limit failed, or the launch was refused asking for more than the device
+  // can give): what the launch asks for, and what the device can give this
+  // kernel (a block's opt-in maximum less the kernel's static part). Empty
+  // when the driver cannot tell; `over` says whether the launch asks for more.
+  bool over = false;
+  auto figures = [&]() -> std::string {
+    int optin = 0, static_bytes = 0;
+    const Device device = fn.module().context().device(where);
+    if (!OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                        device.raw())
+             .ok() ||
+        !OXICUDA_DRIVER(FuncGetAttribute, &static_bytes, ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.raw()).ok())
+      return {};
+    const long long most = static_cast<long long>(optin) - static_bytes;
+    over = static_cast<long long>(cfg.shared_bytes) > most;
+    return cat({"the device gives a block at most ", std::to_string(optin),
+                " bytes of shared memory, and the kernel has ", std::to_string(static_bytes),
+                " bytes of static shared memory, so it can have at most ", std::to_string(most > 0 ? most : 0),
+                " bytes of dynamic shared memory, not ", std::to_string(cfg.shared_bytes)});
+  };
+  std::string shared;
+  if (r.entry == ffi::Entry::FuncSetAttribute) {
+    shared = figures();
+    why = cat({why,
+               ": raising the kernel's dynamic shared memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) "
+               "to ",
+               std::to_string(cfg.shared_bytes), " bytes failed", shared.empty() ? "" : "; ", shared});
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_VALUE && cfg.shared_bytes > 48 * 1024 &&
+             !(shared = figures()).empty() && over) {
+    why = cat({why, ": ", shared});
+  } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
+    why = cat({why, ": a grid or block dimension is zero"});
+  } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
+    why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
+  }
+  fail(r, where, std::move(why));
+}
+
+// One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
+// clusters and cooperative launches. Returns the driver's answer.
+inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
+  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
+    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                          cfg.shared_bytes, s, params, nullptr);
+  ffi::CUlaunchAttribute attrs[2] = {};
+  unsigned n = 0;
+  if (cfg.cluster.x) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim = {cfg.cluster.x, cfg.cluster.y, cfg.cluster.z};
+    ++n;
+  }
+  if (cfg.cooperative) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n].value.cooperative = 1;
+    ++n;
+  }
+  const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
+                                   cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
+  return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
+}
+
+// A launch that asks for dynamic shared memory. The driver allows a kernel
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (by default 48 KiB less
+// its static shared memory): read once per Function and cached. When the
+// launch asks for more, the limit is raised first; and when the driver
+// refuses the launch because the limit was lowered since (through another
+// Function of the kernel, or raw()), the limit is read again, raised, and
+// the launch made once more.
+inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
+                               SourceLocation where) {
+  const CUfunction f = fn.raw();
+  unsigned allowed = 0;
+  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_UNLIKELY(!read.ok()))
+    fail(read, where, cat({"reading the dynamic shared memory limit of kernel '", fn.name(), "'"}));
+  auto raise_limit = [&] {
+    const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+    if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+  };
+  if (OXICUDA_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
+  Outcome r = launch_once(s, f, cfg, params);
+  if (OXICUDA_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
+    unsigned limit = 0;
+    if (FunctionAccess::read_allowed(fn, limit).ok() && limit < cfg.shared_bytes) {
+      raise_limit();
+      r = launch_once(s, f, cfg, params);
+    }
+  }
+  if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+}
+
+// Enqueues the kernel with its packed arguments: one driver call on the
+// plain path. `params` points to the arguments, in parameter order.
+inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                    SourceLocation where) {
+  if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
+    check_cluster(fn, cfg, "oxicuda::launch", where);
+  on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
+    CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
+    if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
+    const Outcome r = launch_once(s, f, cfg, params);
+    if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+  });
+}
+
+}  // namespace detail
+
+// Launches an untyped Function: each argument is passed by address and must
+// have exactly the type of the kernel's parameter (a device pointer, an
+// unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
+// plain path; no allocation, no context switch. An argument whose bytes
+// cannot be a kernel parameter does not compile: one that is not trivially
+// copyable (an oxicuda handle, a std::vector), and a DeviceBuffer or
+// DeviceSpan (pass buffer.data(): the untyped path converts nothing; a
+// Kernel<Sig> converts buffers to their pointer).
+template <class... Args>
+inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
+                   const Args&... args) {
+  static_assert((detail::untyped_argument_v<Args> && ...),
+                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
+                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
+}
+
+// The same with grid, block and dynamic shared memory spelled out.
+template <class... Args>
+inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
+                   unsigned shared_bytes, const Args&... args) {
+  launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
+}
+
+// Launches a typed Kernel: each argument is converted to its parameter type
+// (an int literal where an unsigned is declared; a DeviceBuffer<T> or
+// DeviceSpan<T> where a T* is declared). An argument that cannot convert,
+// or the wrong number of them, does not compile. One cuLaunchKernel on the
+// plain path; no allocation, no context switch.
+// clang-format off
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  // clang-format on
+  detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
+}
+
+OXICUDA_NAMESPACE_END

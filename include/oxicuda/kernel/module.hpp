@@ -1,0 +1,497 @@
+// oxicuda/kernel/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
+// and Function (a kernel in it, which keeps its module alive).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../driver/context.hpp"
+#include "image.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Options for the driver's JIT, taken by designated initializers:
+//   Module::from_ptx(ctx, ptx, {.max_registers = 64, .line_info = true})
+struct JitOptions {
+  int max_registers = 0;              // 0: no limit
+  int optimization_level = -1;        // 0..4; -1: the driver's default (4)
+  bool line_info = false;             // -lineinfo
+  bool debug_info = false;            // -G
+  bool log_verbose = false;           // CU_JIT_LOG_VERBOSE: a more detailed info log
+  bool wall_time = false;             // CU_JIT_WALL_TIME: Module::jit_wall_time_ms() after the load
+  // Room for each of the info and error logs. The driver takes the size as
+  // a 32-bit unsigned: at most max_log_bytes (more is an Error).
+  std::size_t log_bytes = 16 * 1024;
+  static constexpr std::size_t max_log_bytes = 0xFFFFFFFEu;
+};
+
+class Function;
+template <class Signature>
+class Kernel;
+namespace detail {
+struct FunctionAccess;
+struct ModuleAccess;
+
+// JitOptions as the driver takes them (cuModuleLoadDataEx, cuLinkCreate):
+// parallel arrays of keys and values, with room for the info and error logs.
+struct JitOptionList {
+  std::string info, error;  // each log_bytes and a NUL; the driver is told log_bytes
+  ffi::CUjit_option keys[10];
+  void* values[10];
+  unsigned count = 0;
+
+  JitOptionList(const JitOptions& options, const char* operation, SourceLocation where) {
+    if (options.log_bytes > JitOptions::max_log_bytes)
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  cat({"JitOptions::log_bytes is ", std::to_string(options.log_bytes),
+                       "; the driver takes a log size as a 32-bit unsigned, so at most ",
+                       std::to_string(JitOptions::max_log_bytes), " (16 KiB is the default)"}),
+                  where));
+    info.assign(options.log_bytes + 1, '\0');
+    error.assign(options.log_bytes + 1, '\0');
+    add(ffi::CU_JIT_INFO_LOG_BUFFER, info.data());
+    add(ffi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER, error.data());
+    add(ffi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, value(options.log_bytes));
+    if (options.max_registers > 0) add(ffi::CU_JIT_MAX_REGISTERS, value(static_cast<std::size_t>(options.max_registers)));
+    if (options.optimization_level >= 0)
+      add(ffi::CU_JIT_OPTIMIZATION_LEVEL, value(static_cast<std::size_t>(options.optimization_level)));
+    if (options.line_info) add(ffi::CU_JIT_GENERATE_LINE_INFO, value(1));
+    if (options.debug_info) add(ffi::CU_JIT_GENERATE_DEBUG_INFO, value(1));
+    if (options.log_verbose) add(ffi::CU_JIT_LOG_VERBOSE, value(1));
+    if (options.wall_time) add(ffi::CU_JIT_WALL_TIME, nullptr);
+  }
+  JitOptionList(const JitOptionList&) = delete;  // the values point into the logs
+  JitOptionList& operator=(const JitOptionList&) = delete;
+
+  void add(ffi::CUjit_option key, void* v) noexcept {
+    keys[count] = key;
+    values[count] = v;
+    ++count;
+  }
+  static void* value(std::size_t v) noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)); }
+  // The JIT's wall time in milliseconds, which the driver writes as a float
+  // into the option's value slot (0 when not asked for).
+  [[nodiscard]] float wall_time_ms() const noexcept {
+    float ms = 0;
+    for (unsigned i = 0; i < count; ++i)
+      if (keys[i] == ffi::CU_JIT_WALL_TIME) std::memcpy(&ms, &values[i], sizeof ms);
+    return ms;
+  }
+  // "; JIT error log:\n<the log>", or empty when the JIT wrote none.
+  [[nodiscard]] std::string error_log() const {
+    return error[0] != '\0' ? cat({"; JIT error log:\n", error.c_str()}) : std::string();
+  }
+  // The info log without its trailing blank lines.
+  [[nodiscard]] std::string info_log() const {
+    std::string log(info.c_str());
+    while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+    return log;
+  }
+};
+}  // namespace detail
+
+// A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
+struct BlockSizeSuggestion {
+  int min_grid_size = 0;  // the smallest grid that reaches full occupancy
+  int block_size = 0;     // the block size that maximizes occupancy
+};
+
+// A loaded module. Copies share it; it is unloaded (cuModuleUnload) when the
+// last Module or Function that uses it drops. The driver does not promise to
+// wait for kernels of the module still running then: synchronize the work
+// that uses them before the last handle goes (a Graph or GraphExec holds
+// its kernel nodes' modules; set_kernel and update let go of the ones they
+// replace). Driver 580 on an H200 was seen to wait: the drop blocked until
+// the kernel finished (1 s for a kernel of 1 s), which is its own reason
+// not to drop a module whose kernels still run.
+class Module {
+ public:
+  Module() noexcept = default;
+
+  // Loads PTX text. On failure the Error's detail holds the JIT's error log
+  // (ptxas's "line 4; error : ..."); on success info_log() holds its info log.
+  [[nodiscard]] static Module from_ptx(const Context& ctx, std::string_view ptx, JitOptions options = {},
+                                       SourceLocation where = SourceLocation::current());
+  // Loads a cubin (ELF) or fatbin image, or PTX text, from memory. Images
+  // are checked against `size` before the driver reads them, so a truncated
+  // file is an error, not a read past the end.
+  [[nodiscard]] static Module from_image(const Context& ctx, const void* data, std::size_t size,
+                                         JitOptions options = {}, SourceLocation where = SourceLocation::current());
+  // Loads a .ptx, .cubin or .fatbin file (the kind is read from its content).
+  [[nodiscard]] static Module from_file(const Context& ctx, const std::string& path, JitOptions options = {},
+                                        SourceLocation where = SourceLocation::current());
+
+  // The kernel called `name` (its mangled name for a C++ kernel not declared
+  // extern "C"; for a module compiled from source, also a name expression
+  // given to the compiler, such as "saxpy<float>"). An unknown name is an
+  // Error that names it.
+  [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+  // The kernel called `name`, typed by its signature, e.g.
+  // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
+  // cuFuncGetParamInfo (CUDA 12.4+), the kernel's parameter count, sizes and
+  // offsets are checked against the signature here, and a mismatch is an
+  // Error naming the kernel and both layouts; older drivers skip the check.
+  template <class Signature>
+  [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+  [[nodiscard]] const Context& context() const noexcept;
+  // The JIT's info log from loading (empty for a cubin or when it said nothing).
+  [[nodiscard]] std::string_view info_log() const noexcept {
+    return state_ ? std::string_view(state_->info_log) : std::string_view();
+  }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  // How long the driver's JIT took to load it, in milliseconds, when it was
+  // loaded with JitOptions::wall_time (CU_JIT_WALL_TIME); else 0.
+  [[nodiscard]] float jit_wall_time_ms() const noexcept { return state_ ? state_->wall_time_ms : 0.0f; }
+
+  friend bool operator==(const Module& a, const Module& b) noexcept { return a.raw() == b.raw(); }
+
+ private:
+  struct State : detail::Owned {
+    Context ctx;
+    CUmodule raw = nullptr;
+    std::string info_log;
+    std::string names;  // name expressions and their lowered names: "expr\0lowered\0..." (from source)
+    float wall_time_ms = 0;
+    State(Context c, CUmodule r, std::string log, std::string n, float ms = 0) noexcept
+        : ctx(std::move(c)), raw(r), info_log(std::move(log)), names(std::move(n)), wall_time_ms(ms) {}
+    ~State() {
+      detail::check_nothrow(OXICUDA_DRIVER(ModuleUnload, raw), "unloading an oxicuda::Module");
+    }
+  };
+  friend class Function;
+  friend struct detail::ModuleAccess;
+
+  // `names` and `log` (put before the JIT's info log) come with a module
+  // compiled from source.
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where, std::string names = {}, std::string_view log = {});
+  // PTX text of n bytes, checked, then loaded (from_ptx and from_image's PTX).
+  static Module load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                         SourceLocation where);
+
+  detail::Shared<const State> state_;
+};
+
+// A kernel. Copies share it and keep its module (and context) alive.
+class Function {
+ public:
+  Function() noexcept = default;
+  Function(const Function&) noexcept = default;
+  Function& operator=(const Function&) noexcept = default;
+  // A moved-from Function is empty, like a default-constructed one.
+  Function(Function&& o) noexcept : raw_(o.raw_), state_(std::move(o.state_)) { o.raw_ = nullptr; }
+  Function& operator=(Function&& o) noexcept {
+    CUfunction raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
+    state_ = std::move(o.state_);
+    return *this;
+  }
+
+  [[nodiscard]] CUfunction raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] std::string_view name() const noexcept {
+    return state_ ? std::string_view(state_->name) : std::string_view();
+  }
+  [[nodiscard]] const Module& module() const noexcept;
+
+  [[nodiscard]] int attribute(ffi::CUfunction_attribute attr, SourceLocation where = SourceLocation::current()) const;
+  void set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] int num_registers(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_NUM_REGS, where);
+  }
+  [[nodiscard]] int max_threads_per_block(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, where);
+  }
+  [[nodiscard]] int static_shared_bytes(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, where);
+  }
+  [[nodiscard]] int local_bytes(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, where);
+  }
+  [[nodiscard]] int const_bytes(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, where);
+  }
+  [[nodiscard]] int ptx_version(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_PTX_VERSION, where);
+  }
+  [[nodiscard]] int binary_version(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_BINARY_VERSION, where);
+  }
+
+  // Occupancy: how many blocks of `block_size` threads (with this much
+  // dynamic shared memory) fit on one multiprocessor at once.
+  [[nodiscard]] int max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+  // The block size that maximizes occupancy, and the grid that fills the device with it.
+  [[nodiscard]] BlockSizeSuggestion suggested_block_size(std::size_t dynamic_shared_bytes = 0, int block_size_limit = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+
+  // Lets launches use up to `bytes` of dynamic shared memory
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: by default 48 KiB less
+  // the kernel's static shared memory; more is opt-in, up to what the device
+  // gives a block less the static part). Launches do this themselves when
+  // they ask for more than the kernel allows.
+  void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
+  // What launches may use now without raising the limit, as the driver says
+  // (cuFuncGetAttribute): also after the limit was set through another
+  // Function of the same kernel, or through raw().
+  [[nodiscard]] unsigned allowed_dynamic_shared_bytes(SourceLocation where = SourceLocation::current()) const {
+    return static_cast<unsigned>(attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, where));
+  }
+
+  friend bool operator==(const Function& a, const Function& b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  friend class Module;
+  friend struct detail::FunctionAccess;
+  struct State : detail::Owned {
+    Module module;
+    std::string name;
+    // The kernel's dynamic shared memory limit
+    // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) as last read or set
+    // through this Function, or unknown_limit until a launch asks for dynamic
+    // shared memory: it saves later launches a driver call. The driver's
+    // default is 48 KiB less the kernel's static shared memory, not 48 KiB.
+    // Another Function of the same kernel, or raw(), may have changed the
+    // limit since; a launch refused for it re-reads the limit (launch.hpp).
+    static constexpr unsigned unknown_limit = ~0u;
+    mutable std::atomic<unsigned> dynamic_shared_allowed{unknown_limit};
+    State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
+  };
+  Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
+
+  CUfunction raw_ = nullptr;
+  detail::Shared<const State> state_;
+};
+
+inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
+                           const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
+  detail::JitOptionList jit(options, "oxicuda::Module::load", where);
+  CUmodule raw = nullptr;
+  detail::Outcome r;
+  {
+    ScopedCurrent current(ctx, where);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
+  }
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
+                              jit.error_log()}));
+  std::string log = jit.info_log();
+  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
+  Module m;
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
+  return m;
+}
+
+inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
+  return load_ptx(ctx, ptx.data(), ptx.size(), options, where);
+}
+
+// (Pointer and size rather than a std::string_view made from them: that
+// constructor's overload resolution checks the standard's iterator concepts,
+// a large share of this header's compile time.)
+inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                               SourceLocation where) {
+  const std::string copy = detail::ptx_text(ptx, n, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
+                                            "the PTX source", "the driver", where);
+  return load(ctx, copy.c_str(), copy.size(), true, options, where);
+}
+
+inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
+                                 SourceLocation where) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (p == nullptr || size == 0)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
+  const detail::ImageKind kind = detail::image_kind(p, size);
+  if (kind == detail::ImageKind::ptx)
+    return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
+  if (kind == detail::ImageKind::ltoir)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
+                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
+                        where));
+  if (kind == detail::ImageKind::unknown)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
+                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
+                        where));
+  std::string problem = detail::image_problem(p, size, kind);
+  if (!problem.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
+  return load(ctx, data, size, false, options, where);
+}
+
+inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot open '", path, "'"}), where));
+  std::string bytes;
+  char chunk[1 << 14];
+  std::size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(static_cast<const char*>(chunk), got);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed)
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot read '", path, "'"}), where));
+  if (bytes.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
+                        detail::cat({"'", path, "' is empty"}), where));
+  return from_image(ctx, bytes.data(), bytes.size(), options, where);
+}
+
+inline const Context& Module::context() const noexcept {
+  static const Context empty;
+  return state_ ? state_->ctx : empty;
+}
+
+inline Function Module::function(std::string_view name, SourceLocation where) const {
+  (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
+  // A name expression compiled with the module stands for its lowered name.
+  for (std::string_view rest = state_->names; !rest.empty();) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+    if (expr == name) {
+      name = lowered;
+      break;
+    }
+  }
+  if (OXICUDA_UNLIKELY(name.find('\0') != std::string_view::npos))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
+                        detail::cat({"the kernel name of ", std::to_string(name.size()),
+                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
+                                     "; the driver would look up only the name before it"}),
+                        where));
+  std::string n(name);
+  CUfunction raw = nullptr;
+  detail::Outcome r;
+  {
+    ScopedCurrent current(state_->ctx, where);
+    r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
+  }
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 r.result == ffi::CUDA_ERROR_NOT_FOUND
+                     ? detail::cat({"the module has no kernel named '", n,
+                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
+                     : detail::cat({"looking up kernel '", n, "'"}));
+  return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
+}
+
+inline const Module& Function::module() const noexcept {
+  static const Module empty;
+  return state_ ? state_->module : empty;
+}
+
+inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::attribute", where);
+  int v = 0;
+  detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
+  return v;
+}
+
+inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
+  if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
+}
+
+inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
+                                                          SourceLocation where) const {
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::max_active_blocks_per_multiprocessor", where);
+  ScopedCurrent current(module().context(), where);
+  int blocks = 0;
+  detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
+  return blocks;
+}
+
+inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
+                                                          SourceLocation where) const {
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::suggested_block_size", where);
+  ScopedCurrent current(module().context(), where);
+  BlockSizeSuggestion s;
+  detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
+                                                             dynamic_shared_bytes, block_size_limit), where);
+  return s;
+}
+
+namespace detail {
+
+// Loading a module with the name expressions and log of its compilation
+// (runtime compilation, above this part).
+struct ModuleAccess {
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where, std::string names, std::string_view log) {
+    return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
+  }
+  // A Module owning `raw`, which the caller loaded into `ctx` (a cache hit,
+  // which inspects the driver's result itself).
+  static Module adopt(const Context& ctx, CUmodule raw, std::string log, std::string names) {
+    Module m;
+    m.state_ = Shared<const Module::State>::make(ctx, raw, std::move(log), std::move(names));
+    return m;
+  }
+};
+
+// What launches need of a Function beyond its public API.
+struct FunctionAccess {
+  // The same for copies of one Function (one state), and only for them.
+  static const void* identity(const Function& fn) noexcept { return fn.state_.get(); }
+  // The limit last read or set through `fn` (a hint; see Function::State),
+  // 48 KiB while unknown.
+  static unsigned allowed_hint(const Function& fn) noexcept {
+    const unsigned v = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    return v == Function::State::unknown_limit ? 48 * 1024 : v;
+  }
+  // The kernel's limit: the cached one, or (the first time) the driver's,
+  // read and cached. The driver's answer when reading fails.
+  static Outcome allowed(const Function& fn, unsigned& bytes) noexcept {
+    bytes = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    if (OXICUDA_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
+    return read_allowed(fn, bytes);
+  }
+  // Reads the kernel's limit from the driver, and caches it.
+  static Outcome read_allowed(const Function& fn, unsigned& bytes) noexcept {
+    int v = 0;
+    const Outcome r = OXICUDA_DRIVER(FuncGetAttribute, &v, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.raw_);
+    bytes = r.ok() && v >= 0 ? static_cast<unsigned>(v) : 0;
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
+  }
+  // Raises the limit to `bytes`; the driver's answer, not thrown.
+  static Outcome try_allow(const Function& fn, unsigned bytes) noexcept {
+    const Outcome r =
+        OXICUDA_DRIVER(FuncSetAttribute, fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
+  }
+};
+
+}  // namespace detail
+
+inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
+  (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
+  const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
+}
+
+
+OXICUDA_NAMESPACE_END

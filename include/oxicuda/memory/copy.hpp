@@ -1,0 +1,326 @@
+// oxicuda/memory/copy.hpp — copies and fills between host and device memory,
+// synchronous and stream-ordered, over any host range and any device range.
+#pragma once
+
+#include <bit>
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <type_traits>
+
+#include "span.hpp"
+#include "../driver/stream.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+// copy(dst, src) and copy_async(stream, dst, src) copy between host memory
+// (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
+// and device memory (DeviceBuffer, DeviceSpan), in any direction, after
+// checking that both sides have the same element type and count. The async
+// forms are one driver call each, with no allocation and no context switch;
+// from pageable host memory the driver stages the copy, so it may return
+// before or after the copy is done — use a PinnedBuffer for truly async copies.
+
+
+namespace detail {
+
+template <class R>
+concept host_range = !device_range<R> && requires(R & r) {
+  {std::data(r)};
+  { std::size(r) } -> std::convertible_to<std::size_t>;
+};
+
+template <class R>
+using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>()))>;
+
+template <class A, class B>
+inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
+
+[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+                                                    std::size_t element_size, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+              cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
+                   std::to_string(src), " (element size ", std::to_string(element_size), " bytes)",
+                   dst == 0 || src == 0 ? "; an empty device buffer is default-constructed or moved-from" : ""}),
+              where));
+}
+
+inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
+                        SourceLocation where) {
+  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// A DeviceBuffer (an owning buffer: it knows its Context), as opposed to a
+// span. A default-constructed or moved-from one has no context.
+template <class R>
+concept owning_device_buffer = device_range<R> && requires(const R& r) {
+  { r.context() } -> std::same_as<const Context&>;
+  r.stream_ordered();
+};
+
+// A moved-from or default-constructed DeviceBuffer is an Error naming the
+// type (an empty one of a context, DeviceBuffer(ctx, 0), is not).
+template <class R>
+void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
+  if constexpr (owning_device_buffer<R>)
+    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
+}
+
+// A span's size in bytes, or an Error when size() * sizeof(T) does not fit
+// a size_t (a span made from a raw pointer and a wrong count).
+template <class T>
+std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!s.size_fits()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
+                     " bytes: more bytes than a size_t holds; its count is wrong"}),
+                where));
+  return s.size_bytes();
+}
+
+// The two sides of a copy, after its checks (same element type, a mutable
+// destination, the same count): a device address or a host pointer each.
+struct CopySides {
+  ffi::CUdeviceptr dst_device = 0;
+  ffi::CUdeviceptr src_device = 0;
+  void* dst_host = nullptr;
+  const void* src_host = nullptr;
+  std::size_t bytes = 0;
+  CUcontext ctx = nullptr;  // the device side's context, when its span knows it
+};
+
+template <class Dst, class Src>
+CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
+  CopySides c;
+  if constexpr (device_range<Dst> && device_range<Src>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, device_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    const auto s = src.device_span();
+    check_sizes(op, d.size(), s.size(), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
+    check_buffer_handle(src, op, where);
+    c.dst_device = d.device_ptr();
+    c.src_device = s.device_ptr();
+    c.bytes = span_bytes(d, op, where);
+    c.ctx = d.context() ? d.context() : s.context();
+  } else if constexpr (device_range<Dst>) {
+    using T = device_element_t<Dst>;
+    static_assert(same_element_v<T, host_element_t<Src>>, "copy: element types differ");
+    static_assert(!std::is_const_v<T>, "copy: the destination is const");
+    const auto d = dst.device_span();
+    check_sizes(op, d.size(), std::size(src), sizeof(T), where);
+    check_buffer_handle(dst, op, where);
+    c.dst_device = d.device_ptr();
+    c.src_host = std::data(src);
+    c.bytes = span_bytes(d, op, where);
+    c.ctx = d.context();
+  } else {
+    using T = device_element_t<Src>;
+    static_assert(same_element_v<T, host_element_t<Dst>>, "copy: element types differ");
+    static_assert(!std::is_const_v<host_element_t<Dst>>, "copy: the destination is const");
+    const auto s = src.device_span();
+    check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
+    check_buffer_handle(src, op, where);
+    c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
+    c.src_device = s.device_ptr();
+    c.bytes = span_bytes(s, op, where);
+    c.ctx = s.context();
+  }
+  return c;
+}
+
+// The one implementation of every copy direction, enqueued on queue `q`.
+template <class Dst, class Src>
+void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  if constexpr (device_range<Dst> && device_range<Src>)
+    check(OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q), where);
+  else if constexpr (device_range<Dst>)
+    check(OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q), where);
+  else
+    check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
+}
+
+template <class Dst>
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
+  using T = device_element_t<Dst>;
+  static_assert(!std::is_const_v<T>, "fill: the destination is const");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
+  check_buffer_handle(dst, op, where);
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1)
+    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
+  else
+    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
+          where);
+}
+
+template <class Dst>
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
+  check_buffer_handle(dst, op, where);
+  const auto d = dst.device_span();
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
+}
+
+template <class R>
+CUcontext context_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().context();
+  else
+    return nullptr;
+}
+
+// The stream a stream-ordered buffer's memory is ordered on (else null).
+template <class R>
+CUstream stream_of(const R& r) noexcept {
+  if constexpr (device_range<R>)
+    return r.device_span().stream();
+  else
+    return nullptr;
+}
+
+// A synchronous operation: `enqueue` on a queue, with the memory's context
+// current (when known), then wait for that queue. The queue is the stream
+// of a stream-ordered side (allocate_async), so that the operation comes
+// after the work enqueued there before it (when both sides are
+// stream-ordered on different streams, the source's stream is synchronized
+// first); otherwise it is the calling thread's per-thread default stream,
+// which is ordered after none of the user's streams. Unlike the driver's own
+// "synchronous" cuMemcpy/cuMemset (which may return before a pageable copy
+// or a memset has landed, and are not ordered with non-blocking streams),
+// the bytes are in place when this returns, for every stream to see.
+template <class Enqueue>
+void synchronously(CUcontext ctx, CUstream ordered_on, CUstream also_after, SourceLocation where,
+                   Enqueue&& enqueue) {
+  reclaim();
+  const CUstream q = ordered_on ? ordered_on : ffi::stream_per_thread();
+  auto run = [&] {
+    if (also_after && also_after != q) check(OXICUDA_DRIVER(StreamSynchronize, also_after), where);
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
+  };
+  if (ctx) {
+    SwitchCurrent current(ctx, where);
+    run();
+  } else {
+    run();
+  }
+  reclaim();
+}
+
+// clang-format off
+template <class Dst, class Src>
+concept copyable = (device_range<Dst> || device_range<Src>) &&
+                   (device_range<Dst> || host_range<Dst>) &&
+                   (device_range<Src> || host_range<Src>);
+// clang-format on
+
+// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
+template <class Enqueue>
+void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
+  on_stream(stream, operation, where, [&](CUstream q) {
+    enqueue(q);
+    check(OXICUDA_DRIVER(StreamSynchronize, q), where);
+  });
+  reclaim();
+}
+
+}  // namespace detail
+
+// The ordering rule of the synchronous copies and fills (copy(dst, src),
+// fill, fill_bytes, DeviceBuffer::copy_from/copy_to): when one returns, the
+// bytes are in place. It is ordered after the work of a stream-ordered
+// buffer's stream (allocate_async: it runs on that stream), and after
+// nothing else: work pending on your streams is not waited for. Where work
+// is pending, use the forms that take a stream, copy(stream, dst, src),
+// fill(stream, dst, value), fill_bytes(stream, dst, byte): they enqueue on
+// `stream`, after everything enqueued there before, and wait for it.
+
+// Synchronous copy (the ordering rule above). The device side's context,
+// when its span knows it, is current for the call.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  const CUcontext ctx = detail::context_of(dst) ? detail::context_of(dst) : detail::context_of(src);
+  const CUstream on = detail::stream_of(dst) ? detail::stream_of(dst) : detail::stream_of(src);
+  detail::synchronously(ctx, on, detail::stream_of(src), where,
+                        [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered and synchronous: enqueued on `stream` (after the work
+// enqueued there before), then waits for `stream`; the bytes are in place
+// when it returns.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::copy", where,
+                             [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
+}
+
+// Stream-ordered copy: enqueued on `stream`, one driver call.
+template <class Dst, class Src>
+requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
+void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::copy_async", where,
+                    [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
+}
+
+// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
+// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
+// T. The synchronous forms return with the memory set (the ordering rule
+// above; with a stream: enqueued there and waited for); the _async ones are
+// one driver call on `stream`.
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+          SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill", where,
+                             [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+                SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::fill_async", where,
+                    [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
+                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
+                             [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
+}
+
+template <class Dst>
+requires detail::device_range<std::remove_cvref_t<Dst>>
+void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+                      SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
+                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
+}
+
+OXICUDA_NAMESPACE_END
