@@ -4,6 +4,15 @@ standard includes alone cost, and against `cuda.h` where a toolkit has it.
 
   include_cost.py [--runs N] [--compiler CXX]... [--toolkit DIR] [--header F]
                   [--instructions]
+  include_cost.py --typical [--compiler CXX]... [--wings]
+
+--typical is the budget's measure (BENCHMARKS.md, "Include cost"): what
+oxicuda adds on top of a translation unit that includes what a CUDA C++
+unit typically already has, <memory> <string> <vector> <span> <chrono>
+<system_error>, as a fraction of that unit's own instructions (valgrind
+cachegrind --cache-sim=no over the compiler and its processes). With
+--wings, each wing header alone is measured the same way (it pays for
+its wing and the wings below).
 
 Each translation unit is compiled with `CXX -std=c++20 -fsyntax-only` N times
 (after one warm-up run each), the units taking turns so that a change in the
@@ -75,6 +84,48 @@ def instructions(cmd):
         return total
 
 
+TYPICAL = ["memory", "string", "vector", "span", "chrono", "system_error"]
+WINGS = ["core", "driver", "memory", "kernel", "graph", "compile"]
+
+
+def cachegrind_instructions(cmd):
+    """Instructions cmd executes (all its processes), by valgrind cachegrind."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+                        "--cachegrind-out-file=/dev/null", "--log-file=" + os.path.join(tmp, "cg.%p")] + cmd,
+                       check=True, capture_output=True)
+        total = 0
+        for name in os.listdir(tmp):
+            with open(os.path.join(tmp, name)) as f:
+                m = re.search(r"I\s+refs:\s+([\d,]+)", f.read())
+                total += int(m.group(1).replace(",", "")) if m else 0
+        return total
+
+
+def typical(compilers, header, wings):
+    """The budget's measure: (typical + oxicuda - typical) / typical."""
+    base = "".join(f"#include <{h}>\n" for h in TYPICAL)
+    units = {"typical": base, "oxicuda.hpp": base + f'#include "{header}"\n'}
+    if wings:
+        units.update({f"{w} wing": base + f"#include <oxicuda/{w}.hpp>\n" for w in WINGS})
+    print(f"include cost on top of a typical TU ({' '.join('<' + h + '>' for h in TYPICAL)}):")
+    print("instructions (valgrind cachegrind --cache-sim=no --trace-children=yes), -std=c++20 -fsyntax-only")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for i, (name, text) in enumerate(units.items()):
+            paths[name] = os.path.join(tmp, f"unit{i}.cpp")
+            with open(paths[name], "w", encoding="utf-8") as f:
+                f.write(text)
+        for compiler in compilers:
+            flags = ["-std=c++20", "-fsyntax-only", "-I" + os.path.join(ROOT, "include")]
+            counts = {name: cachegrind_instructions([compiler] + flags + [p]) for name, p in paths.items()}
+            t = counts["typical"]
+            print(f"{label(compiler)}: typical {t / 1e6:.0f}M")
+            for name, n in counts.items():
+                if name != "typical":
+                    print(f"  + {name:<12} {n / 1e6:>8.0f}M  adds {(n - t) / t:.2f}x of the typical TU", flush=True)
+
+
 def measure(compiler, paths, flags, runs, count_instructions):
     """{unit: (figure, cell text)}: the median CPU time in ms (cell: median
     and min) of runs taken in turn, or the instructions (cell: millions)."""
@@ -103,11 +154,16 @@ def main():
     ap.add_argument("--toolkit", default=os.environ.get("CUDA_PATH", "/usr/local/cuda"))
     ap.add_argument("--header", default=os.path.join(ROOT, "oxicuda.hpp"))
     ap.add_argument("--instructions", action="store_true", help="count instructions with valgrind instead")
+    ap.add_argument("--typical", action="store_true", help="the budget's measure (see above)")
+    ap.add_argument("--wings", action="store_true", help="with --typical: each wing header too")
     args = ap.parse_args()
     compilers = [c for c in (args.compiler or ["g++", "clang++"]) if shutil.which(c)]
     if not compilers:
         sys.exit("include_cost: no compiler found")
     header = os.path.abspath(args.header)
+    if args.typical:
+        typical(compilers, header, args.wings)
+        return
     cuda_include = os.path.join(args.toolkit, "include")
     have_cuda = os.path.isfile(os.path.join(cuda_include, "cuda.h"))
 
