@@ -1274,6 +1274,153 @@ OXICUDA_TABLE_ENTRIES(OXICUDA_NVJITLINK_API)
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/core/nvjitlink_ffi.hpp ----
 
+// ---- begin oxicuda/core/traits.hpp ----
+// oxicuda/core/traits.hpp — one traits type per library whose results oxicuda
+// reports (the CUDA driver, NVRTC, nvJitLink): its result and entry-point
+// types, its names, the names and texts of its results, what its stand-ins
+// answer, and which results mean a standard condition. The loader, the
+// stand-ins (library.hpp), Error and its categories, and the fake driver read
+// a library through it: the driver is one instance like the others, and
+// nothing switches on the library.
+
+#include <cstddef>
+#include <span>
+#include <system_error>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// The libraries whose results an Error may carry.
+enum class Library { driver, nvrtc, nvjitlink };
+
+// One library's traits: specialized below for each Library, each with
+//   result        the library's result enum (CUresult, nvrtcResult, ...)
+//   entry         the enum of its table's entry points (ffi.hpp's X-macro shape)
+//   name          the library, for messages ("CUDA driver", "NVRTC")
+//   category      its std::error_category's name ("cuda")
+//   result_type   the result type's name as the library spells it ("CUresult")
+//   unknown_name  the name of a result its table does not list ("CUDA_ERROR_?")
+//   unknown_text  and its text ("unknown CUresult")
+//   success       the result of a call that succeeded
+//   not_found     what a stand-in answers: for an entry point the loaded
+//                 library lacks, or for all of them when none was loaded
+//   texts         the names and texts of its results (the header's own)
+//   condition     the std::errc that a result compares equal to, or errc{}
+template <Library L>
+struct LibraryTraits;
+
+template <>
+struct LibraryTraits<Library::driver> {
+  using result = ffi::CUresult;
+  using entry = ffi::Entry;
+  static constexpr Library library = Library::driver;
+  static constexpr const char* name = "CUDA driver";
+  static constexpr const char* category = "cuda";
+  static constexpr const char* result_type = "CUresult";
+  static constexpr const char* unknown_name = "CUDA_ERROR_?";
+  static constexpr const char* unknown_text = "unknown CUresult";
+  static constexpr result success = ffi::CUDA_SUCCESS;
+  static constexpr result not_found = ffi::CUDA_ERROR_NOT_FOUND;
+  static constexpr std::span<const ffi::ResultText> texts = ffi::result_texts;
+  static constexpr std::errc condition(int code) noexcept {
+    if (code == ffi::CUDA_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+    if (code == ffi::CUDA_ERROR_INVALID_VALUE) return std::errc::invalid_argument;
+    if (code == ffi::CUDA_ERROR_NOT_SUPPORTED) return std::errc::not_supported;
+    return {};
+  }
+};
+
+template <>
+struct LibraryTraits<Library::nvrtc> {
+  using result = ffi::nvrtcResult;
+  using entry = ffi::nvrtc::Entry;
+  static constexpr Library library = Library::nvrtc;
+  static constexpr const char* name = "NVRTC";
+  static constexpr const char* category = "nvrtc";
+  static constexpr const char* result_type = "nvrtcResult";
+  static constexpr const char* unknown_name = "NVRTC_ERROR_?";
+  static constexpr const char* unknown_text = "unknown result";
+  static constexpr result success = ffi::NVRTC_SUCCESS;
+  static constexpr result not_found = ffi::OXICUDA_NVRTC_NOT_FOUND;
+  static constexpr std::span<const ffi::ResultText> texts = ffi::nvrtc_result_texts;
+  static constexpr std::errc condition(int code) noexcept {
+    if (code == ffi::NVRTC_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
+    if (code == ffi::NVRTC_ERROR_INVALID_INPUT || code == ffi::NVRTC_ERROR_INVALID_OPTION)
+      return std::errc::invalid_argument;
+    return {};
+  }
+};
+
+template <>
+struct LibraryTraits<Library::nvjitlink> {
+  using result = ffi::nvJitLinkResult;
+  using entry = ffi::nvjitlink::Entry;
+  static constexpr Library library = Library::nvjitlink;
+  static constexpr const char* name = "nvJitLink";
+  static constexpr const char* category = "nvjitlink";
+  static constexpr const char* result_type = "nvJitLinkResult";
+  static constexpr const char* unknown_name = "NVJITLINK_ERROR_?";
+  static constexpr const char* unknown_text = "unknown result";
+  static constexpr result success = ffi::NVJITLINK_SUCCESS;
+  static constexpr result not_found = ffi::OXICUDA_NVJITLINK_NOT_FOUND;
+  static constexpr std::span<const ffi::ResultText> texts = ffi::nvjitlink_result_texts;
+  static constexpr std::errc condition(int code) noexcept {
+    if (code == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION || code == ffi::NVJITLINK_ERROR_INVALID_INPUT ||
+        code == ffi::NVJITLINK_ERROR_NULL_INPUT)
+      return std::errc::invalid_argument;
+    if (code == ffi::NVJITLINK_ERROR_UNSUPPORTED_ARCH) return std::errc::not_supported;
+    return {};
+  }
+};
+
+// The library whose result type is Result (none for any other type), and
+// its traits: TraitsOf<ffi::nvrtcResult> is LibraryTraits<Library::nvrtc>.
+template <class Result>
+struct LibraryOf {};
+template <>
+struct LibraryOf<ffi::CUresult> {
+  static constexpr Library value = Library::driver;
+};
+template <>
+struct LibraryOf<ffi::nvrtcResult> {
+  static constexpr Library value = Library::nvrtc;
+};
+template <>
+struct LibraryOf<ffi::nvJitLinkResult> {
+  static constexpr Library value = Library::nvjitlink;
+};
+
+// A result type of one of the libraries.
+template <class Result>
+concept LibraryResult = requires { LibraryOf<Result>::value; };
+
+template <LibraryResult Result>
+using TraitsOf = LibraryTraits<LibraryOf<Result>::value>;
+
+namespace detail {
+
+// The one lookup of a result in its library's table (the library's own text
+// functions may be unavailable, as the stub driver's are): null when the
+// table does not list it.
+template <Library L>
+constexpr const ffi::ResultText* result_text(int code) noexcept {
+  for (const ffi::ResultText& t : LibraryTraits<L>::texts)
+    if (t.code == code) return &t;
+  return nullptr;
+}
+
+// "CUDA_ERROR_INVALID_VALUE", or the library's unknown name ("CUDA_ERROR_?").
+template <Library L>
+constexpr const char* result_name(int code) noexcept {
+  const ffi::ResultText* t = result_text<L>(code);
+  return t ? t->name : LibraryTraits<L>::unknown_name;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/core/traits.hpp ----
+
 // ---- begin oxicuda/core/library.hpp ----
 // oxicuda/core/library.hpp — the one lazy-library mechanism: from a table of
 // entry points (ffi.hpp's X-macro shape), the function-pointer struct and the
@@ -1316,9 +1463,6 @@ OXICUDA_NAMESPACE_END
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
-
-// The libraries whose results an Error may carry.
-enum class Library { driver, nvrtc, nvjitlink };
 
 // What the first use of a lazily loaded library (NVRTC, nvJitLink) found.
 // Filled once; read-only afterwards.
@@ -1564,12 +1708,12 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
 }  // namespace detail
 OXICUDA_NAMESPACE_END
 
-// A table's stand-ins (namespace `missing`, one per entry, answering
-// OXICUDA_TABLE_NOT_FOUND so that a wrapper never tests a pointer) and its
-// function-pointer struct `Api` (one member per entry, each starting as its
-// stand-in). Define OXICUDA_TABLE_RESULT and OXICUDA_TABLE_NOT_FOUND before
-// expanding it in the table's namespace; the struct is standard-layout, one
-// pointer-sized slot per entry in entry order (TableSlots relies on it).
+// A table's stand-ins (namespace `missing`, one per entry, answering the
+// library's LibraryTraits<>::not_found so that a wrapper never tests a
+// pointer) and its function-pointer struct `Api` (one member per entry, each
+// starting as its stand-in). Expand it in the table's namespace with the
+// library's traits; the struct is standard-layout, one pointer-sized slot per
+// entry in entry order (TableSlots relies on it).
 #if defined(__GNUC__) || defined(__clang__)
 #define OXICUDA_UNUSED_PARAMETERS_PUSH \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
@@ -1581,10 +1725,12 @@ OXICUDA_NAMESPACE_END
 #define OXICUDA_UNUSED_PARAMETERS_PUSH
 #define OXICUDA_UNUSED_PARAMETERS_POP
 #endif
-#define OXICUDA_X_STAND_IN(member, version, symbol, params) \
-  inline OXICUDA_TABLE_RESULT OXICUDA_CUDAAPI member params noexcept { return OXICUDA_TABLE_NOT_FOUND; }
+#define OXICUDA_X_STAND_IN(member, version, symbol, params)                              \
+  inline OXICUDA_TABLE_TRAITS::result OXICUDA_CUDAAPI member params noexcept {           \
+    return OXICUDA_TABLE_TRAITS::not_found;                                              \
+  }
 #define OXICUDA_X_SLOT(member, version, symbol, params) \
-  OXICUDA_TABLE_RESULT(OXICUDA_CUDAAPI * member) params = &missing::member;
+  OXICUDA_TABLE_TRAITS::result(OXICUDA_CUDAAPI * member) params = &missing::member;
 #define OXICUDA_LIBRARY_API(TABLE, Api)                                                     \
   namespace missing {                                                                       \
   OXICUDA_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_X_STAND_IN) OXICUDA_UNUSED_PARAMETERS_POP \
@@ -1642,11 +1788,9 @@ namespace ffi {
 // The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
 // detail::fail turns into the error that explains why) and DriverApi, one
 // function pointer per table entry: the driver's, or its stand-in.
-#define OXICUDA_TABLE_RESULT CUresult
-#define OXICUDA_TABLE_NOT_FOUND CUDA_ERROR_NOT_FOUND
+#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::driver>
 OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
-#undef OXICUDA_TABLE_RESULT
-#undef OXICUDA_TABLE_NOT_FOUND
+#undef OXICUDA_TABLE_TRAITS
 
 }  // namespace ffi
 
@@ -1683,16 +1827,10 @@ inline constexpr const char* driver_file = "libcuda.so.1";
 inline const char* const default_candidates[] = {driver_file, "libcuda.so"};
 #endif
 
-// The header's own text for a result (the driver may be absent or the stub).
-inline const ffi::ResultText* result_text(int code) noexcept {
-  for (const auto& t : ffi::result_texts)
-    if (t.code == code) return &t;
-  return nullptr;
-}
-
+// "CUDA_ERROR_INVALID_VALUE (1)", from the header's table (the driver may be
+// absent or the stub).
 inline std::string describe_result(ffi::CUresult r) {
-  const ffi::ResultText* t = result_text(r);
-  return cat({t ? t->name : "CUDA_ERROR_?", " (", std::to_string(static_cast<int>(r)), ")"});
+  return cat({result_name<Library::driver>(r), " (", std::to_string(static_cast<int>(r)), ")"});
 }
 
 // Fills the table from the opened library: each entry from cuGetProcAddress_v2
@@ -1743,7 +1881,7 @@ inline Driver* load_driver() {
   ::pthread_atfork(nullptr, nullptr, &on_fork_child);
 #endif
   DriverInfo& info = d->info;
-  const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
+  const LibrarySpec spec{LibraryTraits<Library::driver>::name, "OXICUDA_LIBCUDA_PATH", default_candidates,
                          sizeof default_candidates / sizeof default_candidates[0], false, "", nullptr, 0};
   Opened o = open_library(spec);
   const LibHandle h = o.handle;
@@ -1775,7 +1913,7 @@ inline Driver* load_driver() {
                        "that the driver's own libcuda.so.1 is found."});
   } else if (info.init_result != ffi::CUDA_SUCCESS) {
     info.status = DriverStatus::init_failed;
-    const ffi::ResultText* t = result_text(info.init_result);
+    const ffi::ResultText* t = result_text<Library::driver>(info.init_result);
     info.reason = cat({"cuInit(0) failed with ", describe_result(info.init_result), ": ", t ? t->text : "unknown error",
                        " (driver library ", info.library, ")."});
   } else {
@@ -1831,19 +1969,15 @@ OXICUDA_NAMESPACE_BEGIN
 [[nodiscard]] const LibraryInfo& nvjitlink_info() noexcept;
 
 namespace ffi::nvrtc {
-#define OXICUDA_TABLE_RESULT nvrtcResult
-#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVRTC_NOT_FOUND
+#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvrtc>
 OXICUDA_LIBRARY_API(OXICUDA_NVRTC_API, NvrtcApi)
-#undef OXICUDA_TABLE_RESULT
-#undef OXICUDA_TABLE_NOT_FOUND
+#undef OXICUDA_TABLE_TRAITS
 }  // namespace ffi::nvrtc
 
 namespace ffi::nvjitlink {
-#define OXICUDA_TABLE_RESULT nvJitLinkResult
-#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVJITLINK_NOT_FOUND
+#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvjitlink>
 OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
-#undef OXICUDA_TABLE_RESULT
-#undef OXICUDA_TABLE_NOT_FOUND
+#undef OXICUDA_TABLE_TRAITS
 }  // namespace ffi::nvjitlink
 
 namespace detail {
@@ -1883,8 +2017,8 @@ using NvJitLink = ToolkitLibrary<ffi::nvjitlink::NvJitLinkApi, ffi::nvjitlink::e
 inline const Nvrtc& nvrtc() noexcept {
   static const Nvrtc* const lib = [] {
     auto* l = new Nvrtc{};
-    const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
-                           true, nvrtc_hint, nullptr, 0};
+    const LibrarySpec spec{LibraryTraits<Library::nvrtc>::name, "OXICUDA_LIBNVRTC_PATH", nvrtc_files,
+                           sizeof nvrtc_files / sizeof nvrtc_files[0], true, nvrtc_hint, nullptr, 0};
     if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
       int major = 0, minor = 0;
       if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
@@ -1903,7 +2037,7 @@ inline const char* const nvjitlink_versions[] = {"_13_0", "_12_0"};
 inline const NvJitLink& nvjitlink() noexcept {
   static const NvJitLink* const lib = [] {
     auto* l = new NvJitLink{};
-    const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+    const LibrarySpec spec{LibraryTraits<Library::nvjitlink>::name, "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                            sizeof nvjitlink_files / sizeof nvjitlink_files[0], true, nvjitlink_hint,
                            nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
     if (load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info)) {
@@ -1932,16 +2066,17 @@ OXICUDA_NAMESPACE_END
 // ---- begin oxicuda/core/error.hpp ----
 // oxicuda/core/error.hpp — Error over any library's result (the driver's
 // CUresult, nvrtcResult, nvJitLinkResult), one std::error_category per
-// library, the handlers for builds without exceptions and for failures in destructors, and
-// the checked call through the entry-point table that every wrapper uses.
+// library (both read the library's traits, traits.hpp), and the handlers for
+// builds without exceptions and for failures in destructors. The checked
+// call that raises them is check.hpp.
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <source_location>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <type_traits>
 #include <utility>
 
 
@@ -1985,15 +2120,18 @@ class SourceLocation {
 [[nodiscard]] const std::error_category& nvrtc_category() noexcept;
 [[nodiscard]] const std::error_category& nvjitlink_category() noexcept;
 
+namespace detail {
+// Library L's category (the three above are its instances).
+template <Library L>
+const std::error_category& result_category() noexcept;
+}  // namespace detail
+
 namespace ffi {
-[[nodiscard]] inline std::error_code make_error_code(CUresult r) noexcept {
-  return {static_cast<int>(r), cuda_category()};
-}
-[[nodiscard]] inline std::error_code make_error_code(nvrtcResult r) noexcept {
-  return {static_cast<int>(r), nvrtc_category()};
-}
-[[nodiscard]] inline std::error_code make_error_code(nvJitLinkResult r) noexcept {
-  return {static_cast<int>(r), nvjitlink_category()};
+// A library's result as a std::error_code in its category (found by
+// argument-dependent lookup: std::error_code ec = ffi::CUDA_ERROR_INVALID_VALUE).
+template <LibraryResult Result>
+[[nodiscard]] std::error_code make_error_code(Result r) noexcept {
+  return {static_cast<int>(r), detail::result_category<LibraryOf<Result>::value>()};
 }
 }  // namespace ffi
 
@@ -2006,12 +2144,9 @@ namespace ffi {
 // library's results (e.code() == ffi::NVRTC_ERROR_COMPILATION).
 class Error : public std::system_error {
  public:
-  Error(ffi::CUresult result, std::string call, std::string detail = {},
-        SourceLocation where = SourceLocation::current());
-  Error(ffi::nvrtcResult result, std::string call, std::string detail = {},
-        SourceLocation where = SourceLocation::current());
-  Error(ffi::nvJitLinkResult result, std::string call, std::string detail = {},
-        SourceLocation where = SourceLocation::current());
+  // result: a CUresult, nvrtcResult or nvJitLinkResult (traits.hpp).
+  template <LibraryResult Result>
+  Error(Result result, std::string call, std::string detail = {}, SourceLocation where = SourceLocation::current());
 
   // The library whose result this is.
   [[nodiscard]] Library library() const noexcept { return library_; }
@@ -2021,7 +2156,7 @@ class Error : public std::system_error {
     return library_ == Library::driver ? static_cast<ffi::CUresult>(code().value()) : ffi::CUDA_ERROR_UNKNOWN;
   }
   // "CUDA_ERROR_INVALID_VALUE", "NVRTC_ERROR_COMPILATION", ...
-  [[nodiscard]] std::string_view name() const noexcept;
+  [[nodiscard]] std::string_view name() const noexcept { return name_; }
   // The library's text for the result (the driver's own when it is loaded,
   // else the header's).
   [[nodiscard]] const std::string& description() const noexcept { return description_; }
@@ -2035,10 +2170,11 @@ class Error : public std::system_error {
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
 
  private:
-  Error(Library library, int result, const std::error_category& category, std::string call, std::string detail,
-        SourceLocation where);
+  Error(Library library, int result, const std::error_category& category, const char* result_name,
+        std::string description, std::string call, std::string detail, SourceLocation where);
 
   Library library_ = Library::driver;
+  const char* name_ = "";
   std::string call_;
   std::string description_;
   std::string detail_;
@@ -2084,74 +2220,48 @@ inline std::atomic<DiagnosticHook>& diagnostic_hook_slot() noexcept {
   return slot;
 }
 
-// A library's names and texts for its results (the library's own text
-// functions may be unavailable, as the stub driver's are).
-struct ResultTable {
-  const ffi::ResultText* texts;
-  std::size_t count;
-  const char* unknown_name;  // "CUDA_ERROR_?"
-  const char* type;          // "CUresult"
-};
-
-inline ResultTable result_table(Library library) noexcept {
-  switch (library) {
-    case Library::nvrtc:
-      return {ffi::nvrtc_result_texts, sizeof ffi::nvrtc_result_texts / sizeof ffi::nvrtc_result_texts[0],
-              "NVRTC_ERROR_?", "nvrtcResult"};
-    case Library::nvjitlink:
-      return {ffi::nvjitlink_result_texts,
-              sizeof ffi::nvjitlink_result_texts / sizeof ffi::nvjitlink_result_texts[0], "NVJITLINK_ERROR_?", "nvJitLinkResult"};
-    case Library::driver:
-      break;
-  }
-  return {ffi::result_texts, sizeof ffi::result_texts / sizeof ffi::result_texts[0], "CUDA_ERROR_?", "CUresult"};
-}
-
-inline const ffi::ResultText* result_text(Library library, int code) noexcept {
-  const ResultTable t = result_table(library);
-  for (std::size_t i = 0; i < t.count; ++i)
-    if (t.texts[i].code == code) return &t.texts[i];
-  return nullptr;
-}
+// Set on the driver's callback thread while a host function of oxicuda's
+// runs there, where the driver refuses CUDA calls.
+inline thread_local bool in_host_function = false;
 
 // One library's category: name() is "cuda", "nvrtc" or "nvjitlink";
 // message() is "NAME: description"; results that mean running out of memory
-// or a bad argument compare equal to std::errc's.
+// or a bad argument compare equal to std::errc's (LibraryTraits<>::condition).
+template <Library L>
 class ResultCategory final : public std::error_category {
  public:
-  constexpr ResultCategory(Library library, const char* name) noexcept : library_(library), name_(name) {}
-  const char* name() const noexcept override { return name_; }
+  const char* name() const noexcept override { return LibraryTraits<L>::category; }
   std::string message(int code) const override {
-    const ffi::ResultText* t = result_text(library_, code);
-    if (!t) return cat({result_table(library_).type, " ", std::to_string(code), ": unknown result"});
+    const ffi::ResultText* t = result_text<L>(code);
+    if (!t) return cat({LibraryTraits<L>::result_type, " ", std::to_string(code), ": unknown result"});
     return cat({t->name, ": ", t->text});
   }
   std::error_condition default_error_condition(int code) const noexcept override {
-    switch (library_) {
-      case Library::driver:
-        if (code == ffi::CUDA_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
-        if (code == ffi::CUDA_ERROR_INVALID_VALUE) return std::errc::invalid_argument;
-        if (code == ffi::CUDA_ERROR_NOT_SUPPORTED) return std::errc::not_supported;
-        break;
-      case Library::nvrtc:
-        if (code == ffi::NVRTC_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
-        if (code == ffi::NVRTC_ERROR_INVALID_INPUT || code == ffi::NVRTC_ERROR_INVALID_OPTION)
-          return std::errc::invalid_argument;
-        break;
-      case Library::nvjitlink:
-        if (code == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION || code == ffi::NVJITLINK_ERROR_INVALID_INPUT ||
-            code == ffi::NVJITLINK_ERROR_NULL_INPUT)
-          return std::errc::invalid_argument;
-        if (code == ffi::NVJITLINK_ERROR_UNSUPPORTED_ARCH) return std::errc::not_supported;
-        break;
-    }
+    const std::errc c = LibraryTraits<L>::condition(code);
+    if (c != std::errc{}) return c;
     return {code, *this};
   }
-
- private:
-  Library library_;
-  const char* name_;
 };
+
+template <Library L>
+const std::error_category& result_category() noexcept {
+  static const ResultCategory<L> category;
+  return category;
+}
+
+// The library's text for a result: the driver's own when it is loaded (and
+// this is not the driver's callback thread, where the driver refuses calls),
+// else the header's (LibraryTraits<>::texts).
+template <Library L>
+inline std::string result_description(int code) {
+  if constexpr (L == Library::driver) {
+    const char* s = nullptr;
+    if (!in_host_function && api().GetErrorString(static_cast<ffi::CUresult>(code), &s) == ffi::CUDA_SUCCESS && s)
+      return cat({s});
+  }
+  const ffi::ResultText* t = result_text<L>(code);
+  return cat({t ? t->text : LibraryTraits<L>::unknown_text});
+}
 
 // Throws e, or (without exceptions) hands it to the error handler and aborts.
 [[noreturn]] OXICUDA_COLD inline void raise(const Error& e) {
@@ -2185,9 +2295,80 @@ OXICUDA_COLD void report(Result r, const char* call, std::string_view during, st
 #endif
 }
 
-// Set on the driver's callback thread while a host function of oxicuda's
-// runs there, where the driver refuses CUDA calls.
-inline thread_local bool in_host_function = false;
+}  // namespace detail
+
+inline const std::error_category& cuda_category() noexcept { return detail::result_category<Library::driver>(); }
+inline const std::error_category& nvrtc_category() noexcept { return detail::result_category<Library::nvrtc>(); }
+inline const std::error_category& nvjitlink_category() noexcept {
+  return detail::result_category<Library::nvjitlink>();
+}
+
+template <LibraryResult Result>
+inline Error::Error(Result result, std::string call, std::string detail, SourceLocation where)
+    : Error(LibraryOf<Result>::value, static_cast<int>(result), detail::result_category<LibraryOf<Result>::value>(),
+            detail::result_name<LibraryOf<Result>::value>(result),
+            detail::result_description<LibraryOf<Result>::value>(result), std::move(call), std::move(detail), where) {}
+
+inline Error::Error(Library library, int result, const std::error_category& category, const char* result_name,
+                    std::string description, std::string call, std::string detail, SourceLocation where)
+    : std::system_error(result, category),
+      library_(library),
+      name_(result_name),
+      call_(std::move(call)),
+      description_(std::move(description)),
+      detail_(std::move(detail)),
+      where_(where) {
+  const char* function = where_.function_name();
+  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(result), "): ", description_});
+  if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
+    what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
+                         *function ? " in " : "", function});
+  if (!detail_.empty()) {
+    // The detail on its own lines, each indented by two spaces.
+    std::string_view rest = detail_;
+    while (!rest.empty()) {
+      const std::size_t eol = rest.find('\n');
+      const std::string_view line = rest.substr(0, eol);
+      what_.append(static_cast<const char*>("\n  "), 3).append(line.data(), line.size());
+      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+    }
+    while (!what_.empty() && (what_.back() == ' ' || what_.back() == '\n')) what_.pop_back();
+  }
+}
+
+inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
+  return detail::error_handler_slot().exchange(handler, std::memory_order_acq_rel);
+}
+
+inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
+  return detail::diagnostic_hook_slot().exchange(hook, std::memory_order_acq_rel);
+}
+
+OXICUDA_NAMESPACE_END
+
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvrtcResult> : std::true_type {};
+template <>
+struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {};
+// ---- end oxicuda/core/error.hpp ----
+
+// ---- begin oxicuda/core/check.hpp ----
+// oxicuda/core/check.hpp — the checked call that every wrapper makes: a call's
+// result paired with the entry point that gave it (OXICUDA_DRIVER,
+// OXICUDA_NVRTC, OXICUDA_NVJITLINK), check and check_nothrow, the errors
+// that explain why a call failed (a missing entry point, a refusal, a sticky
+// error), and driver_entry_point for the driver's other functions.
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+namespace detail {
 
 // The error for an entry point the driver does not provide: either no usable
 // driver at all (the loader's reason), or this one symbol is missing from an
@@ -2267,12 +2448,17 @@ inline constexpr const char* sticky_advice =
     "Context::primary), a created one by dropping its last handle and creating another. Where the driver still "
     "refuses after that, only a new process recovers";
 
-// A driver call's result, with the entry point that gave it.
-struct Outcome {
-  ffi::CUresult result;
-  ffi::Entry entry;
-  [[nodiscard]] bool ok() const noexcept { return result == ffi::CUDA_SUCCESS; }
+// A call's result, with the entry point that gave it: the driver's
+// (OXICUDA_DRIVER), NVRTC's (OXICUDA_NVRTC) or nvJitLink's (OXICUDA_NVJITLINK).
+template <Library L>
+struct CallOutcome {
+  typename LibraryTraits<L>::result result;
+  typename LibraryTraits<L>::entry entry;
+  [[nodiscard]] bool ok() const noexcept { return result == LibraryTraits<L>::success; }
 };
+using Outcome = CallOutcome<Library::driver>;
+using NvrtcOutcome = CallOutcome<Library::nvrtc>;
+using NvJitLinkOutcome = CallOutcome<Library::nvjitlink>;
 
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
@@ -2291,52 +2477,17 @@ struct Outcome {
   raise(Error(o.result, ffi::entry_info(o.entry).name, std::move(detail), where));
 }
 
-// fail() for check(): the result and the entry apart, so that the hot path
-// does not build an Outcome it only needs when the call failed.
-[[noreturn]] OXICUDA_COLD inline void fail_call(ffi::CUresult r, ffi::Entry entry, SourceLocation where) {
-  fail(Outcome{r, entry}, where);
-}
-
-// Checks one driver call's result: throws (or reports) an Error naming the
-// call when it failed. Every wrapper calls the driver as
-//   check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
-// which is the driver call, one compare and nothing else on success.
-inline void check(Outcome o, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
-}
-
-// The same for a call made by a destructor: never throws; a failure goes to
-// the diagnostic hook, saying what was being done (`during`: "destroying an
-// oxicuda::Stream"). Returns whether the call succeeded.
-inline bool check_nothrow(Outcome o, const char* during) noexcept {
-  if (OXICUDA_LIKELY(o.ok())) return true;
-  if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
-  report(o.result, ffi::entry_info(o.entry).name, during,
-         missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
-  return false;
-}
-
-// An NVRTC or nvJitLink call's result, with the entry point that gave it
-// (OXICUDA_NVRTC, OXICUDA_NVJITLINK).
-template <class Result, class EntryT>
-struct ToolkitOutcome {
-  Result result;
-  EntryT entry;
-  [[nodiscard]] bool ok() const noexcept { return result == 0; }
-};
-using NvrtcOutcome = ToolkitOutcome<ffi::nvrtcResult, ffi::nvrtc::Entry>;
-using NvJitLinkOutcome = ToolkitOutcome<ffi::nvJitLinkResult, ffi::nvjitlink::Entry>;
-
 inline const LibraryInfo& library_info(ffi::nvrtc::Entry) noexcept { return nvrtc_info(); }
 inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return nvjitlink_info(); }
 // (Each library's entry_info is found by argument-dependent lookup.)
 
 // The error for a failed NVRTC or nvJitLink call; a stand-in's answer (the
 // library or this entry point of it is missing) says why.
-template <class Result, class EntryT>
-[[noreturn]] OXICUDA_COLD void fail(ToolkitOutcome<Result, EntryT> o, SourceLocation where, std::string detail = {}) {
+template <Library L>
+  requires(L != Library::driver)
+[[noreturn]] OXICUDA_COLD void fail(CallOutcome<L> o, SourceLocation where, std::string detail = {}) {
   const ffi::EntryInfo& e = entry_info(o.entry);
-  if (o.result == -1 && missing(o.entry)) {
+  if (o.result == LibraryTraits<L>::not_found && missing(o.entry)) {
     const LibraryInfo& info = library_info(o.entry);
     if (!info.found) raise(Error(o.result, e.name, info.reason, where));
     const int v = info.version;
@@ -2349,16 +2500,35 @@ template <class Result, class EntryT>
   raise(Error(o.result, e.name, std::move(detail), where));
 }
 
+// fail() for check(): the result and the entry apart, so that the hot path
+// does not build an outcome it only needs when the call failed.
 template <class Result, class EntryT>
-inline void check(ToolkitOutcome<Result, EntryT> o, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!o.ok())) fail(o, where);
+[[noreturn]] OXICUDA_COLD void fail_call(Result r, EntryT entry, SourceLocation where) {
+  fail(CallOutcome<LibraryOf<Result>::value>{r, entry}, where);
 }
 
-// For a destructor: never throws; a failure goes to the diagnostic hook.
-template <class Result, class EntryT>
-inline bool check_nothrow(ToolkitOutcome<Result, EntryT> o, const char* during) noexcept {
+// Checks one call's result: throws (or reports) an Error naming the call
+// when it failed. Every wrapper calls the driver as
+//   check(OXICUDA_DRIVER(StreamCreate, &raw, flags), where);
+// which is the driver call, one compare and nothing else on success.
+template <Library L>
+inline void check(CallOutcome<L> o, SourceLocation where) {
+  if (OXICUDA_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
+}
+
+// The same for a call made by a destructor: never throws; a failure goes to
+// the diagnostic hook, saying what was being done (`during`: "destroying an
+// oxicuda::Stream"). Returns whether the call succeeded.
+template <Library L>
+inline bool check_nothrow(CallOutcome<L> o, const char* during) noexcept {
   if (OXICUDA_LIKELY(o.ok())) return true;
-  report(o.result, entry_info(o.entry).name, during);
+  if constexpr (L == Library::driver) {
+    if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
+    report(o.result, entry_info(o.entry).name, during,
+           missing(o.entry) ? "the loaded driver does not provide this entry point" : "");
+  } else {
+    report(o.result, entry_info(o.entry).name, during);
+  }
   return false;
 }
 
@@ -2368,73 +2538,7 @@ inline bool check_nothrow(ToolkitOutcome<Result, EntryT> o, const char* during) 
               cat({"this ", type, " is empty (default-constructed or moved-from); it has no driver handle"}), where));
 }
 
-inline std::string driver_description(ffi::CUresult r) {
-  const char* s = nullptr;
-  // Not on the driver's callback thread, where the driver refuses calls.
-  if (in_host_function || api().GetErrorString(r, &s) != ffi::CUDA_SUCCESS || !s) {
-    const ffi::ResultText* t = result_text(r);
-    s = t ? t->text : "unknown CUresult";
-  }
-  return cat({s});
-}
-
 }  // namespace detail
-
-inline const std::error_category& cuda_category() noexcept {
-  static const detail::ResultCategory category(Library::driver, "cuda");
-  return category;
-}
-inline const std::error_category& nvrtc_category() noexcept {
-  static const detail::ResultCategory category(Library::nvrtc, "nvrtc");
-  return category;
-}
-inline const std::error_category& nvjitlink_category() noexcept {
-  static const detail::ResultCategory category(Library::nvjitlink, "nvjitlink");
-  return category;
-}
-
-inline Error::Error(ffi::CUresult result, std::string call, std::string detail, SourceLocation where)
-    : Error(Library::driver, result, cuda_category(), std::move(call), std::move(detail), where) {}
-inline Error::Error(ffi::nvrtcResult result, std::string call, std::string detail, SourceLocation where)
-    : Error(Library::nvrtc, result, nvrtc_category(), std::move(call), std::move(detail), where) {}
-inline Error::Error(ffi::nvJitLinkResult result, std::string call, std::string detail, SourceLocation where)
-    : Error(Library::nvjitlink, result, nvjitlink_category(), std::move(call), std::move(detail), where) {}
-
-inline Error::Error(Library library, int result, const std::error_category& category, std::string call,
-                    std::string detail, SourceLocation where)
-    : std::system_error(result, category),
-      library_(library),
-      call_(std::move(call)),
-      detail_(std::move(detail)),
-      where_(where) {
-  if (library == Library::driver) {
-    description_ = detail::driver_description(static_cast<ffi::CUresult>(result));
-  } else {
-    const ffi::ResultText* t = detail::result_text(library, result);
-    description_ = t ? t->text : "unknown result";
-  }
-  const char* function = where_.function_name();
-  what_ = detail::cat({call_, " failed: ", name(), " (", std::to_string(result), "): ", description_});
-  if (where_.line() != 0)  // no line: oxicuda's own cleanup (see detail::report), not the caller's
-    what_ = detail::cat({what_, "\n  at ", where_.file_name(), ":", std::to_string(where_.line()),
-                         *function ? " in " : "", function});
-  if (!detail_.empty()) {
-    // The detail on its own lines, each indented by two spaces.
-    std::string_view rest = detail_;
-    while (!rest.empty()) {
-      const std::size_t eol = rest.find('\n');
-      const std::string_view line = rest.substr(0, eol);
-      what_.append(static_cast<const char*>("\n  "), 3).append(line.data(), line.size());
-      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
-    }
-    while (!what_.empty() && (what_.back() == ' ' || what_.back() == '\n')) what_.pop_back();
-  }
-}
-
-inline std::string_view Error::name() const noexcept {
-  const ffi::ResultText* t = detail::result_text(library_, code().value());
-  return t ? t->name : detail::result_table(library_).unknown_name;
-}
 
 // Any entry point of the loaded driver, by name and CUDA version, from the
 // driver oxicuda loaded (cuGetProcAddress_v2, with the legacy default
@@ -2486,14 +2590,6 @@ inline void* driver_entry_point(const char* symbol, int version, SourceLocation 
                       where));
 }
 
-inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
-  return detail::error_handler_slot().exchange(handler, std::memory_order_acq_rel);
-}
-
-inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
-  return detail::diagnostic_hook_slot().exchange(hook, std::memory_order_acq_rel);
-}
-
 OXICUDA_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
@@ -2513,14 +2609,7 @@ OXICUDA_NAMESPACE_END
 #define OXICUDA_NVJITLINK(member, ...)                                                                       \
   (::oxicuda::detail::NvJitLinkOutcome{::oxicuda::detail::nvjitlink().api.member(__VA_ARGS__),              \
                                        ::oxicuda::ffi::nvjitlink::Entry::member})
-
-template <>
-struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
-template <>
-struct std::is_error_code_enum<oxicuda::ffi::nvrtcResult> : std::true_type {};
-template <>
-struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {};
-// ---- end oxicuda/core/error.hpp ----
+// ---- end oxicuda/core/check.hpp ----
 
 // ---- begin oxicuda/driver/callback.hpp ----
 // oxicuda/driver/callback.hpp — host callables that the driver runs on its own
@@ -3037,8 +3126,8 @@ OXICUDA_NAMESPACE_END
 
 // ---- begin oxicuda/driver/context.hpp ----
 // oxicuda/driver/context.hpp — Context (a device's primary context, or one created
-// explicitly), ScopedCurrent, the "make current, restore on exit" guard, and
-// ScopedCurrentNothrow, the same for destructors.
+// explicitly), and oxicuda's own guard that makes it current around one call
+// (detail::SwitchCurrent). The guards for users and destructors are current.hpp.
 
 #include <atomic>
 #include <utility>
@@ -3265,78 +3354,6 @@ namespace detail {
 inline thread_local unsigned long make_current_count = 0;
 }  // namespace detail
 
-// Makes a context current on the calling thread for the guard's lifetime and
-// then restores whatever was current before, in every case: also when that
-// was nothing, and also when the context was current already and the scope
-// made another one current (with make_current(); a direct cuCtxSetCurrent
-// of your own inside such a scope is yours to undo). The guard keeps its
-// Context alive (a copy: one atomic increment), so `ScopedCurrent
-// guard{Context::create(dev)}` keeps the new context for the guard's scope;
-// a guard of a raw CUcontext keeps nothing alive. It costs one
-// cuCtxGetCurrent, and a cuCtxSetCurrent at each end when the context was
-// not current. An empty Context
-// or a null CUcontext is an Error before any driver call: the driver would
-// take cuCtxSetCurrent(NULL) as "pop", and the restore would then overwrite
-// the context below the top of the thread's stack. A current context that
-// oxicuda destroyed (its last handle dropped while it was current here) is
-// an Error (CUDA_ERROR_CONTEXT_IS_DESTROYED), not restored.
-class ScopedCurrent {
- public:
-  explicit ScopedCurrent(const Context& ctx, SourceLocation where = SourceLocation::current())
-      : keep_(ctx), previous_(enter(ctx.raw(), where, "oxicuda::Context")) {}
-  explicit ScopedCurrent(Context&& ctx, SourceLocation where = SourceLocation::current())
-      : keep_(std::move(ctx)), previous_(enter(keep_.raw(), where, "oxicuda::Context")) {}
-  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current())
-      : previous_(enter(ctx, where, "CUcontext (null)")) {}
-  ScopedCurrent(const ScopedCurrent&) = delete;
-  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
-  ~ScopedCurrent() {
-    if (switched_ || detail::make_current_count != made_)
-      detail::check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_),
-                            "restoring the thread's previous context (oxicuda::ScopedCurrent)");
-  }
-
- private:
-  CUcontext enter(CUcontext ctx, SourceLocation where, const char* empty_type) {
-    if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
-    made_ = detail::make_current_count;
-    return detail::switch_current(ctx, switched_, where);
-  }
-
-  Context keep_;  // (destroyed after the restore)
-  unsigned long made_ = 0;
-  bool switched_ = false;
-  CUcontext previous_ = nullptr;
-};
-
-namespace detail {
-
-// ScopedCurrent for destructors: never throws; failures go to the diagnostic
-// hook, saying what was being done. A null context changes nothing. A
-// previous context that oxicuda destroyed is not made current again: the
-// thread is left with none.
-class ScopedCurrentNothrow {
- public:
-  ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
-    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx) {
-      if (context_destroyed(previous_)) previous_ = nullptr;
-      switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
-    }
-  }
-  ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
-  ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
-  ~ScopedCurrentNothrow() {
-    if (switched_) check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_), during_);
-  }
-
- private:
-  const char* during_;
-  CUcontext previous_ = nullptr;
-  bool switched_ = false;
-};
-
-}  // namespace detail
-
 inline Context Context::primary(const Device& device, SourceLocation where) {
   detail::reclaim();
   CUcontext raw = nullptr;
@@ -3415,9 +3432,93 @@ inline MemoryInfo Context::memory_info(SourceLocation where) const {
   return m;
 }
 
-
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/driver/context.hpp ----
+
+// ---- begin oxicuda/driver/current.hpp ----
+// oxicuda/driver/current.hpp — the calling thread's current context, made and
+// restored: ScopedCurrent, the "make current, restore on exit" guard, and
+// ScopedCurrentNothrow, the same for destructors.
+
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// Makes a context current on the calling thread for the guard's lifetime and
+// then restores whatever was current before, in every case: also when that
+// was nothing, and also when the context was current already and the scope
+// made another one current (with make_current(); a direct cuCtxSetCurrent
+// of your own inside such a scope is yours to undo). The guard keeps its
+// Context alive (a copy: one atomic increment), so `ScopedCurrent
+// guard{Context::create(dev)}` keeps the new context for the guard's scope;
+// a guard of a raw CUcontext keeps nothing alive. It costs one
+// cuCtxGetCurrent, and a cuCtxSetCurrent at each end when the context was
+// not current. An empty Context
+// or a null CUcontext is an Error before any driver call: the driver would
+// take cuCtxSetCurrent(NULL) as "pop", and the restore would then overwrite
+// the context below the top of the thread's stack. A current context that
+// oxicuda destroyed (its last handle dropped while it was current here) is
+// an Error (CUDA_ERROR_CONTEXT_IS_DESTROYED), not restored.
+class ScopedCurrent {
+ public:
+  explicit ScopedCurrent(const Context& ctx, SourceLocation where = SourceLocation::current())
+      : keep_(ctx), previous_(enter(ctx.raw(), where, "oxicuda::Context")) {}
+  explicit ScopedCurrent(Context&& ctx, SourceLocation where = SourceLocation::current())
+      : keep_(std::move(ctx)), previous_(enter(keep_.raw(), where, "oxicuda::Context")) {}
+  explicit ScopedCurrent(CUcontext ctx, SourceLocation where = SourceLocation::current())
+      : previous_(enter(ctx, where, "CUcontext (null)")) {}
+  ScopedCurrent(const ScopedCurrent&) = delete;
+  ScopedCurrent& operator=(const ScopedCurrent&) = delete;
+  ~ScopedCurrent() {
+    if (switched_ || detail::make_current_count != made_)
+      detail::check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_),
+                            "restoring the thread's previous context (oxicuda::ScopedCurrent)");
+  }
+
+ private:
+  CUcontext enter(CUcontext ctx, SourceLocation where, const char* empty_type) {
+    if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
+    made_ = detail::make_current_count;
+    return detail::switch_current(ctx, switched_, where);
+  }
+
+  Context keep_;  // (destroyed after the restore)
+  unsigned long made_ = 0;
+  bool switched_ = false;
+  CUcontext previous_ = nullptr;
+};
+
+namespace detail {
+
+// ScopedCurrent for destructors: never throws; failures go to the diagnostic
+// hook, saying what was being done. A null context changes nothing. A
+// previous context that oxicuda destroyed is not made current again: the
+// thread is left with none.
+class ScopedCurrentNothrow {
+ public:
+  ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
+    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx) {
+      if (context_destroyed(previous_)) previous_ = nullptr;
+      switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
+    }
+  }
+  ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
+  ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
+  ~ScopedCurrentNothrow() {
+    if (switched_) check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, previous_), during_);
+  }
+
+ private:
+  const char* during_;
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/driver/current.hpp ----
 
 // ---- begin oxicuda/driver/in_context.hpp ----
 // oxicuda/driver/in_context.hpp — SharedHandle, a shared handle to a driver object that
@@ -4781,9 +4882,9 @@ OXICUDA_NAMESPACE_END
 
 // ---- begin oxicuda/kernel/module.hpp ----
 // oxicuda/kernel/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
-// and Function (a kernel in it, which keeps its module alive).
+// and the driver's JIT options. Its kernels (Function, Module::function) are
+// function.hpp.
 
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -4813,7 +4914,6 @@ class Function;
 template <class Signature>
 class Kernel;
 namespace detail {
-struct FunctionAccess;
 struct ModuleAccess;
 
 // JitOptions as the driver takes them (cuModuleLoadDataEx, cuLinkCreate):
@@ -4875,12 +4975,6 @@ struct JitOptionList {
 };
 }  // namespace detail
 
-// A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
-struct BlockSizeSuggestion {
-  int min_grid_size = 0;  // the smallest grid that reaches full occupancy
-  int block_size = 0;     // the block size that maximizes occupancy
-};
-
 // A loaded module. Copies share it; it is unloaded (cuModuleUnload) when the
 // last Module or Function that uses it drops. The driver does not promise to
 // wait for kernels of the module still running then: synchronize the work
@@ -4910,6 +5004,7 @@ class Module {
   // extern "C"; for a module compiled from source, also a name expression
   // given to the compiler, such as "saxpy<float>"). An unknown name is an
   // Error that names it.
+  // (Defined in function.hpp, with Function, which holds its Module.)
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
   // module.kernel<void(float*, unsigned)>("scale"). Where the driver has
@@ -4958,6 +5053,139 @@ class Module {
                          SourceLocation where);
 
   detail::Shared<const State> state_;
+};
+
+inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
+                           const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
+  detail::JitOptionList jit(options, "oxicuda::Module::load", where);
+  CUmodule raw = nullptr;
+  detail::Outcome r;
+  {
+    ScopedCurrent current(ctx, where);
+    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
+  }
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
+                              jit.error_log()}));
+  std::string log = jit.info_log();
+  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
+  Module m;
+  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
+  return m;
+}
+
+inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
+  return load_ptx(ctx, ptx.data(), ptx.size(), options, where);
+}
+
+// (Pointer and size rather than a std::string_view made from them: that
+// constructor's overload resolution checks the standard's iterator concepts,
+// a large share of this header's compile time.)
+inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
+                               SourceLocation where) {
+  const std::string copy = detail::ptx_text(ptx, n, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
+                                            "the PTX source", "the driver", where);
+  return load(ctx, copy.c_str(), copy.size(), true, options, where);
+}
+
+inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
+                                 SourceLocation where) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (p == nullptr || size == 0)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
+  const detail::ImageKind kind = detail::image_kind(p, size);
+  if (kind == detail::ImageKind::ptx)
+    return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
+  if (kind == detail::ImageKind::ltoir)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
+                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
+                        where));
+  if (kind == detail::ImageKind::unknown)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
+                        detail::cat({"the image of ", std::to_string(size),
+                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
+                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
+                        where));
+  std::string problem = detail::image_problem(p, size, kind);
+  if (!problem.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
+  return load(ctx, data, size, false, options, where);
+}
+
+inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot open '", path, "'"}), where));
+  std::string bytes;
+  char chunk[1 << 14];
+  std::size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(static_cast<const char*>(chunk), got);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed)
+    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
+                        detail::cat({"cannot read '", path, "'"}), where));
+  if (bytes.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
+                        detail::cat({"'", path, "' is empty"}), where));
+  return from_image(ctx, bytes.data(), bytes.size(), options, where);
+}
+
+inline const Context& Module::context() const noexcept {
+  static const Context empty;
+  return state_ ? state_->ctx : empty;
+}
+
+namespace detail {
+
+// Loading a module with the name expressions and log of its compilation
+// (runtime compilation, above this part).
+struct ModuleAccess {
+  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                     SourceLocation where, std::string names, std::string_view log) {
+    return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
+  }
+  // A Module owning `raw`, which the caller loaded into `ctx` (a cache hit,
+  // which inspects the driver's result itself).
+  static Module adopt(const Context& ctx, CUmodule raw, std::string log, std::string names) {
+    Module m;
+    m.state_ = Shared<const Module::State>::make(ctx, raw, std::move(log), std::move(names));
+    return m;
+  }
+};
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/kernel/module.hpp ----
+
+// ---- begin oxicuda/kernel/function.hpp ----
+// oxicuda/kernel/function.hpp — Function (a kernel of a Module, which keeps
+// its module alive), Module::function that looks one up, the occupancy
+// queries, and what launches need of it beyond its public API.
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+struct FunctionAccess;
+}  // namespace detail
+
+// A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
+struct BlockSizeSuggestion {
+  int min_grid_size = 0;  // the smallest grid that reaches full occupancy
+  int block_size = 0;     // the block size that maximizes occupancy
 };
 
 // A kernel. Copies share it and keep its module (and context) alive.
@@ -5054,92 +5282,6 @@ class Function {
   detail::Shared<const State> state_;
 };
 
-inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
-                           const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Module::load", where);
-  detail::JitOptionList jit(options, "oxicuda::Module::load", where);
-  CUmodule raw = nullptr;
-  detail::Outcome r;
-  {
-    ScopedCurrent current(ctx, where);
-    r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
-  }
-  if (OXICUDA_UNLIKELY(!r.ok()))
-    detail::fail(r, where,
-                 detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
-                              jit.error_log()}));
-  std::string log = jit.info_log();
-  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
-  Module m;
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
-  return m;
-}
-
-inline Module Module::from_ptx(const Context& ctx, std::string_view ptx, JitOptions options, SourceLocation where) {
-  return load_ptx(ctx, ptx.data(), ptx.size(), options, where);
-}
-
-// (Pointer and size rather than a std::string_view made from them: that
-// constructor's overload resolution checks the standard's iterator concepts,
-// a large share of this header's compile time.)
-inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
-                               SourceLocation where) {
-  const std::string copy = detail::ptx_text(ptx, n, ffi::CUDA_ERROR_INVALID_PTX, "oxicuda::Module::from_ptx",
-                                            "the PTX source", "the driver", where);
-  return load(ctx, copy.c_str(), copy.size(), true, options, where);
-}
-
-inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
-                                 SourceLocation where) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (p == nullptr || size == 0)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
-  const detail::ImageKind kind = detail::image_kind(p, size);
-  if (kind == detail::ImageKind::ptx)
-    return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
-  if (kind == detail::ImageKind::ltoir)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
-                        detail::cat({"the image of ", std::to_string(size),
-                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
-                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
-                        where));
-  if (kind == detail::ImageKind::unknown)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
-                        detail::cat({"the image of ", std::to_string(size),
-                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
-                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
-                        where));
-  std::string problem = detail::image_problem(p, size, kind);
-  if (!problem.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
-  return load(ctx, data, size, false, options, where);
-}
-
-inline Module Module::from_file(const Context& ctx, const std::string& path, JitOptions options, SourceLocation where) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
-                        detail::cat({"cannot open '", path, "'"}), where));
-  std::string bytes;
-  char chunk[1 << 14];
-  std::size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.append(static_cast<const char*>(chunk), got);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed)
-    detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::Module::from_file",
-                        detail::cat({"cannot read '", path, "'"}), where));
-  if (bytes.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_file",
-                        detail::cat({"'", path, "' is empty"}), where));
-  return from_image(ctx, bytes.data(), bytes.size(), options, where);
-}
-
-inline const Context& Module::context() const noexcept {
-  static const Context empty;
-  return state_ ? state_->ctx : empty;
-}
-
 inline Function Module::function(std::string_view name, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
   // A name expression compiled with the module stands for its lowered name.
@@ -5214,22 +5356,6 @@ inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_sh
 
 namespace detail {
 
-// Loading a module with the name expressions and log of its compilation
-// (runtime compilation, above this part).
-struct ModuleAccess {
-  static Module load(const Context& ctx, const void* image, std::size_t size, bool is_text, const JitOptions& options,
-                     SourceLocation where, std::string names, std::string_view log) {
-    return Module::load(ctx, image, size, is_text, options, where, std::move(names), log);
-  }
-  // A Module owning `raw`, which the caller loaded into `ctx` (a cache hit,
-  // which inspects the driver's result itself).
-  static Module adopt(const Context& ctx, CUmodule raw, std::string log, std::string names) {
-    Module m;
-    m.state_ = Shared<const Module::State>::make(ctx, raw, std::move(log), std::move(names));
-    return m;
-  }
-};
-
 // What launches need of a Function beyond its public API.
 struct FunctionAccess {
   // The same for copies of one Function (one state), and only for them.
@@ -5272,9 +5398,8 @@ inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation 
   if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
-
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/kernel/module.hpp ----
+// ---- end oxicuda/kernel/function.hpp ----
 
 // ---- begin oxicuda/kernel/kernel.hpp ----
 // oxicuda/kernel/kernel.hpp — Kernel<Sig>, a kernel typed by its signature, and the

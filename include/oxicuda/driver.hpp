@@ -1,5 +1,5 @@
-// oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the shared
-// in-context handle; event; stream.
+// oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the current
+// context's guards; the shared in-context handle; event; stream.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -11,6 +11,7 @@
 #include "driver/device.hpp"
 #include "driver/handle.hpp"
 #include "driver/context.hpp"
+#include "driver/current.hpp"
 #include "driver/in_context.hpp"
 #include "driver/event.hpp"
 #include "driver/stream.hpp"

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 using namespace oxicuda;
 
@@ -50,6 +51,61 @@ TEST_CASE("the cuda error category names every result") {
   CHECK(std::error_code(ffi::CUDA_ERROR_INVALID_VALUE) == std::errc::invalid_argument);
   // Every table entry has a name that starts CUDA_.
   for (const auto& t : ffi::result_texts) CHECK(std::string(t.name).rfind("CUDA_", 0) == 0);
+}
+
+// Each library's traits hold its result type, names and texts; the
+// categories, Error and the stand-ins read them, the driver like the others.
+template <Library L>
+void check_library_traits(const char* category, const char* prefix) {
+  using T = LibraryTraits<L>;
+  static_assert(std::is_same_v<TraitsOf<typename T::result>, T>);
+  static_assert(T::library == L);
+  CHECK(std::string(T::category) == category);
+  CHECK(detail::result_category<L>().name() == std::string(category));
+  REQUIRE(!T::texts.empty());
+  for (const ffi::ResultText& t : T::texts) {
+    // One row per code, found by the one lookup.
+    CHECK(detail::result_text<L>(t.code) == &t);
+    CHECK(detail::result_name<L>(t.code) == std::string(t.name));
+    const std::string name = t.name;
+    CHECK((name.rfind(prefix, 0) == 0 || name.rfind("OXICUDA_", 0) == 0));
+    CHECK(detail::result_category<L>().message(t.code) == name + ": " + t.text);
+  }
+  // The success and stand-in answers are rows of the table.
+  CHECK(detail::result_text<L>(T::success) != nullptr);
+  CHECK(detail::result_text<L>(T::not_found) != nullptr);
+  // A result the table does not list.
+  CHECK(detail::result_text<L>(123456) == nullptr);
+  CHECK(detail::result_name<L>(123456) == std::string(T::unknown_name));
+  CHECK(detail::result_category<L>().message(123456) == std::string(T::result_type) + " 123456: unknown result");
+  const Error e(static_cast<typename T::result>(123456), "someCall", "", SourceLocation());
+  CHECK(e.library() == L);
+  CHECK(e.name() == T::unknown_name);
+  CHECK(e.code().category() == detail::result_category<L>());
+  CHECK(std::string(e.what()).rfind(std::string("someCall failed: ") + T::unknown_name + " (123456): ", 0) == 0);
+}
+
+TEST_CASE("one traits type per library: names, texts, categories, unknown results") {
+  check_library_traits<Library::driver>("cuda", "CUDA_");
+  check_library_traits<Library::nvrtc>("nvrtc", "NVRTC_");
+  check_library_traits<Library::nvjitlink>("nvjitlink", "NVJITLINK_");
+  static_assert(!LibraryResult<int>);
+  CHECK(std::string(LibraryTraits<Library::driver>::name) == "CUDA driver");
+  CHECK(std::string(LibraryTraits<Library::nvrtc>::name) == "NVRTC");
+  CHECK(std::string(LibraryTraits<Library::nvjitlink>::name) == "nvJitLink");
+  // The standard conditions, from each library's traits.
+  CHECK(std::error_code(ffi::NVRTC_ERROR_OUT_OF_MEMORY) == std::errc::not_enough_memory);
+  CHECK(std::error_code(ffi::NVRTC_ERROR_INVALID_OPTION) == std::errc::invalid_argument);
+  CHECK(std::error_code(ffi::NVJITLINK_ERROR_UNSUPPORTED_ARCH) == std::errc::not_supported);
+  CHECK(std::error_code(ffi::CUDA_ERROR_NOT_SUPPORTED) == std::errc::not_supported);
+  CHECK(std::error_code(ffi::NVRTC_ERROR_COMPILATION) != std::errc::invalid_argument);
+  // The stand-ins answer their library's not_found.
+  CHECK(ffi::missing::Init(0) == LibraryTraits<Library::driver>::not_found);
+  CHECK(ffi::nvrtc::missing::Version(nullptr, nullptr) == LibraryTraits<Library::nvrtc>::not_found);
+  CHECK(ffi::nvjitlink::missing::Version(nullptr, nullptr) == LibraryTraits<Library::nvjitlink>::not_found);
+  // The header's text when the library gives none of its own.
+  const Error e(ffi::NVRTC_ERROR_INVALID_OPTION, "nvrtcCompileProgram");
+  CHECK(e.description() == "a compile option is not valid");
 }
 
 TEST_CASE("a bad device ordinal is an error that says how many devices there are") {

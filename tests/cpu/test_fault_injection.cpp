@@ -58,7 +58,7 @@ std::vector<Op> operations() {
        [] {
          // The driver's text, or — when cuGetErrorString itself fails — the header's own.
          const Error e(ffi::CUDA_ERROR_OUT_OF_MEMORY, "an operation");
-         const std::string table = detail::result_text(ffi::CUDA_ERROR_OUT_OF_MEMORY)->text;
+         const std::string table = detail::result_text<Library::driver>(ffi::CUDA_ERROR_OUT_OF_MEMORY)->text;
          if (e.description() != table + " [fake driver]" && e.description() != table)
            throw std::logic_error("unexpected description: " + e.description());
        }},

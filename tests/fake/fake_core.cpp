@@ -2,6 +2,7 @@
 // (fault injection); the registry of live handles; the controls the tests
 // use (fake_abi.h); initialization and error texts. See fake_cuda.hpp.
 #include "fake_state.hpp"
+#include "oxicuda/core/traits.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -169,7 +170,9 @@ CUresult fake_GetErrorString(CUresult error, const char** s) {
   FAKE_ENTRY(GetErrorString);
   static const auto texts = [] {
     std::map<int, std::string> m;
-    for (const auto& t : result_texts) m[t.code] = std::string(t.text) + " [fake driver]";
+    // The header's texts, marked, so that a test tells the driver's own text from them.
+    for (const auto& t : oxicuda::LibraryTraits<oxicuda::Library::driver>::texts)
+      m[t.code] = std::string(t.text) + " [fake driver]";
     return m;
   }();
   auto it = texts.find(error);

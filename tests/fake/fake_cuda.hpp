@@ -9,7 +9,8 @@
 //   fake_device.cpp         devices
 //   fake_context.cpp        primary and created contexts, the current context
 //   fake_stream_event.cpp   streams and events
-//   fake_module_launch.cpp  modules (PTX read for its entries), functions, launches, occupancy
+//   fake_module_launch.cpp  modules (PTX read for its entries), functions, launches, the JIT linker
+//   fake_occupancy.cpp      the occupancy calculator
 //   fake_memory.cpp         device and pinned memory, copies, fills, memory pools
 //   fake_getproc.cpp        cuGetProcAddress_v2
 //   fake_optional.cpp       the newest entry points

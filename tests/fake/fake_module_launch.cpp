@@ -1,4 +1,4 @@
-// The fake driver's modules, functions, launches and occupancy. It reads
+// The fake driver's modules, functions, launches and the JIT linker. It reads
 // the entry declarations of PTX (a cubin loads as a module with no
 // kernels), and runs a kernel called `dbl` on the host.
 #include "fake_state.hpp"
@@ -364,42 +364,6 @@ CUresult fake_LaunchKernelEx(const CUlaunchConfig* c, CUfunction fn, void** para
   const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
   const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
   return launch(fn, grid, block, c->sharedMemBytes, c->hStream, params, extra, cluster, cooperative, 1);
-}
-
-// The fake's occupancy model: 2048 threads, 32 blocks and 228 KiB of shared
-// memory per multiprocessor; 16 registers per thread never limit.
-static int blocks_per_sm(int block_size, std::size_t shared) {
-  if (block_size <= 0 || block_size > 1024) return 0;
-  int blocks = 2048 / block_size;
-  if (blocks > 32) blocks = 32;
-  if (shared) {
-    const auto by_shared = static_cast<int>((228u * 1024u) / shared);
-    if (by_shared < blocks) blocks = by_shared;
-  }
-  return blocks;
-}
-
-CUresult fake_OccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction fn, int block_size, std::size_t shared) {
-  FAKE_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor);
-  std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function) || !n) return CUDA_ERROR_INVALID_HANDLE;
-  *n = blocks_per_sm(block_size, shared);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_OccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction fn, CUoccupancyB2DSize to_shared,
-                                             std::size_t shared, int limit) {
-  FAKE_ENTRY(OccupancyMaxPotentialBlockSize);
-  std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function) || !min_grid || !block) return CUDA_ERROR_INVALID_HANDLE;
-  int best = 0, best_threads = -1;
-  for (int b = 32; b <= 1024 && (limit <= 0 || b <= limit); b += 32) {
-    const int threads = b * blocks_per_sm(b, to_shared ? to_shared(b) : shared);
-    if (threads > best_threads) best = b, best_threads = threads;
-  }
-  *block = best;
-  *min_grid = 132 * blocks_per_sm(best, to_shared ? to_shared(best) : shared);
-  return CUDA_SUCCESS;
 }
 
 // --- the JIT linker: PTX inputs are joined, and the "cubin" it completes is

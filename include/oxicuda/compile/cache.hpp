@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../core/error.hpp"
+#include "../core/check.hpp"
 
 #if !OXICUDA_WINDOWS
 #include <dirent.h>

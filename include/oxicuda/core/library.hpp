@@ -15,8 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "nvjitlink_ffi.hpp"
-#include "nvrtc_ffi.hpp"
+#include "traits.hpp"
 
 #if OXICUDA_WINDOWS
 #ifndef NOMINMAX
@@ -42,9 +41,6 @@
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
-
-// The libraries whose results an Error may carry.
-enum class Library { driver, nvrtc, nvjitlink };
 
 // What the first use of a lazily loaded library (NVRTC, nvJitLink) found.
 // Filled once; read-only afterwards.
@@ -290,12 +286,12 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
 }  // namespace detail
 OXICUDA_NAMESPACE_END
 
-// A table's stand-ins (namespace `missing`, one per entry, answering
-// OXICUDA_TABLE_NOT_FOUND so that a wrapper never tests a pointer) and its
-// function-pointer struct `Api` (one member per entry, each starting as its
-// stand-in). Define OXICUDA_TABLE_RESULT and OXICUDA_TABLE_NOT_FOUND before
-// expanding it in the table's namespace; the struct is standard-layout, one
-// pointer-sized slot per entry in entry order (TableSlots relies on it).
+// A table's stand-ins (namespace `missing`, one per entry, answering the
+// library's LibraryTraits<>::not_found so that a wrapper never tests a
+// pointer) and its function-pointer struct `Api` (one member per entry, each
+// starting as its stand-in). Expand it in the table's namespace with the
+// library's traits; the struct is standard-layout, one pointer-sized slot per
+// entry in entry order (TableSlots relies on it).
 #if defined(__GNUC__) || defined(__clang__)
 #define OXICUDA_UNUSED_PARAMETERS_PUSH \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
@@ -307,10 +303,12 @@ OXICUDA_NAMESPACE_END
 #define OXICUDA_UNUSED_PARAMETERS_PUSH
 #define OXICUDA_UNUSED_PARAMETERS_POP
 #endif
-#define OXICUDA_X_STAND_IN(member, version, symbol, params) \
-  inline OXICUDA_TABLE_RESULT OXICUDA_CUDAAPI member params noexcept { return OXICUDA_TABLE_NOT_FOUND; }
+#define OXICUDA_X_STAND_IN(member, version, symbol, params)                              \
+  inline OXICUDA_TABLE_TRAITS::result OXICUDA_CUDAAPI member params noexcept {           \
+    return OXICUDA_TABLE_TRAITS::not_found;                                              \
+  }
 #define OXICUDA_X_SLOT(member, version, symbol, params) \
-  OXICUDA_TABLE_RESULT(OXICUDA_CUDAAPI * member) params = &missing::member;
+  OXICUDA_TABLE_TRAITS::result(OXICUDA_CUDAAPI * member) params = &missing::member;
 #define OXICUDA_LIBRARY_API(TABLE, Api)                                                     \
   namespace missing {                                                                       \
   OXICUDA_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_X_STAND_IN) OXICUDA_UNUSED_PARAMETERS_POP \

@@ -46,11 +46,9 @@ namespace ffi {
 // The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
 // detail::fail turns into the error that explains why) and DriverApi, one
 // function pointer per table entry: the driver's, or its stand-in.
-#define OXICUDA_TABLE_RESULT CUresult
-#define OXICUDA_TABLE_NOT_FOUND CUDA_ERROR_NOT_FOUND
+#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::driver>
 OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
-#undef OXICUDA_TABLE_RESULT
-#undef OXICUDA_TABLE_NOT_FOUND
+#undef OXICUDA_TABLE_TRAITS
 
 }  // namespace ffi
 
@@ -87,16 +85,10 @@ inline constexpr const char* driver_file = "libcuda.so.1";
 inline const char* const default_candidates[] = {driver_file, "libcuda.so"};
 #endif
 
-// The header's own text for a result (the driver may be absent or the stub).
-inline const ffi::ResultText* result_text(int code) noexcept {
-  for (const auto& t : ffi::result_texts)
-    if (t.code == code) return &t;
-  return nullptr;
-}
-
+// "CUDA_ERROR_INVALID_VALUE (1)", from the header's table (the driver may be
+// absent or the stub).
 inline std::string describe_result(ffi::CUresult r) {
-  const ffi::ResultText* t = result_text(r);
-  return cat({t ? t->name : "CUDA_ERROR_?", " (", std::to_string(static_cast<int>(r)), ")"});
+  return cat({result_name<Library::driver>(r), " (", std::to_string(static_cast<int>(r)), ")"});
 }
 
 // Fills the table from the opened library: each entry from cuGetProcAddress_v2
@@ -147,7 +139,7 @@ inline Driver* load_driver() {
   ::pthread_atfork(nullptr, nullptr, &on_fork_child);
 #endif
   DriverInfo& info = d->info;
-  const LibrarySpec spec{"CUDA driver", "OXICUDA_LIBCUDA_PATH", default_candidates,
+  const LibrarySpec spec{LibraryTraits<Library::driver>::name, "OXICUDA_LIBCUDA_PATH", default_candidates,
                          sizeof default_candidates / sizeof default_candidates[0], false, "", nullptr, 0};
   Opened o = open_library(spec);
   const LibHandle h = o.handle;
@@ -179,7 +171,7 @@ inline Driver* load_driver() {
                        "that the driver's own libcuda.so.1 is found."});
   } else if (info.init_result != ffi::CUDA_SUCCESS) {
     info.status = DriverStatus::init_failed;
-    const ffi::ResultText* t = result_text(info.init_result);
+    const ffi::ResultText* t = result_text<Library::driver>(info.init_result);
     info.reason = cat({"cuInit(0) failed with ", describe_result(info.init_result), ": ", t ? t->text : "unknown error",
                        " (driver library ", info.library, ")."});
   } else {

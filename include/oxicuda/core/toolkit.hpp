@@ -21,19 +21,15 @@ OXICUDA_NAMESPACE_BEGIN
 [[nodiscard]] const LibraryInfo& nvjitlink_info() noexcept;
 
 namespace ffi::nvrtc {
-#define OXICUDA_TABLE_RESULT nvrtcResult
-#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVRTC_NOT_FOUND
+#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvrtc>
 OXICUDA_LIBRARY_API(OXICUDA_NVRTC_API, NvrtcApi)
-#undef OXICUDA_TABLE_RESULT
-#undef OXICUDA_TABLE_NOT_FOUND
+#undef OXICUDA_TABLE_TRAITS
 }  // namespace ffi::nvrtc
 
 namespace ffi::nvjitlink {
-#define OXICUDA_TABLE_RESULT nvJitLinkResult
-#define OXICUDA_TABLE_NOT_FOUND OXICUDA_NVJITLINK_NOT_FOUND
+#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvjitlink>
 OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
-#undef OXICUDA_TABLE_RESULT
-#undef OXICUDA_TABLE_NOT_FOUND
+#undef OXICUDA_TABLE_TRAITS
 }  // namespace ffi::nvjitlink
 
 namespace detail {
@@ -73,8 +69,8 @@ using NvJitLink = ToolkitLibrary<ffi::nvjitlink::NvJitLinkApi, ffi::nvjitlink::e
 inline const Nvrtc& nvrtc() noexcept {
   static const Nvrtc* const lib = [] {
     auto* l = new Nvrtc{};
-    const LibrarySpec spec{"NVRTC", "OXICUDA_LIBNVRTC_PATH", nvrtc_files, sizeof nvrtc_files / sizeof nvrtc_files[0],
-                           true, nvrtc_hint, nullptr, 0};
+    const LibrarySpec spec{LibraryTraits<Library::nvrtc>::name, "OXICUDA_LIBNVRTC_PATH", nvrtc_files,
+                           sizeof nvrtc_files / sizeof nvrtc_files[0], true, nvrtc_hint, nullptr, 0};
     if (load_library(spec, {ffi::nvrtc::entries, ffi::nvrtc::entry_count, &l->api, l->provided}, l->info)) {
       int major = 0, minor = 0;
       if (l->api.Version(&major, &minor) == ffi::NVRTC_SUCCESS) l->info.version = major * 1000 + minor * 10;
@@ -93,7 +89,7 @@ inline const char* const nvjitlink_versions[] = {"_13_0", "_12_0"};
 inline const NvJitLink& nvjitlink() noexcept {
   static const NvJitLink* const lib = [] {
     auto* l = new NvJitLink{};
-    const LibrarySpec spec{"nvJitLink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+    const LibrarySpec spec{LibraryTraits<Library::nvjitlink>::name, "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                            sizeof nvjitlink_files / sizeof nvjitlink_files[0], true, nvjitlink_hint,
                            nvjitlink_versions, sizeof nvjitlink_versions / sizeof nvjitlink_versions[0]};
     if (load_library(spec, {ffi::nvjitlink::entries, ffi::nvjitlink::entry_count, &l->api, l->provided}, l->info)) {

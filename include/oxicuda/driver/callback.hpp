@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "../core/error.hpp"
+#include "../core/check.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 namespace detail {

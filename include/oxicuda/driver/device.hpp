@@ -5,7 +5,7 @@
 #include <array>
 #include <compare>
 
-#include "../core/error.hpp"
+#include "../core/check.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "../core/error.hpp"
+#include "../core/check.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "context.hpp"
+#include "current.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "module.hpp"
+#include "function.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 

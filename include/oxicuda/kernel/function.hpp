@@ -1,0 +1,237 @@
+// oxicuda/kernel/function.hpp — Function (a kernel of a Module, which keeps
+// its module alive), Module::function that looks one up, the occupancy
+// queries, and what launches need of it beyond its public API.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../driver/current.hpp"
+#include "module.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+struct FunctionAccess;
+}  // namespace detail
+
+// A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
+struct BlockSizeSuggestion {
+  int min_grid_size = 0;  // the smallest grid that reaches full occupancy
+  int block_size = 0;     // the block size that maximizes occupancy
+};
+
+// A kernel. Copies share it and keep its module (and context) alive.
+class Function {
+ public:
+  Function() noexcept = default;
+  Function(const Function&) noexcept = default;
+  Function& operator=(const Function&) noexcept = default;
+  // A moved-from Function is empty, like a default-constructed one.
+  Function(Function&& o) noexcept : raw_(o.raw_), state_(std::move(o.state_)) { o.raw_ = nullptr; }
+  Function& operator=(Function&& o) noexcept {
+    CUfunction raw = o.raw_;
+    o.raw_ = nullptr;
+    raw_ = raw;
+    state_ = std::move(o.state_);
+    return *this;
+  }
+
+  [[nodiscard]] CUfunction raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] std::string_view name() const noexcept {
+    return state_ ? std::string_view(state_->name) : std::string_view();
+  }
+  [[nodiscard]] const Module& module() const noexcept;
+
+  [[nodiscard]] int attribute(ffi::CUfunction_attribute attr, SourceLocation where = SourceLocation::current()) const;
+  void set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] int num_registers(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_NUM_REGS, where);
+  }
+  [[nodiscard]] int max_threads_per_block(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, where);
+  }
+  [[nodiscard]] int static_shared_bytes(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, where);
+  }
+  [[nodiscard]] int local_bytes(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, where);
+  }
+  [[nodiscard]] int const_bytes(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, where);
+  }
+  [[nodiscard]] int ptx_version(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_PTX_VERSION, where);
+  }
+  [[nodiscard]] int binary_version(SourceLocation where = SourceLocation::current()) const {
+    return attribute(ffi::CU_FUNC_ATTRIBUTE_BINARY_VERSION, where);
+  }
+
+  // Occupancy: how many blocks of `block_size` threads (with this much
+  // dynamic shared memory) fit on one multiprocessor at once.
+  [[nodiscard]] int max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+  // The block size that maximizes occupancy, and the grid that fills the device with it.
+  [[nodiscard]] BlockSizeSuggestion suggested_block_size(std::size_t dynamic_shared_bytes = 0, int block_size_limit = 0,
+                                                         SourceLocation where = SourceLocation::current()) const;
+
+  // Lets launches use up to `bytes` of dynamic shared memory
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: by default 48 KiB less
+  // the kernel's static shared memory; more is opt-in, up to what the device
+  // gives a block less the static part). Launches do this themselves when
+  // they ask for more than the kernel allows.
+  void allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where = SourceLocation::current()) const;
+  // What launches may use now without raising the limit, as the driver says
+  // (cuFuncGetAttribute): also after the limit was set through another
+  // Function of the same kernel, or through raw().
+  [[nodiscard]] unsigned allowed_dynamic_shared_bytes(SourceLocation where = SourceLocation::current()) const {
+    return static_cast<unsigned>(attribute(ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, where));
+  }
+
+  friend bool operator==(const Function& a, const Function& b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  friend class Module;
+  friend struct detail::FunctionAccess;
+  struct State : detail::Owned {
+    Module module;
+    std::string name;
+    // The kernel's dynamic shared memory limit
+    // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) as last read or set
+    // through this Function, or unknown_limit until a launch asks for dynamic
+    // shared memory: it saves later launches a driver call. The driver's
+    // default is 48 KiB less the kernel's static shared memory, not 48 KiB.
+    // Another Function of the same kernel, or raw(), may have changed the
+    // limit since; a launch refused for it re-reads the limit (launch.hpp).
+    static constexpr unsigned unknown_limit = ~0u;
+    mutable std::atomic<unsigned> dynamic_shared_allowed{unknown_limit};
+    State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
+  };
+  Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
+
+  CUfunction raw_ = nullptr;
+  detail::Shared<const State> state_;
+};
+
+inline Function Module::function(std::string_view name, SourceLocation where) const {
+  (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
+  // A name expression compiled with the module stands for its lowered name.
+  for (std::string_view rest = state_->names; !rest.empty();) {
+    const std::string_view expr = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(expr.size() + 1);
+    const std::string_view lowered = rest.substr(0, rest.find('\0'));
+    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+    if (expr == name) {
+      name = lowered;
+      break;
+    }
+  }
+  if (OXICUDA_UNLIKELY(name.find('\0') != std::string_view::npos))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
+                        detail::cat({"the kernel name of ", std::to_string(name.size()),
+                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
+                                     "; the driver would look up only the name before it"}),
+                        where));
+  std::string n(name);
+  CUfunction raw = nullptr;
+  detail::Outcome r;
+  {
+    ScopedCurrent current(state_->ctx, where);
+    r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
+  }
+  if (OXICUDA_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 r.result == ffi::CUDA_ERROR_NOT_FOUND
+                     ? detail::cat({"the module has no kernel named '", n,
+                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
+                     : detail::cat({"looking up kernel '", n, "'"}));
+  return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
+}
+
+inline const Module& Function::module() const noexcept {
+  static const Module empty;
+  return state_ ? state_->module : empty;
+}
+
+inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::attribute", where);
+  int v = 0;
+  detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
+  return v;
+}
+
+inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
+  if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
+}
+
+inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
+                                                          SourceLocation where) const {
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::max_active_blocks_per_multiprocessor", where);
+  ScopedCurrent current(module().context(), where);
+  int blocks = 0;
+  detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
+  return blocks;
+}
+
+inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
+                                                          SourceLocation where) const {
+  CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::suggested_block_size", where);
+  ScopedCurrent current(module().context(), where);
+  BlockSizeSuggestion s;
+  detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
+                                                             dynamic_shared_bytes, block_size_limit), where);
+  return s;
+}
+
+namespace detail {
+
+// What launches need of a Function beyond its public API.
+struct FunctionAccess {
+  // The same for copies of one Function (one state), and only for them.
+  static const void* identity(const Function& fn) noexcept { return fn.state_.get(); }
+  // The limit last read or set through `fn` (a hint; see Function::State),
+  // 48 KiB while unknown.
+  static unsigned allowed_hint(const Function& fn) noexcept {
+    const unsigned v = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    return v == Function::State::unknown_limit ? 48 * 1024 : v;
+  }
+  // The kernel's limit: the cached one, or (the first time) the driver's,
+  // read and cached. The driver's answer when reading fails.
+  static Outcome allowed(const Function& fn, unsigned& bytes) noexcept {
+    bytes = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
+    if (OXICUDA_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
+    return read_allowed(fn, bytes);
+  }
+  // Reads the kernel's limit from the driver, and caches it.
+  static Outcome read_allowed(const Function& fn, unsigned& bytes) noexcept {
+    int v = 0;
+    const Outcome r = OXICUDA_DRIVER(FuncGetAttribute, &v, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn.raw_);
+    bytes = r.ok() && v >= 0 ? static_cast<unsigned>(v) : 0;
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
+  }
+  // Raises the limit to `bytes`; the driver's answer, not thrown.
+  static Outcome try_allow(const Function& fn, unsigned bytes) noexcept {
+    const Outcome r =
+        OXICUDA_DRIVER(FuncSetAttribute, fn.raw_, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes));
+    if (r.ok()) fn.state_->dynamic_shared_allowed.store(bytes, std::memory_order_relaxed);
+    return r;
+  }
+};
+
+}  // namespace detail
+
+inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
+  (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
+  const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
+  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
+}
+
+OXICUDA_NAMESPACE_END
