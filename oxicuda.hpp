@@ -5913,33 +5913,28 @@ class Dependencies {
   SourceLocation where_;
 };
 
-// A handle that a conditional node reads and a kernel sets on the device
-// (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
-
-class Graph;
-class GraphExec;
-
 namespace detail {
 
-// The name an error gives each handle of this wing (empty_handle's `type`):
-// one table, so that every check of a handle says the same.
-template <class H>
+// The name an error gives each handle of this wing (empty_handle's `type`),
+// by the driver handle it holds: one table, so that every check of a handle
+// says the same.
+template <class Raw>
 [[nodiscard]] constexpr const char* graph_handle_name() noexcept {
-  if constexpr (std::is_same_v<H, GraphNode>)
+  if constexpr (std::is_same_v<Raw, CUgraphNode>)
     return "oxicuda::GraphNode";
-  else if constexpr (std::is_same_v<H, Graph>)
+  else if constexpr (std::is_same_v<Raw, CUgraph>)
     return "oxicuda::Graph";
   else {
-    static_assert(std::is_same_v<H, GraphExec>, "a handle of the graph wing");
+    static_assert(std::is_same_v<Raw, CUgraphExec>, "a handle of the graph wing");
     return "oxicuda::GraphExec";
   }
 }
 
-// The raw handle of `handle`, or the Error naming its type and `operation`
-// when it is empty (checked() with the name from the table).
+// The raw handle of `handle` (a GraphNode, Graph or GraphExec), or the Error
+// naming its type and `operation` when it is empty.
 template <class H>
 [[nodiscard]] auto checked(const H& handle, const char* operation, SourceLocation where) {
-  return checked(handle, graph_handle_name<H>(), operation, where);
+  return checked(handle, graph_handle_name<decltype(handle.raw())>(), operation, where);
 }
 
 // The nodes the driver lists with `list(handle, out, &n)`: asked for the
@@ -6962,7 +6957,7 @@ inline GraphNodes Graph::nodes(SourceLocation where) const {
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::depend", where);
   const CUgraphNode f = from.raw(), t = to.raw();
-  if (!f || !t) detail::empty_handle(detail::graph_handle_name<GraphNode>(), "oxicuda::Graph::depend", where);
+  if (!f || !t) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), "oxicuda::Graph::depend", where);
   detail::check(OXICUDA_DRIVER(GraphAddDependencies, g, &f, &t, std::size_t{1}), where);
 }
 
@@ -7311,7 +7306,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
                                      SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle(detail::graph_handle_name<GraphNode>(), op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
@@ -7339,7 +7334,7 @@ template <class Dst, class Src>
 void GraphExec::set_copy(GraphNode node, Dst&& dst, Src&& src, SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_copy";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle(detail::graph_handle_name<GraphNode>(), op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, where, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemcpyNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
@@ -7351,7 +7346,7 @@ void GraphExec::set_fill(GraphNode node, Dst&& dst, detail::device_element_t<std
                          SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_fill";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle(detail::graph_handle_name<GraphNode>(), op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemsetNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);

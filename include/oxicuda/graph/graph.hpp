@@ -207,7 +207,7 @@ inline GraphNodes Graph::nodes(SourceLocation where) const {
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::depend", where);
   const CUgraphNode f = from.raw(), t = to.raw();
-  if (!f || !t) detail::empty_handle(detail::graph_handle_name<GraphNode>(), "oxicuda::Graph::depend", where);
+  if (!f || !t) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), "oxicuda::Graph::depend", where);
   detail::check(OXICUDA_DRIVER(GraphAddDependencies, g, &f, &t, std::size_t{1}), where);
 }
 

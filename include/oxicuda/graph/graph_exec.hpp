@@ -213,7 +213,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
                                      SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle(detail::graph_handle_name<GraphNode>(), op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
@@ -241,7 +241,7 @@ template <class Dst, class Src>
 void GraphExec::set_copy(GraphNode node, Dst&& dst, Src&& src, SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_copy";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle(detail::graph_handle_name<GraphNode>(), op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, where, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemcpyNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
@@ -253,7 +253,7 @@ void GraphExec::set_fill(GraphNode node, Dst&& dst, detail::device_element_t<std
                          SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_fill";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle(detail::graph_handle_name<GraphNode>(), op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemsetNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);

@@ -137,33 +137,28 @@ class Dependencies {
   SourceLocation where_;
 };
 
-// A handle that a conditional node reads and a kernel sets on the device
-// (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
-
-class Graph;
-class GraphExec;
-
 namespace detail {
 
-// The name an error gives each handle of this wing (empty_handle's `type`):
-// one table, so that every check of a handle says the same.
-template <class H>
+// The name an error gives each handle of this wing (empty_handle's `type`),
+// by the driver handle it holds: one table, so that every check of a handle
+// says the same.
+template <class Raw>
 [[nodiscard]] constexpr const char* graph_handle_name() noexcept {
-  if constexpr (std::is_same_v<H, GraphNode>)
+  if constexpr (std::is_same_v<Raw, CUgraphNode>)
     return "oxicuda::GraphNode";
-  else if constexpr (std::is_same_v<H, Graph>)
+  else if constexpr (std::is_same_v<Raw, CUgraph>)
     return "oxicuda::Graph";
   else {
-    static_assert(std::is_same_v<H, GraphExec>, "a handle of the graph wing");
+    static_assert(std::is_same_v<Raw, CUgraphExec>, "a handle of the graph wing");
     return "oxicuda::GraphExec";
   }
 }
 
-// The raw handle of `handle`, or the Error naming its type and `operation`
-// when it is empty (checked() with the name from the table).
+// The raw handle of `handle` (a GraphNode, Graph or GraphExec), or the Error
+// naming its type and `operation` when it is empty.
 template <class H>
 [[nodiscard]] auto checked(const H& handle, const char* operation, SourceLocation where) {
-  return checked(handle, graph_handle_name<H>(), operation, where);
+  return checked(handle, graph_handle_name<decltype(handle.raw())>(), operation, where);
 }
 
 // The nodes the driver lists with `list(handle, out, &n)`: asked for the
