@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-
 namespace fake {
 
+// A mem alloc node's memory (fake_state.hpp's Work holds it).
 struct Block {
   void* mem = nullptr;
   std::size_t bytes = 0;
