@@ -5900,21 +5900,16 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/kernel/launch.hpp ----
 
-// ---- begin oxicuda/graph/graph.hpp ----
-// oxicuda/graph/graph.hpp — Graph: a CUDA graph built node by node (kernels,
-// copies, fills, host functions, events, child graphs, allocations,
-// conditional nodes), its dependencies, clones and a Graphviz picture.
-// Instantiating and replaying it is graph_exec.hpp; capturing a stream's work
-// into one is capture.hpp.
+// ---- begin oxicuda/graph/node.hpp ----
+// oxicuda/graph/node.hpp — the nodes of a graph as handles: GraphNode (its
+// kind, its dependencies and dependents), GraphNodes (a list the driver
+// gave), Dependencies (the nodes a new node runs after), and the one table
+// of the names errors give this wing's handles.
 
-#include <bit>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
 #include <initializer_list>
 #include <span>
-#include <string>
-#include <string_view>
+#include <type_traits>
 #include <utility>
 
 
@@ -5949,10 +5944,7 @@ class GraphNodes {
  public:
   GraphNodes() noexcept = default;
   explicit GraphNodes(std::size_t n) : p_(n ? new GraphNode[n] : nullptr), n_(n) {}
-  GraphNodes(GraphNodes&& o) noexcept : p_(o.p_), n_(o.n_) {
-    o.p_ = nullptr;
-    o.n_ = 0;
-  }
+  GraphNodes(GraphNodes&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   GraphNodes& operator=(GraphNodes&& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);
@@ -6046,32 +6038,88 @@ class Dependencies {
   SourceLocation where_;
 };
 
-// A handle that a conditional node reads and a kernel sets on the device
-// (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
-// as its unsigned long long (CUgraphConditionalHandle) parameter.
-struct ConditionalHandle {
-  ffi::CUgraphConditionalHandle value = 0;
-  // NOLINTNEXTLINE(google-explicit-constructor): a kernel's CUgraphConditionalHandle parameter
-  constexpr operator ffi::CUgraphConditionalHandle() const noexcept { return value; }
-};
-
-class Graph;
 namespace detail {
-struct GraphAccess;
+
+// The name an error gives each handle of this wing (empty_handle's `type`),
+// by the driver handle it holds: one table, so that every check of a handle
+// says the same.
+template <class Raw>
+[[nodiscard]] constexpr const char* graph_handle_name() noexcept {
+  if constexpr (std::is_same_v<Raw, CUgraphNode>)
+    return "oxicuda::GraphNode";
+  else if constexpr (std::is_same_v<Raw, CUgraph>)
+    return "oxicuda::Graph";
+  else {
+    static_assert(std::is_same_v<Raw, CUgraphExec>, "a handle of the graph wing");
+    return "oxicuda::GraphExec";
+  }
 }
 
-// A conditional node and the graph it runs (its body): add the body's nodes
-// through `body`, which shares the ownership of the graph it belongs to.
-struct ConditionalNode;
+// The raw handle of `handle` (a GraphNode, Graph or GraphExec), or the Error
+// naming its type and `operation` when it is empty.
+template <class H>
+[[nodiscard]] auto checked(const H& handle, const char* operation, SourceLocation where) {
+  return checked(handle, graph_handle_name<decltype(handle.raw())>(), operation, where);
+}
 
-// Memory allocated by a graph's mem alloc node: its address is fixed when the
-// node is added; the memory exists from the node's run until a mem free
-// node (or a free after the launch) releases it.
-template <class T>
-struct GraphAllocation {
-  GraphNode node;
-  DeviceSpan<T> span;
-};
+// The nodes the driver lists with `list(handle, out, &n)`: asked for the
+// count, then for the nodes (again while the count grew in between).
+template <class H, class List>
+GraphNodes list_nodes(H handle, List list, SourceLocation where) {
+  for (;;) {
+    std::size_t n = 0;
+    check(list(handle, nullptr, &n), where);
+    if (n == 0) return {};
+    const NodeArray raw(n);
+    std::size_t got = n;
+    check(list(handle, raw.get(), &got), where);
+    if (got > n) continue;
+    GraphNodes out(got);
+    for (std::size_t i = 0; i < got; ++i) out.data()[i] = GraphNode(raw.get()[i]);
+    return out;
+  }
+}
+}  // namespace detail
+
+inline ffi::CUgraphNodeType GraphNode::type(SourceLocation where) const {
+  ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+  detail::check(OXICUDA_DRIVER(GraphNodeGetType, detail::checked(*this, "oxicuda::GraphNode::type", where), &t),
+                where);
+  return t;
+}
+
+inline GraphNodes GraphNode::dependencies(SourceLocation where) const {
+  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode::dependencies", where);
+  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphNodeGetDependencies, h, out, count);
+  }, where);
+}
+
+inline GraphNodes GraphNode::dependents(SourceLocation where) const {
+  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode::dependents", where);
+  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphNodeGetDependentNodes, h, out, count);
+  }, where);
+}
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/node.hpp ----
+
+// ---- begin oxicuda/graph/keep.hpp ----
+// oxicuda/graph/keep.hpp — the keep list: what a graph (or an exec) keeps
+// alive for its nodes (a kernel's Function, an Event, a child Graph, a host
+// callable's user object), held in two steps around the driver call that
+// adds or changes a node, so that a node never uses what nobody holds; and
+// the state of a graph or exec that owns the list with the driver's handle,
+// and the handle boilerplate Graph and GraphExec share.
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -6274,9 +6322,577 @@ struct GraphState : Owned {
   }
 };
 
-std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList* keep);
+struct GraphAccess;
+
+// What Graph and GraphExec have in common, written once: the driver's
+// handle (a CUgraph, or a CUgraphExec), the state its copies share, and
+// what every handle has (raw(), the emptiness test, the context, the count
+// of handles), and checked(). Copies share the state; a moved-from handle
+// is empty, like a default-constructed one. `Self`: Graph or GraphExec.
+template <class Raw, class Self>
+class GraphHandle {
+ public:
+  friend struct GraphAccess;
+  [[nodiscard]] Raw raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] const Context& context() const noexcept {
+    static const Context none;
+    return state_ ? state_->ctx : none;
+  }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+
+ protected:
+  using State = Shared<GraphState>;
+  GraphHandle() noexcept = default;
+  GraphHandle(Raw raw, State state) noexcept : state_(std::move(state)), raw_(raw) {}
+  GraphHandle(const GraphHandle&) noexcept = default;
+  GraphHandle& operator=(const GraphHandle&) noexcept = default;
+  GraphHandle(GraphHandle&& o) noexcept : state_(std::move(o.state_)), raw_(std::exchange(o.raw_, nullptr)) {}
+  GraphHandle& operator=(GraphHandle&& o) noexcept {
+    state_ = std::move(o.state_);
+    raw_ = std::exchange(o.raw_, nullptr);
+    return *this;
+  }
+  ~GraphHandle() = default;
+  // The raw handle, or the Error naming the empty handle and `operation`.
+  [[nodiscard]] Raw checked(const char* operation, SourceLocation where) const {
+    return detail::checked(static_cast<const Self&>(*this), operation, where);
+  }
+
+  State state_;
+  Raw raw_ = nullptr;
+};
+
+// What other parts need of a handle's state: graph_exec.hpp names a
+// Graph's nodes (by the kernels its keep list holds).
+struct GraphAccess {
+  template <class H>
+  static const KeepList* keep(const H& h) noexcept {
+    return h.state_ ? &h.state_->keep : nullptr;
+  }
+};
 
 }  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/keep.hpp ----
+
+// ---- begin oxicuda/graph/node_kind.hpp ----
+// oxicuda/graph/node_kind.hpp — CUDA's node kinds (CUgraphNodeType) in one
+// traits table: each kind's name in error texts, its driver name, its
+// parameters' type, whether a conditional node's body may hold it. From it:
+// the body rule and its check, and how an error names a node.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// One row per node kind, in CUgraphNodeType's order (the way
+// cuda-api-wrappers' kind_traits does it): X(kind, name in error texts,
+// parameters' type (void: none oxicuda declares), may be in a conditional
+// body). The body column is the driver's rule: a body may hold only kernel,
+// empty, memset, memcpy, child graph and conditional nodes, and so may a
+// child graph in it, at any depth; the driver accepts other nodes there and
+// refuses the whole graph at instantiation (CUDA_ERROR_INVALID_VALUE,
+// naming no node), so oxicuda refuses them when they are added.
+// clang-format off
+#define OXICUDA_GRAPH_NODE_KINDS(X)                                                      \
+  X(KERNEL,           "kernel",                    ffi::CUDA_KERNEL_NODE_PARAMS_v2,   true)  \
+  X(MEMCPY,           "memcpy",                    ffi::CUDA_MEMCPY3D,                true)  \
+  X(MEMSET,           "memset",                    ffi::CUDA_MEMSET_NODE_PARAMS,      true)  \
+  X(HOST,             "host function",             ffi::CUDA_HOST_NODE_PARAMS,        false) \
+  X(GRAPH,            "child graph",               CUgraph,                           true)  \
+  X(EMPTY,            "empty",                     void,                              true)  \
+  X(WAIT_EVENT,       "event wait",                CUevent,                           false) \
+  X(EVENT_RECORD,     "event record",              CUevent,                           false) \
+  X(EXT_SEMAS_SIGNAL, "external semaphore signal", void,                              false) \
+  X(EXT_SEMAS_WAIT,   "external semaphore wait",   void,                              false) \
+  X(MEM_ALLOC,        "mem alloc",                 ffi::CUDA_MEM_ALLOC_NODE_PARAMS,   false) \
+  X(MEM_FREE,         "mem free",                  ffi::CUdeviceptr,                  false) \
+  X(BATCH_MEM_OP,     "batch memory operation",    void,                              false) \
+  X(CONDITIONAL,      "conditional",               ffi::CUDA_CONDITIONAL_NODE_PARAMS, true)
+// clang-format on
+
+// A kind's row, as the code that does not know the kind at compile time reads it.
+struct NodeKindRow {
+  ffi::CUgraphNodeType type;
+  const char* name;         // what error texts call it ("host function")
+  const char* driver_name;  // its CUgraphNodeType enumerator ("CU_GRAPH_NODE_TYPE_HOST")
+  bool in_conditional_body;
+};
+
+// A kind's traits: its row, and the type of its parameters.
+template <ffi::CUgraphNodeType K>
+struct NodeKind;
+
+#define OXICUDA_NODE_KIND(K, NAME, PARAMS, BODY)                                                           \
+  template <>                                                                                               \
+  struct NodeKind<ffi::CU_GRAPH_NODE_TYPE_##K> {                                                            \
+    using params = PARAMS;                                                                                  \
+    static constexpr NodeKindRow row{ffi::CU_GRAPH_NODE_TYPE_##K, NAME, "CU_GRAPH_NODE_TYPE_" #K, BODY}; \
+  };
+OXICUDA_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND)
+#undef OXICUDA_NODE_KIND
+
+#define OXICUDA_NODE_KIND_ROW(K, NAME, PARAMS, BODY) NodeKind<ffi::CU_GRAPH_NODE_TYPE_##K>::row,
+inline constexpr NodeKindRow node_kinds[] = {OXICUDA_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND_ROW)};
+#undef OXICUDA_NODE_KIND_ROW
+
+// The row of kind `t`, or null for a kind the table does not know (a newer driver's).
+[[nodiscard]] constexpr const NodeKindRow* node_kind(ffi::CUgraphNodeType t) noexcept {
+  const auto i = static_cast<std::size_t>(t);
+  return i < sizeof(node_kinds) / sizeof(node_kinds[0]) && node_kinds[i].type == t ? &node_kinds[i] : nullptr;
+}
+
+[[nodiscard]] constexpr const char* node_kind_name(ffi::CUgraphNodeType t) noexcept {
+  const NodeKindRow* row = node_kind(t);
+  return row ? row->name : "other";
+}
+
+[[nodiscard]] constexpr bool allowed_in_body(ffi::CUgraphNodeType t) noexcept {
+  const NodeKindRow* row = node_kind(t);
+  return row && row->in_conditional_body;
+}
+
+inline std::string body_rule(std::string_view what) {
+  return cat({"a conditional node's body may hold only kernel, empty, memset, memcpy, child graph and conditional "
+              "nodes, and so may a child graph in it (the driver's rule: it would accept the node here and refuse "
+              "the whole graph at instantiation with CUDA_ERROR_INVALID_VALUE); ",
+              what,
+              ". Put that work before or after the conditional node, in the graph that holds it"});
+}
+
+// The first node of `g`, or of a child graph in it at any depth, that a
+// conditional body cannot hold (null when there is none). The bodies of
+// conditional nodes in it were checked when their nodes were added.
+inline CUgraphNode refused_in_body(CUgraph g, SourceLocation where, int depth = 0) {
+  const GraphNodes all = list_nodes(g, [](CUgraph h, CUgraphNode* out, std::size_t* n) {
+    return OXICUDA_DRIVER(GraphGetNodes, h, out, n);
+  }, where);
+  for (const GraphNode& node : all) {
+    ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+    check(OXICUDA_DRIVER(GraphNodeGetType, node.raw(), &t), where);
+    if (!allowed_in_body(t)) return node.raw();
+    if (t == ffi::CU_GRAPH_NODE_TYPE_GRAPH && depth < 64) {
+      CUgraph child = nullptr;
+      check(OXICUDA_DRIVER(GraphChildGraphNodeGetGraph, node.raw(), &child), where);
+      if (CUgraphNode inner = refused_in_body(child, where, depth + 1)) return inner;
+    }
+  }
+  return nullptr;
+}
+
+// "node 3 of 7 (kernel 'saxpy')": where a node is in its graph and what it
+// is, as far as the driver (and the graph's own records) can tell. Never
+// throws for a driver failure: it is a part of another error's text.
+inline std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList* keep) {
+  if (!node) return "no node named by the driver";
+  ffi::CUgraphNodeType type = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
+  const bool typed = OXICUDA_DRIVER(GraphNodeGetType, node, &type).ok();
+  std::string what = typed ? node_kind_name(type) : "of unknown kind";
+  if (keep && !keep->kernel_name(node).empty()) what = cat({what, " '", keep->kernel_name(node), "'"});
+  std::size_t n = 0;
+  std::string at;
+  if (graph && OXICUDA_DRIVER(GraphGetNodes, graph, nullptr, &n).ok() && n > 0) {
+    const NodeArray all(n);
+    if (OXICUDA_DRIVER(GraphGetNodes, graph, all.get(), &n).ok())
+      for (std::size_t i = 0; i < n; ++i)
+        if (all.get()[i] == node) at = cat({"node ", std::to_string(i), " of ", std::to_string(n), " "});
+  }
+  return cat({at.empty() ? "a node " : at, "(", what, ")"});
+}
+
+// The Error for a node of kind `t` added (by `operation`) to a graph that is
+// a conditional node's body, when the body may not hold it.
+inline void refuse_in_body(ffi::CUgraphNodeType t, const char* operation, SourceLocation where) {
+  if (allowed_in_body(t)) return;
+  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+              body_rule(cat({"this graph is a conditional node's body, so a ", node_kind_name(t),
+                             " node cannot be added to it"})),
+              where));
+}
+
+// The same for a child graph `child` (whose state keeps `keep`) that holds
+// such a node, directly or in a child graph of its own.
+inline void refuse_child_in_body(CUgraph child, const KeepList* keep, const char* operation, SourceLocation where) {
+  if (CUgraphNode refused = refused_in_body(child, where))
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                body_rule(cat({"this graph is a conditional node's body, and the child graph holds ",
+                               describe_node(nullptr, refused, keep), ", directly or in a child graph of its own"})),
+                where));
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/node_kind.hpp ----
+
+// ---- begin oxicuda/graph/node_params.hpp ----
+// oxicuda/graph/node_params.hpp — the driver's parameters of the nodes
+// oxicuda makes from a launch's or a copy's arguments (kernel, memcpy,
+// memset nodes), with launch()'s, copy()'s and fill()'s checks: Graph's
+// add_kernel / add_copy / add_fill and GraphExec's setters share them.
+
+#include <bit>
+#include <type_traits>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// A copy's parameters: one row of bytes between host and device memory,
+// after copy()'s checks.
+template <class Dst, class Src>
+ffi::CUDA_MEMCPY3D memcpy_params(Dst& dst, Src& src, const char* op, SourceLocation where, CUcontext& ctx) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  ffi::CUDA_MEMCPY3D p{};
+  p.srcMemoryType = device_range<Src> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
+  p.srcDevice = c.src_device;
+  p.srcHost = c.src_host;
+  p.dstMemoryType = device_range<Dst> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
+  p.dstDevice = c.dst_device;
+  p.dstHost = c.dst_host;
+  p.WidthInBytes = c.bytes;
+  p.Height = 1;
+  p.Depth = 1;
+  ctx = c.ctx;
+  return p;
+}
+
+// A fill's parameters: every element of `dst` set to the bytes of `value`.
+template <class Dst>
+ffi::CUDA_MEMSET_NODE_PARAMS memset_params(Dst& dst, unsigned value, unsigned element_size, CUcontext& ctx) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill: the destination is const");
+  const auto d = dst.device_span();
+  ctx = d.context();
+  ffi::CUDA_MEMSET_NODE_PARAMS p{};
+  p.dst = d.device_ptr();
+  p.value = value;
+  p.elementSize = element_size;
+  p.width = d.size_bytes() / element_size;
+  p.height = 1;
+  return p;
+}
+
+template <class Dst>
+ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, CUcontext& ctx) {
+  using T = device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
+                "fill node: elements of 1, 2 or 4 bytes; use add_fill_bytes otherwise");
+  using U = std::conditional_t<sizeof(T) == 1, unsigned char, std::conditional_t<sizeof(T) == 2, unsigned short, unsigned>>;
+  return memset_params(dst, std::bit_cast<U>(std::remove_cv_t<T>(value)), sizeof(T), ctx);
+}
+
+// The kernel node parameters of a launch configuration (no clusters, no
+// cooperative launch: those are launch attributes kernel nodes do not take here).
+inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
+                                                     const char* op, SourceLocation where) {
+  CUfunction f = checked(fn, "oxicuda::Function", op, where);
+  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
+                cat({"kernel '", fn.name(),
+                     "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
+                     "capture such a launch into the graph instead (capture.hpp)"}),
+                where));
+  if (cfg.shared_bytes != 0) {
+    // The kernel's own limit (the driver's default is 48 KiB less its static
+    // shared memory), raised when the node asks for more, as a launch does.
+    unsigned allowed = 0;
+    const Outcome known = FunctionAccess::allowed(fn, allowed);
+    if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
+    if (cfg.shared_bytes > allowed) {
+      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+    }
+  }
+  ffi::CUDA_KERNEL_NODE_PARAMS_v2 p{};
+  p.func = f;
+  p.gridDimX = cfg.grid.x, p.gridDimY = cfg.grid.y, p.gridDimZ = cfg.grid.z;
+  p.blockDimX = cfg.block.x, p.blockDimY = cfg.block.y, p.blockDimZ = cfg.block.z;
+  p.sharedMemBytes = cfg.shared_bytes;
+  p.kernelParams = params;
+  // The kernel's own context (null would mean the calling thread's current
+  // one). The H200's driver (580) still needs a context current to add or
+  // set a kernel node: with none, cuGraphAddKernelNode_v2 and
+  // cuGraph[Exec]KernelNodeSetParams_v2 crash (SIGSEGV) whatever ctx says.
+  // Callers make the kernel's context current around the call.
+  p.ctx = fn.module().context().raw();
+  return p;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/node_params.hpp ----
+
+// ---- begin oxicuda/graph/add_node.hpp ----
+// oxicuda/graph/add_node.hpp — adding a node of each kind to a graph: the
+// driver call, and what the graph's state keeps alive for the node (made
+// before the call, committed after it succeeds). Graph's add_* (graph.hpp)
+// check the graph and a conditional body's rule, then call these.
+
+#include <cstddef>
+#include <string>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// A handle that a conditional node reads and a kernel sets on the device
+// (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
+// as its unsigned long long (CUgraphConditionalHandle) parameter.
+struct ConditionalHandle {
+  ffi::CUgraphConditionalHandle value = 0;
+  // NOLINTNEXTLINE(google-explicit-constructor): a kernel's CUgraphConditionalHandle parameter
+  constexpr operator ffi::CUgraphConditionalHandle() const noexcept { return value; }
+};
+
+// Memory allocated by a graph's mem alloc node: its address is fixed when the
+// node is added; the memory exists from the node's run until a mem free
+// node (or a free after the launch) releases it.
+template <class T>
+struct GraphAllocation {
+  GraphNode node;
+  DeviceSpan<T> span;
+};
+
+namespace detail {
+
+// Each takes the graph's state `s` and its raw handle `g` (the state's own
+// graph, or a conditional body that shares the state), checked already
+// (`g` first: `s` is not read when the graph is empty).
+
+inline GraphNode add_empty_node(CUgraph g, Dependencies& after) {
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddEmptyNode, &node, g, after.data(), after.size()), after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode add_kernel_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, const Function& fn,
+                                 const LaunchConfig& config, void** params) {
+  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p =
+      kernel_params(fn, config, params, "oxicuda::Graph::add_kernel", after.where());
+  const ScopedCurrent current(fn.module().context(), after.where());  // (see kernel_params)
+  KeepList::Pending<Function> keep(s->keep, fn);
+  CUgraphNode node = nullptr;
+  const Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
+  if (!r.ok()) launch_failed(r, fn, config, after.where());
+  keep.commit(node);
+  return GraphNode(node);
+}
+
+inline GraphNode add_copy_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
+                               const ffi::CUDA_MEMCPY3D& params, CUcontext ctx) {
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddMemcpyNode, &node, g, after.data(), after.size(), &params, ctx ? ctx : s->ctx.raw()),
+        after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode add_memset_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
+                                 const ffi::CUDA_MEMSET_NODE_PARAMS& params, CUcontext ctx) {
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddMemsetNode, &node, g, after.data(), after.size(), &params, ctx ? ctx : s->ctx.raw()),
+        after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode add_host_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, HostCall* boxed) {
+  // The graph owns the callable from here (destroyed through the user object, or now).
+  CUuserObject object = nullptr;
+  const Outcome owned = give_to_graph(g, boxed, &object);
+  if (!owned.ok()) fail(owned, after.where());
+  s->keep.add_user_object(nullptr, object);
+  const ffi::CUDA_HOST_NODE_PARAMS p{&run_host_call_many, boxed};
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddHostNode, &node, g, after.data(), after.size(), &p), after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode add_event_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
+                                const Event& event, bool record, const char* operation) {
+  CUevent e = checked(event, "oxicuda::Event", operation, after.where());
+  KeepList::Pending<Event> keep(s->keep, event);
+  CUgraphNode node = nullptr;
+  if (record)
+    check(OXICUDA_DRIVER(GraphAddEventRecordNode, &node, g, after.data(), after.size(), e), after.where());
+  else
+    check(OXICUDA_DRIVER(GraphAddEventWaitNode, &node, g, after.data(), after.size(), e), after.where());
+  keep.commit(node);
+  return GraphNode(node);
+}
+
+// A node running a copy of `child`, whose state keeps `child_keep`; in a
+// conditional body (`in_body`), only when the child holds what a body may.
+inline GraphNode add_child_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, CUgraph child,
+                                const KeepList& child_keep, bool in_body, const char* operation) {
+  if (in_body) refuse_child_in_body(child, &child_keep, operation, after.where());
+  KeepList copies;
+  copies.copy_from(child_keep);  // the copy's nodes use what the child's use
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddChildGraphNode, &node, g, after.data(), after.size(), child), after.where());
+  s->keep.take_all(copies);
+  check(child_keep.retain_user_objects(g), after.where());
+  return GraphNode(node);
+}
+
+inline GraphNode add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, std::size_t bytes,
+                                ffi::CUdeviceptr& out) {
+  const Device device = s->ctx.device(after.where());
+  ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
+  p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.handleTypes = ffi::CU_MEM_HANDLE_TYPE_NONE;
+  p.poolProps.location = {ffi::CU_MEM_LOCATION_TYPE_DEVICE, device.raw()};
+  p.bytesize = bytes;
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddMemAllocNode, &node, g, after.data(), after.size(), &p), after.where());
+  out = p.dptr;
+  return GraphNode(node);
+}
+
+inline GraphNode add_free_node(CUgraph g, Dependencies& after, ffi::CUdeviceptr ptr) {
+  CUgraphNode node = nullptr;
+  check(OXICUDA_DRIVER(GraphAddMemFreeNode, &node, g, after.data(), after.size(), ptr), after.where());
+  return GraphNode(node);
+}
+
+// Conditional nodes need CUDA 12.4 (cuGraphConditionalHandleCreate is
+// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's).
+inline void need_conditionals(const char* operation, SourceLocation where) {
+  const int v = driver_version(where);
+  if (v < 12040)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                cat({"conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA ",
+                     std::to_string(v / 1000), ".", std::to_string(v % 1000 / 10)}),
+                where));
+}
+
+inline ConditionalHandle make_conditional_handle(const Shared<GraphState>& s, CUgraph g, unsigned default_value,
+                                                 bool assign_default, SourceLocation where) {
+  need_conditionals("oxicuda::Graph::conditional_handle", where);
+  ConditionalHandle h;
+  check(OXICUDA_DRIVER(GraphConditionalHandleCreate, &h.value, g, s->ctx.raw(), default_value,
+                       assign_default ? ffi::graph_cond_assign_default : 0u),
+        where);
+  return h;
+}
+
+// Adds the conditional node (to `node`) and returns its body, which belongs to the node.
+inline CUgraph add_conditional_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
+                                    ConditionalHandle handle, ffi::CUgraphConditionalNodeType type,
+                                    const char* operation, CUgraphNode& node) {
+  need_conditionals(operation, after.where());
+  ffi::CUgraphNodeParams p{};
+  p.type = ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  p.conditional.handle = handle.value;
+  p.conditional.type = type;
+  p.conditional.size = 1;
+  p.conditional.ctx = s->ctx.raw();
+  // Made current as for kernel nodes (kernel_params), whose bodies hold them.
+  const ScopedCurrent current(s->ctx, after.where());
+  check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
+  // The driver points phGraph_out at its own array of the node's bodies.
+  CUgraph body = p.conditional.phGraph_out ? p.conditional.phGraph_out[0] : nullptr;
+  if (!body)
+    raise(Error(ffi::CUDA_ERROR_UNKNOWN, operation, "the driver gave the conditional node no body graph",
+                after.where()));
+  return body;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/add_node.hpp ----
+
+// ---- begin oxicuda/graph/dot.hpp ----
+// oxicuda/graph/dot.hpp — a graph as Graphviz DOT (cuGraphDebugDotPrint),
+// written to a file or read back through a temporary one: what
+// Graph::write_dot and Graph::dot do.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Writes the DOT of `graph` to `path`.
+inline void write_dot(CUgraph graph, const std::string& path, unsigned flags, SourceLocation where) {
+  const Outcome r = OXICUDA_DRIVER(GraphDebugDotPrint, graph, path.c_str(), flags);
+  if (!r.ok()) fail(r, where, cat({"writing the graph's DOT to '", path, "'"}));
+}
+
+// A file name for a temporary file, made and closed (empty when none could be).
+inline std::string temporary_file() {
+#if defined(_WIN32)
+  char dir[MAX_PATH + 1] = {}, name[MAX_PATH + 1] = {};
+  if (!::GetTempPathA(MAX_PATH, dir) || !::GetTempFileNameA(dir, "oxi", 0, name)) return {};
+  return name;
+#else
+  const char* tmp = std::getenv("TMPDIR");
+  std::string name = cat({tmp && *tmp ? tmp : "/tmp", "/oxicuda-graph-XXXXXX"});
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) return {};
+  ::close(fd);
+  return name;
+#endif
+}
+
+inline std::string read_file(const std::string& path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(static_cast<const char*>(buf), n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+// The DOT of `graph`, through a temporary file that is removed after.
+inline std::string dot(CUgraph graph, unsigned flags, SourceLocation where) {
+  const std::string path = temporary_file();
+  if (path.empty())
+    raise(Error(ffi::CUDA_ERROR_OPERATING_SYSTEM, "oxicuda::Graph::dot",
+                "no temporary file could be made for the driver to write the DOT into", where));
+  struct Remove {
+    const std::string& path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove{path};
+  write_dot(graph, path, flags, where);
+  return read_file(path);
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/dot.hpp ----
+
+// ---- begin oxicuda/graph/graph.hpp ----
+// oxicuda/graph/graph.hpp — Graph: a CUDA graph built node by node (kernels,
+// copies, fills, host functions, events, child graphs, allocations,
+// conditional nodes), its dependencies, clones and a Graphviz picture.
+// Instantiating and replaying it is graph_exec.hpp; capturing a stream's work
+// into one is capture.hpp.
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// A conditional node and the graph it runs (its body): add the body's nodes
+// through `body`, which shares the ownership of the graph it belongs to.
+struct ConditionalNode;
 
 // A CUDA graph (cuGraphCreate): work and its dependencies, built once and
 // instantiated (GraphExec, graph_exec.hpp) to be launched many times.
@@ -6287,20 +6903,12 @@ std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList* keep)
 // module of each kernel node, the events of event nodes, the child graphs,
 // and (through driver user objects) each host node's callable. Adding nodes
 // is not thread-safe, as in the driver: one thread builds a graph at a time.
-class Graph {
+class Graph : public detail::GraphHandle<CUgraph, Graph> {
  public:
+  // Copies are the same graph; a moved-from Graph is empty, like a
+  // default-constructed one (raw(), operator bool, context() and
+  // use_count() are GraphHandle's).
   Graph() noexcept = default;
-  Graph(const Graph&) noexcept = default;
-  Graph& operator=(const Graph&) noexcept = default;
-  // A moved-from Graph is empty, like a default-constructed one.
-  Graph(Graph&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
-  Graph& operator=(Graph&& o) noexcept {
-    state_ = std::move(o.state_);
-    CUgraph raw = o.raw_;
-    o.raw_ = nullptr;
-    raw_ = raw;
-    return *this;
-  }
   // An empty graph; `ctx` is the context its copies, fills and conditional
   // handles belong to.
   explicit Graph(const Context& ctx, SourceLocation where = SourceLocation::current());
@@ -6310,13 +6918,9 @@ class Graph {
   // from cuStreamEndCapture called directly.
   [[nodiscard]] static Graph adopt(CUgraph raw, Context ctx, SourceLocation where = SourceLocation::current());
 
-  [[nodiscard]] CUgraph raw() const noexcept { return raw_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept;
   // Whether the graph is destroyed when its last handle drops (false:
   // borrowed, or the body of a conditional node, which its node owns).
   [[nodiscard]] bool owns() const noexcept { return state_ && state_->owns && state_->raw == raw_; }
-  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
   friend bool operator==(const Graph& a, const Graph& b) noexcept { return a.raw_ == b.raw_; }
 
   // A copy of the graph (cuGraphClone): its own nodes, the same parameters;
@@ -6420,168 +7024,22 @@ class Graph {
   [[nodiscard]] std::string dot(unsigned flags = 0, SourceLocation where = SourceLocation::current()) const;
 
  private:
-  friend struct detail::GraphAccess;
-  using State = detail::Shared<detail::GraphState>;
-  Graph(CUgraph raw, State state) noexcept : state_(std::move(state)), raw_(raw) {}
-  [[nodiscard]] CUgraph checked(const char* operation, SourceLocation where) const {
-    return detail::checked(*this, "oxicuda::Graph", operation, where);
-  }
-  [[nodiscard]] GraphNode kernel_node(Dependencies& after, const Function& fn, const LaunchConfig& config,
-                                      void** params) const;
-  [[nodiscard]] GraphNode host_node(Dependencies& after, detail::HostCall* boxed) const;
-  [[nodiscard]] GraphNode copy_node(Dependencies& after, const ffi::CUDA_MEMCPY3D& params, CUcontext ctx,
-                                    const char* operation) const;
-  [[nodiscard]] GraphNode memset_node(Dependencies& after, const ffi::CUDA_MEMSET_NODE_PARAMS& params,
-                                      CUcontext ctx, const char* operation) const;
-  [[nodiscard]] GraphNode event_node(Dependencies& after, const Event& event, bool record) const;
-  [[nodiscard]] GraphNode alloc_node(Dependencies& after, std::size_t bytes, ffi::CUdeviceptr& out) const;
-  [[nodiscard]] GraphNode free_node(Dependencies& after, ffi::CUdeviceptr ptr) const;
+  Graph(CUgraph raw, State state) noexcept : GraphHandle(raw, std::move(state)) {}
   [[nodiscard]] ConditionalNode conditional_node(Dependencies& after, ConditionalHandle handle,
                                                  ffi::CUgraphConditionalNodeType type, const char* operation) const;
-  // Raises when this graph is a conditional body, which cannot hold a node of `kind`.
-  void allowed_in_body(const char* kind, const char* operation, SourceLocation where) const;
-
-  State state_;
-  CUgraph raw_ = nullptr;
+  // checked(), and an Error when this graph is a conditional body, which
+  // cannot hold a node of kind `t`.
+  [[nodiscard]] CUgraph checked_for(ffi::CUgraphNodeType t, const char* operation, SourceLocation where) const {
+    CUgraph g = checked(operation, where);
+    if (is_conditional_body()) detail::refuse_in_body(t, operation, where);
+    return g;
+  }
 };
 
 struct ConditionalNode {
   GraphNode node;
   Graph body;
 };
-
-namespace detail {
-
-// What later parts (graph_exec.hpp) need of a Graph's state.
-struct GraphAccess {
-  static const KeepList* keep(const Graph& g) noexcept { return g.state_ ? &g.state_->keep : nullptr; }
-  static KeepList* keep_mutable(const Graph& g) noexcept { return g.state_ ? &g.state_->keep : nullptr; }
-};
-
-// A copy's parameters: one row of bytes between host and device memory,
-// after copy()'s checks.
-template <class Dst, class Src>
-ffi::CUDA_MEMCPY3D memcpy_params(Dst& dst, Src& src, const char* op, SourceLocation where, CUcontext& ctx) {
-  const CopySides c = copy_sides(dst, src, op, where);
-  ffi::CUDA_MEMCPY3D p{};
-  p.srcMemoryType = device_range<Src> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
-  p.srcDevice = c.src_device;
-  p.srcHost = c.src_host;
-  p.dstMemoryType = device_range<Dst> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
-  p.dstDevice = c.dst_device;
-  p.dstHost = c.dst_host;
-  p.WidthInBytes = c.bytes;
-  p.Height = 1;
-  p.Depth = 1;
-  ctx = c.ctx;
-  return p;
-}
-
-// A fill's parameters: every element of `dst` set to the bytes of `value`.
-template <class Dst>
-ffi::CUDA_MEMSET_NODE_PARAMS memset_params(Dst& dst, unsigned value, unsigned element_size, CUcontext& ctx) {
-  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill: the destination is const");
-  const auto d = dst.device_span();
-  ctx = d.context();
-  ffi::CUDA_MEMSET_NODE_PARAMS p{};
-  p.dst = d.device_ptr();
-  p.value = value;
-  p.elementSize = element_size;
-  p.width = d.size_bytes() / element_size;
-  p.height = 1;
-  return p;
-}
-
-template <class Dst>
-ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, CUcontext& ctx) {
-  using T = device_element_t<Dst>;
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
-                "fill node: elements of 1, 2 or 4 bytes; use add_fill_bytes otherwise");
-  using U = std::conditional_t<sizeof(T) == 1, unsigned char, std::conditional_t<sizeof(T) == 2, unsigned short, unsigned>>;
-  return memset_params(dst, std::bit_cast<U>(std::remove_cv_t<T>(value)), sizeof(T), ctx);
-}
-
-// The kernel node parameters of a launch configuration (no clusters, no
-// cooperative launch: those are launch attributes kernel nodes do not take here).
-inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
-                                                     const char* op, SourceLocation where) {
-  CUfunction f = checked(fn, "oxicuda::Function", op, where);
-  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
-    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
-                cat({"kernel '", fn.name(),
-                     "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
-                     "capture such a launch into the graph instead (capture.hpp)"}),
-                where));
-  if (cfg.shared_bytes != 0) {
-    // The kernel's own limit (the driver's default is 48 KiB less its static
-    // shared memory), raised when the node asks for more, as a launch does.
-    unsigned allowed = 0;
-    const Outcome known = FunctionAccess::allowed(fn, allowed);
-    if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
-    if (cfg.shared_bytes > allowed) {
-      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
-      if (!raised.ok()) launch_failed(raised, fn, cfg, where);
-    }
-  }
-  ffi::CUDA_KERNEL_NODE_PARAMS_v2 p{};
-  p.func = f;
-  p.gridDimX = cfg.grid.x, p.gridDimY = cfg.grid.y, p.gridDimZ = cfg.grid.z;
-  p.blockDimX = cfg.block.x, p.blockDimY = cfg.block.y, p.blockDimZ = cfg.block.z;
-  p.sharedMemBytes = cfg.shared_bytes;
-  p.kernelParams = params;
-  // The kernel's own context (null would mean the calling thread's current
-  // one). The H200's driver (580) still needs a context current to add or
-  // set a kernel node: with none, cuGraphAddKernelNode_v2 and
-  // cuGraph[Exec]KernelNodeSetParams_v2 crash (SIGSEGV) whatever ctx says.
-  // Callers make the kernel's context current around the call.
-  p.ctx = fn.module().context().raw();
-  return p;
-}
-
-}  // namespace detail
-
-// --- Graph ----------------------------------------------------------------------
-
-inline ffi::CUgraphNodeType GraphNode::type(SourceLocation where) const {
-  ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
-  detail::check(OXICUDA_DRIVER(GraphNodeGetType, detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::type", where), &t),
-                where);
-  return t;
-}
-
-namespace detail {
-// The nodes the driver lists with `list(handle, out, &n)`: asked for the
-// count, then for the nodes (again while the count grew in between).
-template <class H, class List>
-GraphNodes list_nodes(H handle, List list, SourceLocation where) {
-  for (;;) {
-    std::size_t n = 0;
-    check(list(handle, nullptr, &n), where);
-    if (n == 0) return {};
-    const NodeArray raw(n);
-    std::size_t got = n;
-    check(list(handle, raw.get(), &got), where);
-    if (got > n) continue;
-    GraphNodes out(got);
-    for (std::size_t i = 0; i < got; ++i) out.data()[i] = GraphNode(raw.get()[i]);
-    return out;
-  }
-}
-}  // namespace detail
-
-inline GraphNodes GraphNode::dependencies(SourceLocation where) const {
-  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::dependencies", where);
-  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
-    return OXICUDA_DRIVER(GraphNodeGetDependencies, h, out, count);
-  }, where);
-}
-
-inline GraphNodes GraphNode::dependents(SourceLocation where) const {
-  CUgraphNode n = detail::checked(*this, "oxicuda::GraphNode", "oxicuda::GraphNode::dependents", where);
-  return detail::list_nodes(n, [](CUgraphNode h, CUgraphNode* out, std::size_t* count) {
-    return OXICUDA_DRIVER(GraphNodeGetDependentNodes, h, out, count);
-  }, where);
-}
 
 inline Graph::Graph(const Context& ctx, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Graph::Graph", where);
@@ -6597,11 +7055,6 @@ inline Graph Graph::borrow(CUgraph raw, Context ctx) {
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
   return Graph(raw, State::make(std::move(ctx), raw, true, false));
-}
-
-inline const Context& Graph::context() const noexcept {
-  static const Context none;
-  return state_ ? state_->ctx : none;
 }
 
 inline Graph Graph::clone(SourceLocation where) const {
@@ -6626,82 +7079,15 @@ inline GraphNodes Graph::nodes(SourceLocation where) const {
   }, where);
 }
 
-namespace detail {
-inline bool allowed_in_body(ffi::CUgraphNodeType t) noexcept {
-  switch (t) {
-    case ffi::CU_GRAPH_NODE_TYPE_KERNEL:
-    case ffi::CU_GRAPH_NODE_TYPE_EMPTY:
-    case ffi::CU_GRAPH_NODE_TYPE_MEMSET:
-    case ffi::CU_GRAPH_NODE_TYPE_MEMCPY:
-    case ffi::CU_GRAPH_NODE_TYPE_GRAPH:
-    case ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL: return true;
-    default: return false;
-  }
-}
-
-inline std::string body_rule(std::string_view what) {
-  return cat({"a conditional node's body may hold only kernel, empty, memset, memcpy, child graph and conditional "
-              "nodes, and so may a child graph in it (the driver's rule: it would accept the node here and refuse "
-              "the whole graph at instantiation with CUDA_ERROR_INVALID_VALUE); ",
-              what,
-              ". Put that work before or after the conditional node, in the graph that holds it"});
-}
-
-// The first node of `g`, or of a child graph in it at any depth, that a
-// conditional body cannot hold (null when there is none). The bodies of
-// conditional nodes in it were checked when their nodes were added.
-inline CUgraphNode refused_in_body(CUgraph g, SourceLocation where, int depth = 0) {
-  const GraphNodes all = list_nodes(g, [](CUgraph h, CUgraphNode* out, std::size_t* n) {
-    return OXICUDA_DRIVER(GraphGetNodes, h, out, n);
-  }, where);
-  for (const GraphNode& node : all) {
-    ffi::CUgraphNodeType t = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
-    check(OXICUDA_DRIVER(GraphNodeGetType, node.raw(), &t), where);
-    if (!allowed_in_body(t)) return node.raw();
-    if (t == ffi::CU_GRAPH_NODE_TYPE_GRAPH && depth < 64) {
-      CUgraph child = nullptr;
-      check(OXICUDA_DRIVER(GraphChildGraphNodeGetGraph, node.raw(), &child), where);
-      if (CUgraphNode inner = refused_in_body(child, where, depth + 1)) return inner;
-    }
-  }
-  return nullptr;
-}
-}  // namespace detail
-
-inline void Graph::allowed_in_body(const char* kind, const char* operation, SourceLocation where) const {
-  if (!is_conditional_body()) return;
-  detail::raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
-                      detail::body_rule(detail::cat({"this graph is a conditional node's body, so a ", kind,
-                                                     " node cannot be added to it"})),
-                      where));
-}
-
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::depend", where);
   const CUgraphNode f = from.raw(), t = to.raw();
-  if (!f || !t) detail::empty_handle("oxicuda::GraphNode", "oxicuda::Graph::depend", where);
+  if (!f || !t) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), "oxicuda::Graph::depend", where);
   detail::check(OXICUDA_DRIVER(GraphAddDependencies, g, &f, &t, std::size_t{1}), where);
 }
 
 inline GraphNode Graph::add_empty(Dependencies after) const {
-  CUgraph g = checked("oxicuda::Graph::add_empty", after.where());
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddEmptyNode, &node, g, after.data(), after.size()), after.where());
-  return GraphNode(node);
-}
-
-inline GraphNode Graph::kernel_node(Dependencies& after, const Function& fn, const LaunchConfig& config,
-                                    void** params) const {
-  constexpr const char* op = "oxicuda::Graph::add_kernel";
-  CUgraph g = checked(op, after.where());
-  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, after.where());
-  const ScopedCurrent current(fn.module().context(), after.where());  // (see kernel_params)
-  detail::KeepList::Pending<Function> keep(state_->keep, fn);
-  CUgraphNode node = nullptr;
-  const detail::Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
-  if (!r.ok()) detail::launch_failed(r, fn, config, after.where());
-  keep.commit(node);
-  return GraphNode(node);
+  return detail::add_empty_node(checked("oxicuda::Graph::add_empty", after.where()), after);
 }
 
 // clang-format off
@@ -6712,7 +7098,8 @@ GraphNode Graph::add_kernel(Dependencies after, const Kernel<void(Params...)>& k
   // clang-format on
   detail::check_arguments(kernel.function(), "oxicuda::Graph::add_kernel", after.where(), args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
-  return kernel_node(after, kernel.function(), config, packed.get());
+  return detail::add_kernel_node(state_, checked("oxicuda::Graph::add_kernel", after.where()), after, kernel.function(),
+                                 config, packed.get());
 }
 
 template <class... Args>
@@ -6723,17 +7110,8 @@ GraphNode Graph::add_kernel(Dependencies after, const Function& fn, const Launch
                 "be a trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or use a "
                 "Kernel<Sig>, which converts buffers to their pointer)");
   void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  return kernel_node(after, fn, config, sizeof...(Args) > 0 ? params : nullptr);
-}
-
-inline GraphNode Graph::copy_node(Dependencies& after, const ffi::CUDA_MEMCPY3D& params, CUcontext ctx,
-                                  const char* operation) const {
-  CUgraph g = checked(operation, after.where());
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddMemcpyNode, &node, g, after.data(), after.size(), &params,
-                               ctx ? ctx : state_->ctx.raw()),
-                after.where());
-  return GraphNode(node);
+  return detail::add_kernel_node(state_, checked("oxicuda::Graph::add_kernel", after.where()), after, fn, config,
+                                 sizeof...(Args) > 0 ? params : nullptr);
 }
 
 template <class Dst, class Src>
@@ -6742,17 +7120,7 @@ GraphNode Graph::add_copy(Dependencies after, Dst&& dst, Src&& src) const {
   constexpr const char* op = "oxicuda::Graph::add_copy";
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, after.where(), ctx);
-  return copy_node(after, p, ctx, op);
-}
-
-inline GraphNode Graph::memset_node(Dependencies& after, const ffi::CUDA_MEMSET_NODE_PARAMS& params,
-                                    CUcontext ctx, const char* operation) const {
-  CUgraph g = checked(operation, after.where());
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddMemsetNode, &node, g, after.data(), after.size(), &params,
-                               ctx ? ctx : state_->ctx.raw()),
-                after.where());
-  return GraphNode(node);
+  return detail::add_copy_node(state_, checked(op, after.where()), after, p, ctx);
 }
 
 template <class Dst>
@@ -6761,7 +7129,7 @@ GraphNode Graph::add_fill(Dependencies after, Dst&& dst,
                           detail::device_element_t<std::remove_cvref_t<Dst>> value) const {
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
-  return memset_node(after, p, ctx, "oxicuda::Graph::add_fill");
+  return detail::add_memset_node(state_, checked("oxicuda::Graph::add_fill", after.where()), after, p, ctx);
 }
 
 template <class Dst>
@@ -6769,151 +7137,63 @@ template <class Dst>
 GraphNode Graph::add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byte) const {
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::memset_params(dst, byte, 1, ctx);
-  return memset_node(after, p, ctx, "oxicuda::Graph::add_fill_bytes");
-}
-
-inline GraphNode Graph::host_node(Dependencies& after, detail::HostCall* boxed) const {
-  // The graph owns the callable from here (destroyed through the user object, or now).
-  CUuserObject object = nullptr;
-  const detail::Outcome owned = detail::give_to_graph(raw_, boxed, &object);
-  if (!owned.ok()) detail::fail(owned, after.where());
-  state_->keep.add_user_object(nullptr, object);
-  const ffi::CUDA_HOST_NODE_PARAMS p{&detail::run_host_call_many, boxed};
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddHostNode, &node, raw_, after.data(), after.size(), &p), after.where());
-  return GraphNode(node);
+  return detail::add_memset_node(state_, checked("oxicuda::Graph::add_fill_bytes", after.where()), after, p, ctx);
 }
 
 template <class F>
 GraphNode Graph::add_host(Dependencies after, F&& fn) const {
-  (void)checked("oxicuda::Graph::add_host", after.where());
-  allowed_in_body("host function", "oxicuda::Graph::add_host", after.where());
-  return host_node(after, detail::box_host_call(std::forward<F>(fn), "oxicuda::Graph::add_host"));
-}
-
-inline GraphNode Graph::event_node(Dependencies& after, const Event& event, bool record) const {
-  const char* op = record ? "oxicuda::Graph::add_event_record" : "oxicuda::Graph::add_event_wait";
-  CUgraph g = checked(op, after.where());
-  allowed_in_body(record ? "event record" : "event wait", op, after.where());
-  CUevent e = detail::checked(event, "oxicuda::Event", op, after.where());
-  detail::KeepList::Pending<Event> keep(state_->keep, event);
-  CUgraphNode node = nullptr;
-  if (record)
-    detail::check(OXICUDA_DRIVER(GraphAddEventRecordNode, &node, g, after.data(), after.size(), e), after.where());
-  else
-    detail::check(OXICUDA_DRIVER(GraphAddEventWaitNode, &node, g, after.data(), after.size(), e), after.where());
-  keep.commit(node);
-  return GraphNode(node);
+  constexpr const char* op = "oxicuda::Graph::add_host";
+  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_HOST, op, after.where());  // (before the callable is boxed)
+  return detail::add_host_node(state_, g, after, detail::box_host_call(std::forward<F>(fn), op));
 }
 
 inline GraphNode Graph::add_event_record(Dependencies after, const Event& event) const {
-  return event_node(after, event, true);
+  constexpr const char* op = "oxicuda::Graph::add_event_record";
+  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD, op, after.where());
+  return detail::add_event_node(state_, g, after, event, true, op);
 }
+
 inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) const {
-  return event_node(after, event, false);
+  constexpr const char* op = "oxicuda::Graph::add_event_wait";
+  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT, op, after.where());
+  return detail::add_event_node(state_, g, after, event, false, op);
 }
 
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
-  CUgraph g = checked("oxicuda::Graph::add_child", after.where());
-  CUgraph c = child.checked("oxicuda::Graph::add_child", after.where());
-  if (is_conditional_body())
-    if (CUgraphNode refused = detail::refused_in_body(c, after.where()))
-      detail::raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::Graph::add_child",
-                          detail::body_rule(detail::cat(
-                              {"this graph is a conditional node's body, and the child graph holds ",
-                               detail::describe_node(nullptr, refused, detail::GraphAccess::keep(child)),
-                               ", directly or in a child graph of its own"})),
-                          after.where()));
-  detail::KeepList copies;
-  copies.copy_from(child.state_->keep);  // the copy's nodes use what the child's use
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddChildGraphNode, &node, g, after.data(), after.size(), c), after.where());
-  state_->keep.take_all(copies);
-  detail::check(child.state_->keep.retain_user_objects(g), after.where());
-  return GraphNode(node);
-}
-
-inline GraphNode Graph::alloc_node(Dependencies& after, std::size_t bytes, ffi::CUdeviceptr& out) const {
-  constexpr const char* op = "oxicuda::Graph::add_alloc";
+  constexpr const char* op = "oxicuda::Graph::add_child";
   CUgraph g = checked(op, after.where());
-  allowed_in_body("mem alloc", op, after.where());
-  const Device device = state_->ctx.device(after.where());
-  ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
-  p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.poolProps.handleTypes = ffi::CU_MEM_HANDLE_TYPE_NONE;
-  p.poolProps.location = {ffi::CU_MEM_LOCATION_TYPE_DEVICE, device.raw()};
-  p.bytesize = bytes;
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddMemAllocNode, &node, g, after.data(), after.size(), &p), after.where());
-  out = p.dptr;
-  return GraphNode(node);
+  return detail::add_child_node(state_, g, after, child.checked(op, after.where()), child.state_->keep,
+                                is_conditional_body(), op);
 }
 
 template <class T>
 GraphAllocation<T> Graph::add_alloc(Dependencies after, std::size_t count) const {
-  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::Graph::add_alloc", after.where());
+  constexpr const char* op = "oxicuda::Graph::add_alloc";
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), op, after.where());
+  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC, op, after.where());
   ffi::CUdeviceptr ptr = 0;
-  const GraphNode node = alloc_node(after, bytes, ptr);
+  const GraphNode node = detail::add_alloc_node(state_, g, after, bytes, ptr);
   return {node, DeviceSpan<T>(ptr, count, state_->ctx.raw())};
-}
-
-inline GraphNode Graph::free_node(Dependencies& after, ffi::CUdeviceptr ptr) const {
-  CUgraph g = checked("oxicuda::Graph::add_free", after.where());
-  allowed_in_body("mem free", "oxicuda::Graph::add_free", after.where());
-  CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddMemFreeNode, &node, g, after.data(), after.size(), ptr), after.where());
-  return GraphNode(node);
 }
 
 template <class T>
 GraphNode Graph::add_free(Dependencies after, DeviceSpan<T> memory) const {
-  return free_node(after, memory.device_ptr());
+  constexpr const char* op = "oxicuda::Graph::add_free";
+  return detail::add_free_node(checked_for(ffi::CU_GRAPH_NODE_TYPE_MEM_FREE, op, after.where()), after,
+                               memory.device_ptr());
 }
-
-namespace detail {
-// Conditional nodes need CUDA 12.4 (cuGraphConditionalHandleCreate is
-// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's).
-inline void need_conditionals(const char* operation, SourceLocation where) {
-  const int v = driver_version(where);
-  if (v < 12040)
-    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
-                cat({"conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA ",
-                     std::to_string(v / 1000), ".", std::to_string(v % 1000 / 10)}),
-                where));
-}
-}  // namespace detail
 
 inline ConditionalHandle Graph::conditional_handle(unsigned default_value, bool assign_default,
                                                    SourceLocation where) const {
-  constexpr const char* op = "oxicuda::Graph::conditional_handle";
-  CUgraph g = checked(op, where);
-  detail::need_conditionals(op, where);
-  ConditionalHandle h;
-  detail::check(OXICUDA_DRIVER(GraphConditionalHandleCreate, &h.value, g, state_->ctx.raw(), default_value,
-                               assign_default ? ffi::graph_cond_assign_default : 0u),
-                where);
-  return h;
+  CUgraph g = checked("oxicuda::Graph::conditional_handle", where);
+  return detail::make_conditional_handle(state_, g, default_value, assign_default, where);
 }
 
 inline ConditionalNode Graph::conditional_node(Dependencies& after, ConditionalHandle handle,
                                                ffi::CUgraphConditionalNodeType type, const char* operation) const {
-  CUgraph g = checked(operation, after.where());
-  detail::need_conditionals(operation, after.where());
-  ffi::CUgraphNodeParams p{};
-  p.type = ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  p.conditional.handle = handle.value;
-  p.conditional.type = type;
-  p.conditional.size = 1;
-  p.conditional.ctx = state_->ctx.raw();
-  // Made current as for kernel nodes (kernel_params), whose bodies hold them.
-  const ScopedCurrent current(state_->ctx, after.where());
   CUgraphNode node = nullptr;
-  detail::check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
-  // The driver points phGraph_out at its own array of the node's bodies.
-  CUgraph body = p.conditional.phGraph_out ? p.conditional.phGraph_out[0] : nullptr;
-  if (!body)
-    detail::raise(Error(ffi::CUDA_ERROR_UNKNOWN, operation, "the driver gave the conditional node no body graph",
-                        after.where()));
+  CUgraph body = detail::add_conditional_node(state_, checked(operation, after.where()), after, handle, type, operation,
+                                              node);
   // The body belongs to the node: a handle that shares this graph's state
   // (what its nodes keep alive is kept by this graph) and never destroys it.
   return {GraphNode(node), Graph(body, state_)};
@@ -6927,94 +7207,12 @@ inline ConditionalNode Graph::add_while(Dependencies after, ConditionalHandle ha
 }
 
 inline void Graph::write_dot(const std::string& path, unsigned flags, SourceLocation where) const {
-  CUgraph g = checked("oxicuda::Graph::write_dot", where);
-  const detail::Outcome r = OXICUDA_DRIVER(GraphDebugDotPrint, g, path.c_str(), flags);
-  if (!r.ok()) detail::fail(r, where, detail::cat({"writing the graph's DOT to '", path, "'"}));
+  detail::write_dot(checked("oxicuda::Graph::write_dot", where), path, flags, where);
 }
-
-namespace detail {
-// A file name for a temporary file, made and closed (empty when none could be).
-inline std::string temporary_file() {
-#if defined(_WIN32)
-  char dir[MAX_PATH + 1] = {}, name[MAX_PATH + 1] = {};
-  if (!::GetTempPathA(MAX_PATH, dir) || !::GetTempFileNameA(dir, "oxi", 0, name)) return {};
-  return name;
-#else
-  const char* tmp = std::getenv("TMPDIR");
-  std::string name = cat({tmp && *tmp ? tmp : "/tmp", "/oxicuda-graph-XXXXXX"});
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) return {};
-  ::close(fd);
-  return name;
-#endif
-}
-
-inline std::string read_file(const std::string& path) {
-  std::string text;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(static_cast<const char*>(buf), n);
-    std::fclose(f);
-  }
-  return text;
-}
-}  // namespace detail
 
 inline std::string Graph::dot(unsigned flags, SourceLocation where) const {
-  (void)checked("oxicuda::Graph::dot", where);
-  const std::string path = detail::temporary_file();
-  if (path.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_OPERATING_SYSTEM, "oxicuda::Graph::dot",
-                        "no temporary file could be made for the driver to write the DOT into", where));
-  struct Remove {
-    const std::string& path;
-    ~Remove() { std::remove(path.c_str()); }
-  } remove{path};
-  write_dot(path, flags, where);
-  return detail::read_file(path);
+  return detail::dot(checked("oxicuda::Graph::dot", where), flags, where);
 }
-
-namespace detail {
-
-inline const char* node_type_name(ffi::CUgraphNodeType t) noexcept {
-  switch (t) {
-    case ffi::CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-    case ffi::CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
-    case ffi::CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
-    case ffi::CU_GRAPH_NODE_TYPE_HOST: return "host function";
-    case ffi::CU_GRAPH_NODE_TYPE_GRAPH: return "child graph";
-    case ffi::CU_GRAPH_NODE_TYPE_EMPTY: return "empty";
-    case ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
-    case ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
-    case ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "mem alloc";
-    case ffi::CU_GRAPH_NODE_TYPE_MEM_FREE: return "mem free";
-    case ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL: return "conditional";
-    default: return "other";
-  }
-}
-
-// "node 3 of 7 (kernel 'saxpy')": where a node is in its graph and what it
-// is, as far as the driver (and the graph's own records) can tell. Never
-// throws for a driver failure: it is a part of another error's text.
-inline std::string describe_node(CUgraph graph, CUgraphNode node, const KeepList* keep) {
-  if (!node) return "no node named by the driver";
-  ffi::CUgraphNodeType type = ffi::CU_GRAPH_NODE_TYPE_EMPTY;
-  const bool typed = OXICUDA_DRIVER(GraphNodeGetType, node, &type).ok();
-  std::string what = typed ? node_type_name(type) : "of unknown kind";
-  if (keep && !keep->kernel_name(node).empty()) what = cat({what, " '", keep->kernel_name(node), "'"});
-  std::size_t n = 0;
-  std::string at;
-  if (graph && OXICUDA_DRIVER(GraphGetNodes, graph, nullptr, &n).ok() && n > 0) {
-    const NodeArray all(n);
-    if (OXICUDA_DRIVER(GraphGetNodes, graph, all.get(), &n).ok())
-      for (std::size_t i = 0; i < n; ++i)
-        if (all.get()[i] == node) at = cat({"node ", std::to_string(i), " of ", std::to_string(n), " "});
-  }
-  return cat({at.empty() ? "a node " : at, "(", what, ")"});
-}
-
-}  // namespace detail
 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/graph/graph.hpp ----
@@ -7071,20 +7269,12 @@ const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept;
 // threads"): calls on one exec (launch, upload, update, the setters) through
 // any of its copies are serialized by the caller. Copying and dropping
 // handles is safe on any thread.
-class GraphExec {
+class GraphExec : public detail::GraphHandle<CUgraphExec, GraphExec> {
  public:
+  // Copies are the same exec; a moved-from GraphExec is empty, like a
+  // default-constructed one (raw(), operator bool, context() and
+  // use_count() are GraphHandle's).
   GraphExec() noexcept = default;
-  GraphExec(const GraphExec&) noexcept = default;
-  GraphExec& operator=(const GraphExec&) noexcept = default;
-  // A moved-from GraphExec is empty, like a default-constructed one.
-  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
-  GraphExec& operator=(GraphExec&& o) noexcept {
-    state_ = std::move(o.state_);
-    CUgraphExec raw = o.raw_;
-    o.raw_ = nullptr;
-    raw_ = raw;
-    return *this;
-  }
   // Instantiates `graph` (cuGraphInstantiateWithParams). When the driver
   // refuses, the Error names the node that failed (its place in the graph,
   // its kind, the kernel's name) and why.
@@ -7093,11 +7283,7 @@ class GraphExec {
   // An exec that other code owns; oxicuda never destroys it.
   [[nodiscard]] static GraphExec borrow(CUgraphExec raw, Context ctx);
 
-  [[nodiscard]] CUgraphExec raw() const noexcept { return raw_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept;
   [[nodiscard]] bool owns() const noexcept { return state_ && state_->owns; }
-  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
   // The graph this exec was made from, or last updated from (empty when borrowed).
   [[nodiscard]] const Graph& graph() const noexcept;
   // The graph this exec was instantiated from, kept for the exec's life:
@@ -7145,20 +7331,13 @@ class GraphExec {
                 SourceLocation where = SourceLocation::current()) const;
 
  private:
-  using State = detail::Shared<detail::GraphState>;
-  [[nodiscard]] CUgraphExec checked(const char* operation, SourceLocation where) const {
-    return detail::checked(*this, "oxicuda::GraphExec", operation, where);
-  }
   void kernel_setter(GraphNode node, const Function& fn, const LaunchConfig& config, void** params,
                      SourceLocation where);
-
-  State state_;
-  CUgraphExec raw_ = nullptr;
 };
 
 inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::GraphExec";
-  CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
+  CUgraph g = detail::checked(graph, op, where);
   ffi::CUDA_GRAPH_INSTANTIATE_PARAMS p{};
   if (options.auto_free_on_launch) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
   if (options.device_launch) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
@@ -7189,11 +7368,6 @@ inline GraphExec GraphExec::borrow(CUgraphExec raw, Context ctx) {
   e.state_ = State::make(std::move(ctx), raw, false, true);
   e.raw_ = raw;
   return e;
-}
-
-inline const Context& GraphExec::context() const noexcept {
-  static const Context none;
-  return state_ ? state_->ctx : none;
 }
 
 namespace detail {
@@ -7231,7 +7405,7 @@ inline void GraphExec::upload(const Stream& stream, SourceLocation where) const 
 inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::update";
   CUgraphExec e = checked(op, where);
-  CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
+  CUgraph g = detail::checked(graph, op, where);
   ffi::CUgraphExecUpdateResultInfo info{};
   detail::KeepList::Pending<Graph> keep(state_->keep, graph, nullptr);
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecUpdate, e, g, &info);
@@ -7257,7 +7431,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
                                      SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
@@ -7285,7 +7459,7 @@ template <class Dst, class Src>
 void GraphExec::set_copy(GraphNode node, Dst&& dst, Src&& src, SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_copy";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, where, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemcpyNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
@@ -7297,7 +7471,7 @@ void GraphExec::set_fill(GraphNode node, Dst&& dst, detail::device_element_t<std
                          SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_fill";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemsetNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
@@ -7356,12 +7530,10 @@ OXICUDA_NAMESPACE_END
 // ---- begin oxicuda/graph/capture.hpp ----
 // oxicuda/graph/capture.hpp — stream capture: the work enqueued on a stream (and
 // on the streams that join it through events) recorded into a Graph instead
-// of run; a scoped form that never leaves a stream capturing; and
-// GraphedStep, which turns a function that enqueues work into a graph
-// captured once and replayed.
+// of run, and a scoped form that never leaves a stream capturing.
+// GraphedStep (graphed_step.hpp) builds on it.
 
-#include <cstddef>
-#include <cstring>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -7550,7 +7722,23 @@ inline ScopedCapture::~ScopedCapture() {
   if (graph) detail::destroy_graph(graph);
 }
 
-// --- GraphedStep -------------------------------------------------------------------
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/graph/capture.hpp ----
+
+// ---- begin oxicuda/graph/graphed_step.hpp ----
+// oxicuda/graph/graphed_step.hpp — GraphedStep: a function that enqueues
+// work, turned into a graph captured once and replayed (one cuGraphLaunch a
+// call), captured again when its arguments change, the exec updated in
+// place when the graph's shape allows.
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_NAMESPACE_BEGIN
 
 struct StepOptions {
   CaptureMode mode = CaptureMode::global;
@@ -7574,10 +7762,7 @@ class StepCore {
   // Moved, the exec goes with the step; the step moved from is empty.
   StepCore(StepCore&& o) noexcept
       : graph_(std::move(o.graph_)), exec_(std::move(o.exec_)), stats_(o.stats_), options_(std::move(o.options_)),
-        key_(std::move(o.key_)), captured_(o.captured_), live_(o.live_) {
-    o.captured_ = false;
-    o.live_ = false;
-  }
+        key_(std::move(o.key_)), captured_(std::exchange(o.captured_, false)), live_(std::exchange(o.live_, false)) {}
   StepCore& operator=(StepCore&& o) noexcept {
     if (this == &o) return *this;
     graph_ = std::move(o.graph_);
@@ -7585,10 +7770,8 @@ class StepCore {
     stats_ = o.stats_;
     options_ = std::move(o.options_);
     key_ = std::move(o.key_);
-    captured_ = o.captured_;
-    live_ = o.live_;
-    o.captured_ = false;
-    o.live_ = false;
+    captured_ = std::exchange(o.captured_, false);
+    live_ = std::exchange(o.live_, false);
     return *this;
   }
   StepCore(const StepCore&) = delete;
@@ -7598,11 +7781,14 @@ class StepCore {
   void run(const Stream& stream, const unsigned char* key, std::size_t key_size, Enqueue enqueue, void* callable,
            SourceLocation where);
   void reset() noexcept { captured_ = false; }
+  [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+  [[nodiscard]] const GraphExec& exec() const noexcept { return exec_; }
+  [[nodiscard]] const StepStats& stats() const noexcept { return stats_; }
+
+ private:
   Graph graph_;
   GraphExec exec_;
   StepStats stats_;
-
- private:
   StepOptions options_;
   std::string key_;
   bool captured_ = false;
@@ -7698,9 +7884,9 @@ class GraphedStep {
   }
 
   // The last captured graph and its exec (empty before the first call).
-  [[nodiscard]] const Graph& graph() const noexcept { return core_.graph_; }
-  [[nodiscard]] const GraphExec& exec() const noexcept { return core_.exec_; }
-  [[nodiscard]] const StepStats& stats() const noexcept { return core_.stats_; }
+  [[nodiscard]] const Graph& graph() const noexcept { return core_.graph(); }
+  [[nodiscard]] const GraphExec& exec() const noexcept { return core_.exec(); }
+  [[nodiscard]] const StepStats& stats() const noexcept { return core_.stats(); }
   // The next call captures again (and updates the exec, or makes a new one).
   void reset() noexcept { core_.reset(); }
 
@@ -7710,7 +7896,7 @@ class GraphedStep {
 };
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/graph/capture.hpp ----
+// ---- end oxicuda/graph/graphed_step.hpp ----
 
 // ---- begin oxicuda/compile/program.hpp ----
 // oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by

@@ -1,4 +1,4 @@
-// oxicuda/graph.hpp — the graph wing: Graph and its nodes; GraphExec; stream capture; the graphed step.
+// oxicuda/graph.hpp — the graph wing: nodes and their kinds, the keep list, Graph; GraphExec; stream capture; the graphed step.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -6,7 +6,14 @@
 #pragma once
 
 // clang-format off
+#include "graph/node.hpp"
+#include "graph/keep.hpp"
+#include "graph/node_kind.hpp"
+#include "graph/node_params.hpp"
+#include "graph/add_node.hpp"
+#include "graph/dot.hpp"
 #include "graph/graph.hpp"
 #include "graph/graph_exec.hpp"
 #include "graph/capture.hpp"
+#include "graph/graphed_step.hpp"
 // clang-format on

@@ -14,6 +14,8 @@
 #include <atomic>
 #include <optional>
 #include <cstdio>
+#include <cstring>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -979,4 +981,100 @@ TEST_CASE_FIXTURE(GraphTest, "issue 29 in graph kernel nodes: an empty DeviceBuf
     CHECK(e.detail().find("argument 1 of 2 (") == 0);
   }
   CHECK_NOTHROW(exec.set_kernel(k, dbl, {.grid = 1, .block = N}, moved, N));
+}
+
+TEST_CASE_FIXTURE(GraphTest, "graph: the node-kind traits table has a row for every kind the fake makes, named as the errors name them") {
+  // The table itself: one row per CUgraphNodeType, in the enum's order, each named once.
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < std::size(detail::node_kinds); ++i) {
+    const detail::NodeKindRow& row = detail::node_kinds[i];
+    CAPTURE(row.name);
+    CHECK(static_cast<std::size_t>(row.type) == i);
+    CHECK(detail::node_kind(row.type) == &row);
+    CHECK(std::string(row.driver_name).rfind("CU_GRAPH_NODE_TYPE_", 0) == 0);
+    CHECK(names.insert(row.name).second);
+  }
+  CHECK(detail::node_kind(static_cast<ffi::CUgraphNodeType>(99)) == nullptr);
+  CHECK(std::string(detail::node_kind_name(static_cast<ffi::CUgraphNodeType>(99))) == "other");
+  CHECK(std::is_same_v<detail::NodeKind<ffi::CU_GRAPH_NODE_TYPE_KERNEL>::params, ffi::CUDA_KERNEL_NODE_PARAMS_v2>);
+
+  // Every kind oxicuda (and the fake) can make, in one graph.
+  DeviceBuffer<float> x(ctx, N);
+  PinnedBuffer<float> host(ctx, N);
+  Event ev{ctx};
+  Graph child{ctx};
+  (void)child.add_empty({});
+  Graph g{ctx};
+  GraphAllocation<float> mem = g.add_alloc<float>({}, N);
+  GraphNode k = g.add_kernel(mem.node, dbl, {.grid = 1, .block = N}, x, N);
+  GraphNode f = g.add_fill(k, mem.span, 1.0f);
+  GraphNode c = g.add_copy(f, x, mem.span);
+  GraphNode fr = g.add_free(c, mem.span);
+  GraphNode ch = g.add_child(fr, child);
+  GraphNode rec = g.add_event_record(ch, ev);
+  GraphNode w = g.add_event_wait(rec, ev);
+  GraphNode h = g.add_host(w, [] {});
+  GraphNode e = g.add_empty(h);
+  (void)g.add_if(e, g.conditional_handle(0));
+
+  const std::string dot = g.dot();
+  std::set<ffi::CUgraphNodeType> seen;
+  for (const GraphNode& node : g.nodes()) {
+    const ffi::CUgraphNodeType t = node.type();
+    const detail::NodeKindRow* row = detail::node_kind(t);
+    REQUIRE(row != nullptr);
+    CAPTURE(row->name);
+    seen.insert(t);
+    // The name errors give the node is the table's (kernels with their name).
+    const std::string described = detail::describe_node(g.raw(), node.raw(), detail::GraphAccess::keep(g));
+    CHECK(described.find(std::string("(") + row->name) != std::string::npos);
+    if (t == ffi::CU_GRAPH_NODE_TYPE_KERNEL) CHECK(described.find("(kernel 'dbl')") != std::string::npos);
+    // The fake's DOT labels a node with its enumerator's name, less the prefix.
+    CHECK(dot.find(std::string("label=\"") + (row->driver_name + std::strlen("CU_GRAPH_NODE_TYPE_"))) != std::string::npos);
+  }
+  CHECK(seen.size() == 11);
+
+  // The body column is the fake's rule (the driver's): a kind the table keeps
+  // out of a body, added there with the raw driver call, fails instantiation.
+  for (const detail::NodeKindRow& row : detail::node_kinds) {
+    if (!seen.count(row.type)) continue;
+    CAPTURE(row.name);
+    if (row.in_conditional_body)  // the rule's text lists every kind a body may hold
+      CHECK(detail::body_rule("").find(row.name) != std::string::npos);
+    Graph outer{ctx};
+    ConditionalNode cond = outer.add_if({}, outer.conditional_handle(0));
+    CUgraphNode raw = nullptr;
+    const ffi::CUDA_HOST_NODE_PARAMS hp{[](void*) {}, nullptr};
+    switch (row.type) {
+      case ffi::CU_GRAPH_NODE_TYPE_EMPTY:
+        REQUIRE(detail::api().GraphAddEmptyNode(&raw, cond.body.raw(), nullptr, 0) == ffi::CUDA_SUCCESS);
+        break;
+      case ffi::CU_GRAPH_NODE_TYPE_HOST:
+        REQUIRE(detail::api().GraphAddHostNode(&raw, cond.body.raw(), nullptr, 0, &hp) == ffi::CUDA_SUCCESS);
+        break;
+      case ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        REQUIRE(detail::api().GraphAddEventRecordNode(&raw, cond.body.raw(), nullptr, 0, ev.raw()) == ffi::CUDA_SUCCESS);
+        break;
+      case ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        REQUIRE(detail::api().GraphAddEventWaitNode(&raw, cond.body.raw(), nullptr, 0, ev.raw()) == ffi::CUDA_SUCCESS);
+        break;
+      case ffi::CU_GRAPH_NODE_TYPE_GRAPH:
+        REQUIRE(detail::api().GraphAddChildGraphNode(&raw, cond.body.raw(), nullptr, 0, child.raw()) ==
+                ffi::CUDA_SUCCESS);
+        break;
+      default: continue;  // (made with oxicuda's own checks, or not alone)
+    }
+    bool instantiates = true;
+    try {
+      GraphExec exec{outer};
+    } catch (const Error&) {
+      instantiates = false;
+    }
+    CHECK(instantiates == row.in_conditional_body);
+    // And oxicuda's refusal names the kind as the table does.
+    if (!row.in_conditional_body) {
+      const Error refused = error_of([&] { detail::refuse_in_body(row.type, "test", SourceLocation::current()); });
+      CHECK(refused.detail().find(std::string("so a ") + row.name + " node cannot be added") != std::string::npos);
+    }
+  }
 }

@@ -12,9 +12,14 @@
 //   fake_module_launch.cpp  modules (PTX read for its entries), functions, launches, the JIT linker
 //   fake_occupancy.cpp      the occupancy calculator
 //   fake_memory.cpp         device and pinned memory, copies, fills, memory pools
+//   fake_graph.cpp          graphs: made, destroyed, cloned, listed; user objects; DOT
+//   fake_graph_nodes.cpp    graph nodes added one by one, their parameters checked
+//   fake_graph_exec.cpp     executable graphs: instantiate, launch, upload, update, setters
+//   fake_graph_capture.cpp  stream capture
 //   fake_getproc.cpp        cuGetProcAddress_v2
 //   fake_optional.cpp       the newest entry points
-// fake_state.hpp declares what they share. A new entry point goes in the file
+// fake_state.hpp declares what they share (fake_graph.hpp, what the
+// graph files share among themselves). A new entry point goes in the file
 // of its area (a new area, a new file in tests/meson.build's fake_common).
 // The variants there leave out fake_getproc.cpp (a driver older than CUDA
 // 11.3) or fake_optional.cpp (a driver without the newest entry points).

@@ -105,7 +105,7 @@ void mark_recorded(CUevent e);  // an event record has run
 CUcontext stream_context(CUstream s);
 bool blocking_stream(CUstream s);
 
-// fake_graph.cpp: stream capture and graphs.
+// fake_graph*.cpp: graphs (fake_graph_capture.cpp: stream capture).
 // One node's work, as enqueued on a stream or added to a graph.
 struct Block;  // a mem alloc node's memory
 struct Work {

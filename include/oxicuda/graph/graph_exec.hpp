@@ -51,20 +51,12 @@ const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept;
 // threads"): calls on one exec (launch, upload, update, the setters) through
 // any of its copies are serialized by the caller. Copying and dropping
 // handles is safe on any thread.
-class GraphExec {
+class GraphExec : public detail::GraphHandle<CUgraphExec, GraphExec> {
  public:
+  // Copies are the same exec; a moved-from GraphExec is empty, like a
+  // default-constructed one (raw(), operator bool, context() and
+  // use_count() are GraphHandle's).
   GraphExec() noexcept = default;
-  GraphExec(const GraphExec&) noexcept = default;
-  GraphExec& operator=(const GraphExec&) noexcept = default;
-  // A moved-from GraphExec is empty, like a default-constructed one.
-  GraphExec(GraphExec&& o) noexcept : state_(std::move(o.state_)), raw_(o.raw_) { o.raw_ = nullptr; }
-  GraphExec& operator=(GraphExec&& o) noexcept {
-    state_ = std::move(o.state_);
-    CUgraphExec raw = o.raw_;
-    o.raw_ = nullptr;
-    raw_ = raw;
-    return *this;
-  }
   // Instantiates `graph` (cuGraphInstantiateWithParams). When the driver
   // refuses, the Error names the node that failed (its place in the graph,
   // its kind, the kernel's name) and why.
@@ -73,11 +65,7 @@ class GraphExec {
   // An exec that other code owns; oxicuda never destroys it.
   [[nodiscard]] static GraphExec borrow(CUgraphExec raw, Context ctx);
 
-  [[nodiscard]] CUgraphExec raw() const noexcept { return raw_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept;
   [[nodiscard]] bool owns() const noexcept { return state_ && state_->owns; }
-  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
   // The graph this exec was made from, or last updated from (empty when borrowed).
   [[nodiscard]] const Graph& graph() const noexcept;
   // The graph this exec was instantiated from, kept for the exec's life:
@@ -125,20 +113,13 @@ class GraphExec {
                 SourceLocation where = SourceLocation::current()) const;
 
  private:
-  using State = detail::Shared<detail::GraphState>;
-  [[nodiscard]] CUgraphExec checked(const char* operation, SourceLocation where) const {
-    return detail::checked(*this, "oxicuda::GraphExec", operation, where);
-  }
   void kernel_setter(GraphNode node, const Function& fn, const LaunchConfig& config, void** params,
                      SourceLocation where);
-
-  State state_;
-  CUgraphExec raw_ = nullptr;
 };
 
 inline GraphExec::GraphExec(const Graph& graph, InstantiateOptions options, SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::GraphExec";
-  CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
+  CUgraph g = detail::checked(graph, op, where);
   ffi::CUDA_GRAPH_INSTANTIATE_PARAMS p{};
   if (options.auto_free_on_launch) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
   if (options.device_launch) p.flags |= ffi::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
@@ -169,11 +150,6 @@ inline GraphExec GraphExec::borrow(CUgraphExec raw, Context ctx) {
   e.state_ = State::make(std::move(ctx), raw, false, true);
   e.raw_ = raw;
   return e;
-}
-
-inline const Context& GraphExec::context() const noexcept {
-  static const Context none;
-  return state_ ? state_->ctx : none;
 }
 
 namespace detail {
@@ -211,7 +187,7 @@ inline void GraphExec::upload(const Stream& stream, SourceLocation where) const 
 inline UpdateRefusal GraphExec::try_update(const Graph& graph, SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::update";
   CUgraphExec e = checked(op, where);
-  CUgraph g = detail::checked(graph, "oxicuda::Graph", op, where);
+  CUgraph g = detail::checked(graph, op, where);
   ffi::CUgraphExecUpdateResultInfo info{};
   detail::KeepList::Pending<Graph> keep(state_->keep, graph, nullptr);
   const detail::Outcome r = OXICUDA_DRIVER(GraphExecUpdate, e, g, &info);
@@ -237,7 +213,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
                                      SourceLocation where) {
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
@@ -265,7 +241,7 @@ template <class Dst, class Src>
 void GraphExec::set_copy(GraphNode node, Dst&& dst, Src&& src, SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_copy";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, where, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemcpyNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);
@@ -277,7 +253,7 @@ void GraphExec::set_fill(GraphNode node, Dst&& dst, detail::device_element_t<std
                          SourceLocation where) const {
   constexpr const char* op = "oxicuda::GraphExec::set_fill";
   CUgraphExec e = checked(op, where);
-  if (!node) detail::empty_handle("oxicuda::GraphNode", op, where);
+  if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
   CUcontext ctx = nullptr;
   const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
   detail::check(OXICUDA_DRIVER(GraphExecMemsetNodeSetParams, e, node.raw(), &p, ctx ? ctx : state_->ctx.raw()), where);

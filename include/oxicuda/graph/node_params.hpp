@@ -1,0 +1,100 @@
+// oxicuda/graph/node_params.hpp — the driver's parameters of the nodes
+// oxicuda makes from a launch's or a copy's arguments (kernel, memcpy,
+// memset nodes), with launch()'s, copy()'s and fill()'s checks: Graph's
+// add_kernel / add_copy / add_fill and GraphExec's setters share them.
+#pragma once
+
+#include <bit>
+#include <type_traits>
+
+#include "node_kind.hpp"
+#include "../memory/buffer.hpp"
+#include "../kernel/launch.hpp"
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// A copy's parameters: one row of bytes between host and device memory,
+// after copy()'s checks.
+template <class Dst, class Src>
+ffi::CUDA_MEMCPY3D memcpy_params(Dst& dst, Src& src, const char* op, SourceLocation where, CUcontext& ctx) {
+  const CopySides c = copy_sides(dst, src, op, where);
+  ffi::CUDA_MEMCPY3D p{};
+  p.srcMemoryType = device_range<Src> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
+  p.srcDevice = c.src_device;
+  p.srcHost = c.src_host;
+  p.dstMemoryType = device_range<Dst> ? ffi::CU_MEMORYTYPE_DEVICE : ffi::CU_MEMORYTYPE_HOST;
+  p.dstDevice = c.dst_device;
+  p.dstHost = c.dst_host;
+  p.WidthInBytes = c.bytes;
+  p.Height = 1;
+  p.Depth = 1;
+  ctx = c.ctx;
+  return p;
+}
+
+// A fill's parameters: every element of `dst` set to the bytes of `value`.
+template <class Dst>
+ffi::CUDA_MEMSET_NODE_PARAMS memset_params(Dst& dst, unsigned value, unsigned element_size, CUcontext& ctx) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill: the destination is const");
+  const auto d = dst.device_span();
+  ctx = d.context();
+  ffi::CUDA_MEMSET_NODE_PARAMS p{};
+  p.dst = d.device_ptr();
+  p.value = value;
+  p.elementSize = element_size;
+  p.width = d.size_bytes() / element_size;
+  p.height = 1;
+  return p;
+}
+
+template <class Dst>
+ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, CUcontext& ctx) {
+  using T = device_element_t<Dst>;
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4,
+                "fill node: elements of 1, 2 or 4 bytes; use add_fill_bytes otherwise");
+  using U = std::conditional_t<sizeof(T) == 1, unsigned char, std::conditional_t<sizeof(T) == 2, unsigned short, unsigned>>;
+  return memset_params(dst, std::bit_cast<U>(std::remove_cv_t<T>(value)), sizeof(T), ctx);
+}
+
+// The kernel node parameters of a launch configuration (no clusters, no
+// cooperative launch: those are launch attributes kernel nodes do not take here).
+inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
+                                                     const char* op, SourceLocation where) {
+  CUfunction f = checked(fn, "oxicuda::Function", op, where);
+  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
+                cat({"kernel '", fn.name(),
+                     "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
+                     "capture such a launch into the graph instead (capture.hpp)"}),
+                where));
+  if (cfg.shared_bytes != 0) {
+    // The kernel's own limit (the driver's default is 48 KiB less its static
+    // shared memory), raised when the node asks for more, as a launch does.
+    unsigned allowed = 0;
+    const Outcome known = FunctionAccess::allowed(fn, allowed);
+    if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
+    if (cfg.shared_bytes > allowed) {
+      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      if (!raised.ok()) launch_failed(raised, fn, cfg, where);
+    }
+  }
+  ffi::CUDA_KERNEL_NODE_PARAMS_v2 p{};
+  p.func = f;
+  p.gridDimX = cfg.grid.x, p.gridDimY = cfg.grid.y, p.gridDimZ = cfg.grid.z;
+  p.blockDimX = cfg.block.x, p.blockDimY = cfg.block.y, p.blockDimZ = cfg.block.z;
+  p.sharedMemBytes = cfg.shared_bytes;
+  p.kernelParams = params;
+  // The kernel's own context (null would mean the calling thread's current
+  // one). The H200's driver (580) still needs a context current to add or
+  // set a kernel node: with none, cuGraphAddKernelNode_v2 and
+  // cuGraph[Exec]KernelNodeSetParams_v2 crash (SIGSEGV) whatever ctx says.
+  // Callers make the kernel's context current around the call.
+  p.ctx = fn.module().context().raw();
+  return p;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
