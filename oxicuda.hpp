@@ -7587,12 +7587,49 @@ class GraphedStep {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/graph/capture.hpp ----
 
+// ---- begin oxicuda/compile/size_then_fill.hpp ----
+// oxicuda/compile/size_then_fill.hpp — NVRTC's and nvJitLink's way of handing
+// out what they made (a log, PTX, a cubin, LTO-IR, a linked cubin): one call
+// says how many bytes, a second writes them into the caller's buffer. Written
+// once here, for every such pair.
+
+#include <cstddef>
+#include <string>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Asks `size` (a call taking std::size_t*) how many bytes, then has `fill`
+// (a call taking char*) write them into `out`, which is empty when either
+// fails. `fill` is not called for 0 bytes. `text`: trailing NULs dropped (a
+// log's or PTX's terminator). Returns the first failure, else the success,
+// not raised: the caller checks it, or ignores it for a best-effort log.
+template <class Size, class Fill>
+auto size_then_fill(Size size, Fill fill, std::string& out, bool text) -> decltype(size(static_cast<std::size_t*>(nullptr))) {
+  std::size_t n = 0;
+  out.clear();
+  auto r = size(&n);
+  if (!r.ok()) return r;
+  out.assign(n, '\0');
+  if (n) r = fill(out.data());
+  if (!r.ok()) out.clear();
+  if (text)
+    while (!out.empty() && out.back() == '\0') out.pop_back();
+  return r;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/size_then_fill.hpp ----
+
 // ---- begin oxicuda/compile/program.hpp ----
 // oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by
 // NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
 // typed and raw compile options; name expressions (the lowered names of
-// template kernels); the supported architectures and NVRTC's version; the
-// architecture to compile for on a device.
+// template kernels); NVRTC's version. The architectures are arch.hpp's.
 
 #include <cstddef>
 #include <cstring>
@@ -7755,38 +7792,9 @@ class Program {
   StringList expressions_;
 };
 
-// NVRTC's real architectures (75, 80, ..., 120), ascending.
-struct ArchList {
-  static constexpr int capacity = 64;
-  int archs[capacity] = {};
-  int count = 0;
-  [[nodiscard]] const int* begin() const noexcept { return archs; }
-  [[nodiscard]] const int* end() const noexcept { return archs + count; }
-  [[nodiscard]] bool contains(int arch) const noexcept {
-    for (int a : *this)
-      if (a == arch) return true;
-    return false;
-  }
-};
-
 // NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
 // reason, when there is none.
 [[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
-// The real architectures this NVRTC compiles for.
-[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
-
-// The architecture to compile for on a device: its own (sm_XX, a cubin) when
-// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
-// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
-// forward), and a note that says so.
-struct ArchChoice {
-  std::string arch;
-  std::string note;  // empty unless there was a fallback
-};
-[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
-// The same from a compute capability and NVRTC's supported architectures.
-[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
-                                  SourceLocation where = SourceLocation::current());
 
 namespace detail {
 
@@ -7801,12 +7809,15 @@ struct NvrtcProgramGuard {
   }
 };
 
-inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
-  std::size_t size = 0;
-  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
-  std::string log(size, '\0');
-  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+// NVRTC's log of `p`, its trailing newlines and spaces dropped; `checked`
+// false: as far as NVRTC gives it (for a failed compile, whose failure is
+// the error), else a failure to give it is an Error.
+inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where, bool checked = true) {
+  std::string log;
+  const NvrtcOutcome r = size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, p, n); },
+                                        [&](char* out) { return OXICUDA_NVRTC(GetProgramLog, p, out); }, log, true);
+  if (checked) check(r, where);
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
   return log;
 }
 
@@ -7872,13 +7883,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
-    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
-      log.assign(size, '\0');
-      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
-      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    }
+    const std::string log = detail::nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
                               args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
@@ -7896,25 +7901,25 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   // What NVRTC produced decides the kind, not the options asked for: -dlto
   // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
   // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
-  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
   // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
-  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
-    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
-  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
-  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
-  if (lto_size > 0) {
+  nvrtcProgram p = program.raw;
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize)) {
     c.kind = CodeKind::ltoir;
-    c.code.assign(lto_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (cubin_size > 0) {
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, c.code, false),
+                  where);
+  }
+  if (c.code.empty()) {
     c.kind = CodeKind::cubin;
-    c.code.assign(cubin_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
-  } else {
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, c.code, false),
+                  where);
+  }
+  if (c.code.empty()) {
     c.kind = CodeKind::ptx;
-    c.code.assign(ptx_size, '\0');
-    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
-    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, c.code, true),
+                  where);
   }
   if (OXICUDA_UNLIKELY(c.code.empty()))
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
@@ -7931,6 +7936,72 @@ inline int nvrtc_version(SourceLocation where) {
   detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
   return major * 1000 + minor * 10;
 }
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/program.hpp ----
+
+// ---- begin oxicuda/compile/arch.hpp ----
+// oxicuda/compile/arch.hpp — GPU architectures at run time: the real
+// architectures this NVRTC compiles for, the architecture to compile for on
+// a device (its own, or PTX for NVRTC's newest when the device is newer),
+// and the check of an architecture's form before nvJitLink sees it.
+
+#include <string>
+#include <string_view>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// NVRTC's real architectures (75, 80, ..., 120), ascending.
+struct ArchList {
+  static constexpr int capacity = 64;
+  int archs[capacity] = {};
+  int count = 0;
+  [[nodiscard]] const int* begin() const noexcept { return archs; }
+  [[nodiscard]] const int* end() const noexcept { return archs + count; }
+  [[nodiscard]] bool contains(int arch) const noexcept {
+    for (int a : *this)
+      if (a == arch) return true;
+    return false;
+  }
+};
+
+// The real architectures this NVRTC compiles for.
+[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
+
+// The architecture to compile for on a device: its own (sm_XX, a cubin) when
+// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
+// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
+// forward), and a note that says so.
+struct ArchChoice {
+  std::string arch;
+  std::string note;  // empty unless there was a fallback
+};
+[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
+// The same from a compute capability and NVRTC's supported architectures.
+[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
+                                  SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
+// not starting with 0), a form nvJitLink takes without ending the process.
+inline bool plausible_arch(std::string_view arch) noexcept {
+  std::string_view rest;
+  if (arch.starts_with("sm_"))
+    rest = arch.substr(3);
+  else if (arch.starts_with("compute_"))
+    rest = arch.substr(8);
+  else
+    return false;
+  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
+  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
+  for (char c : rest)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+}  // namespace detail
 
 inline ArchList supported_archs(SourceLocation where) {
   int n = 0;
@@ -7970,7 +8041,7 @@ inline ArchChoice arch_for(const Device& device, SourceLocation where) {
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/compile/program.hpp ----
+// ---- end oxicuda/compile/arch.hpp ----
 
 // ---- begin oxicuda/compile/lto.hpp ----
 // oxicuda/compile/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
@@ -8043,15 +8114,14 @@ class LtoLinker {
   }
   // The error log, as far as nvJitLink gives it (the failed call is the error).
   std::string error_detail() const {
-    std::size_t size = 0;
-    std::string log;
-    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
-      log.assign(size, '\0');
-      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
-    }
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    std::string log = error_text(raw_, nullptr);
     return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
   }
+
+  // nvJitLink's error or info log of `h`, its trailing newlines dropped; a
+  // failure to give it is an Error at `where`, or with no `where` an empty log.
+  static std::string error_text(nvJitLinkHandle h, const SourceLocation* where);
+  static std::string info_text(nvJitLinkHandle h, const SourceLocation& where);
 
   static StringList option_list(std::initializer_list<std::string_view> options, SourceLocation where);
 
@@ -8063,23 +8133,6 @@ class LtoLinker {
 [[nodiscard]] int nvjitlink_version(SourceLocation where = SourceLocation::current());
 
 namespace detail {
-
-// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
-// not starting with 0), a form nvJitLink takes without ending the process.
-inline bool plausible_arch(std::string_view arch) noexcept {
-  std::string_view rest;
-  if (arch.starts_with("sm_"))
-    rest = arch.substr(3);
-  else if (arch.starts_with("compute_"))
-    rest = arch.substr(8);
-  else
-    return false;
-  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
-  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
-  for (char c : rest)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
 
 [[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
   raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
@@ -8157,31 +8210,39 @@ inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
   if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
-  std::string cubin(size, '\0');
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
+  std::string cubin;
+  detail::check(
+      detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetLinkedCubinSize, h, n); },
+                             [&](char* out) { return OXICUDA_NVJITLINK(GetLinkedCubin, h, out); }, cubin, false),
+      where);
   return cubin;
 }
 
-inline std::string LtoLinker::info_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+inline std::string LtoLinker::error_text(nvJitLinkHandle h, const SourceLocation* where) {
+  std::string log;
+  const detail::NvJitLinkOutcome r =
+      detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetErrorLogSize, h, n); },
+                             [&](char* out) { return OXICUDA_NVJITLINK(GetErrorLog, h, out); }, log, true);
+  if (where) detail::check(r, *where);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
 }
 
-inline std::string LtoLinker::error_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+inline std::string LtoLinker::info_text(nvJitLinkHandle h, const SourceLocation& where) {
+  std::string log;
+  detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetInfoLogSize, h, n); },
+                                       [&](char* out) { return OXICUDA_NVJITLINK(GetInfoLog, h, out); }, log, true),
+                where);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
+}
+
+inline std::string LtoLinker::info_log(SourceLocation where) const {
+  return info_text(checked("oxicuda::LtoLinker::info_log", where), where);
+}
+
+inline std::string LtoLinker::error_log(SourceLocation where) const {
+  return error_text(checked("oxicuda::LtoLinker::error_log", where), &where);
 }
 
 inline int nvjitlink_version(SourceLocation where) {
@@ -8386,89 +8447,21 @@ inline Module Linker::load(SourceLocation where) {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/compile/link.hpp ----
 
-// ---- begin oxicuda/compile/cache.hpp ----
-// oxicuda/compile/cache.hpp — the on-disk cache of compiled kernels: a directory
-// private to the user, one file per entry named by the hash of everything
-// that made it, written atomically (a temporary file from mkstemp, its data
-// synced to disk, then a rename), checked by a checksum when read, and kept
-// under a size limit by evicting the entries used longest ago. It never
-// throws for a cache problem: it says what happened (the `note`) and the
-// caller compiles instead.
-//
-// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
-// unset: on; anything else: off, with a note naming the value);
-// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
-// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
-// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
-// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
-// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
-// 1024; a value that is not one is refused with a note and the default
-// kept). POSIX only: on Windows the cache is off.
-//
-// What a hit costs: one open, one read, and the entry's time of last use
-// set; nothing else in the directory is read or written. A store adds its
-// size to a running total kept in the directory (`total.counter`, updated
-// under flock, as ccache keeps its counters); only when the total passes the
-// limit (or the counter is missing, or every 1024 stores) is the directory
-// scanned, once, and the entries used longest ago removed until it is under.
+// ---- begin oxicuda/compile/cache_key.hpp ----
+// oxicuda/compile/cache_key.hpp — the kernel cache's key and hashes: KeyHash
+// (the 128-bit key of everything that made an entry, as the entry's file
+// name), the checksum that guards an entry's payload, and the length-framed
+// fields a payload is made of.
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <new>
 #include <string>
 #include <string_view>
-#include <vector>
 
-
-#if !OXICUDA_WINDOWS
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <cerrno>
-#endif
 
 OXICUDA_NAMESPACE_BEGIN
 
-// How this process has used the kernel cache so far.
-struct KernelCacheStats {
-  unsigned long hits = 0;    // modules loaded from the cache, without compiling
-  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
-};
-[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
-
-// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
-// Looks only: creates nothing, removes nothing, loads nothing.
-struct KernelCacheInfo {
-  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
-  std::string directory;    // where entries are kept (created at the first compile)
-  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
-  unsigned long entries = 0;  // kernels kept (not the cache's own records)
-  std::uint64_t bytes = 0;  // the entries' total size
-  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
-  // Files named like entries that eviction leaves alone: not regular files,
-  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
-  // note names the first.
-  unsigned long skipped = 0;
-};
-[[nodiscard]] KernelCacheInfo kernel_cache_info();
-
 namespace detail {
-
-struct CacheCounters {
-  std::atomic<unsigned long> hits{0}, misses{0};
-};
-inline CacheCounters& cache_counters() noexcept {
-  static CacheCounters c;
-  return c;
-}
 
 // 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
 struct KeyHash {
@@ -8545,19 +8538,48 @@ inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
   return true;
 }
 
-// A file's first 32 bytes: the magic (an entry's or a record's), the
-// payload's size and its checksum.
-inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
-inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
-inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
+// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
+// digits) and ".bin". Eviction touches no other file.
+inline bool entry_name(std::string_view name) noexcept {
+  if (name.size() != 36 || name.substr(32) != ".bin") return false;
+  for (const char c : name.substr(0, 32))
+    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
+  return true;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_key.hpp ----
+
+// ---- begin oxicuda/compile/cache_dir.hpp ----
+// oxicuda/compile/cache_dir.hpp — where the kernel cache lives: whether it is
+// on (OXICUDA_CACHE), its size limit (OXICUDA_CACHE_MAX_BYTES), its directory
+// (OXICUDA_CACHE_DIR, $XDG_CACHE_HOME/oxicuda, $HOME/.cache/oxicuda), and the
+// checks that the directory is the user's own and private before anything
+// is read from it or written to it.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+#if !OXICUDA_WINDOWS
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
 
 // The most any entry may take, whatever OXICUDA_CACHE_MAX_BYTES says: no
 // image we write comes near it, and a read never allocates more.
 inline constexpr std::uint64_t cache_entry_cap = 1ull << 30;
-// The most a record (cache_record_write) may take.
-inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
-// Stores between two scans that check the running total against the disk.
-inline constexpr unsigned cache_rescan_every = 1024;
 
 // OXICUDA_CACHE: whether the cache is on. Unset or empty, 1/on/true/yes (any
 // case): on; 0/off/false/no: off; anything else: off, and `note` names it.
@@ -8790,6 +8812,45 @@ inline std::string cache_directory(std::string& note, bool create) {
 }
 inline std::string cache_directory(std::string& note) { return cache_directory(note, true); }
 
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_dir.hpp ----
+
+// ---- begin oxicuda/compile/cache_file.hpp ----
+// oxicuda/compile/cache_file.hpp — the kernel cache's files: the header
+// (magic, size, checksum) that frames each payload, atomic writes (mkstemp,
+// fsync, rename), bounded reads that check the frame, removal only of the
+// file that was read, and the cache's own small records.
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// A file's first 32 bytes: the magic (an entry's or a record's), the
+// payload's size and its checksum.
+inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
+inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
+inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
+// The most a record (cache_record_write) may take.
+inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
+
 #if !OXICUDA_WINDOWS
 // Writes all of `data` to fd.
 inline bool write_all(int fd, std::string_view data) noexcept {
@@ -8882,11 +8943,12 @@ enum class CacheRead { missing, refused, corrupt, ok };
 // 100 GiB is never read). A file that is not whole (its size, magic or
 // checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
 // when the path still names the file that was read. `touch`: a good file's
-// time is set to now (a use, for eviction). Throws nothing: a failed
+// time is set to now (a use, for eviction); `found`, when given, is set to
+// its stat (which file it was). Throws nothing: a failed
 // allocation is a refusal with a note.
 inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
                               std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
-                              std::string& payload, std::string& note) noexcept {
+                              std::string& payload, std::string& note, struct stat* found = nullptr) noexcept {
   std::string path;
 #if OXICUDA_EXCEPTIONS
   try {
@@ -8969,6 +9031,7 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   }
   if (ok) {
     if (touch) ::futimens(fd, nullptr);
+    if (found) *found = st;
     ::close(fd);
     return CacheRead::ok;
   }
@@ -8980,15 +9043,6 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   return CacheRead::corrupt;
 }
 #endif
-
-// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
-// digits) and ".bin". Eviction touches no other file.
-inline bool entry_name(std::string_view name) noexcept {
-  if (name.size() != 36 || name.substr(32) != ".bin") return false;
-  for (const char c : name.substr(0, 32))
-    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
-  return true;
-}
 
 // A record's name: 1 to 64 of [a-z0-9-]. Its file is the name and ".record",
 // which no entry's name can be.
@@ -9040,30 +9094,59 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
 #endif
 }
 
-// The payload of the entry `key`, or false: not there, refused or corrupt
-// (`note` says which, but for not there). A corrupt entry is removed, when
-// the path still names the file that was read. An entry over the bound
-// (cache_entry_bound) is refused unread. A hit writes nothing but the
-// entry's time of last use (now). Throws nothing: a failed allocation is a
-// miss.
-inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)key, (void)payload, (void)note;
-  return false;
+// Whether the file at `path` begins as an entry does (cache_magic).
+inline bool starts_as_entry(const std::string& path) noexcept {
+#if !OXICUDA_WINDOWS
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char head[sizeof cache_magic] = {};
+  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
+                  std::memcmp(head, cache_magic, sizeof head) == 0;
+  ::close(fd);
+  return ok;
 #else
-#if OXICUDA_EXCEPTIONS
-  try {
-#endif
-    std::string limit_note;
-    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
-    return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
-#if OXICUDA_EXCEPTIONS
-  } catch (...) {  // out of memory for a path or a note: a miss
-    return false;
-  }
-#endif
+  (void)path;
+  return false;
 #endif
 }
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_file.hpp ----
+
+// ---- begin oxicuda/compile/cache_evict.hpp ----
+// oxicuda/compile/cache_evict.hpp — keeping the kernel cache under its size
+// limit: a running total of the entries' size in the directory
+// (`total.counter`, updated under flock), and the scan that removes a dead
+// writer's temporary files and evicts the entries used longest ago when the
+// total passes the limit.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Stores between two scans that check the running total against the disk.
+inline constexpr unsigned cache_rescan_every = 1024;
 
 // Whether `name` is a writer's temporary file: an entry's or a record's
 // name, ".tmp." and mkstemp's letters.
@@ -9211,29 +9294,140 @@ inline void cache_account(const std::string& dir, std::int64_t delta, std::uint6
 #endif
 }
 
-// Removes the entry for `key`; returns its path (for a note).
-inline std::string cache_remove(const std::string& dir, std::string_view key) {
-  std::string path = cat({dir, "/", key, ".bin"});
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_evict.hpp ----
+
+// ---- begin oxicuda/compile/cache.hpp ----
+// oxicuda/compile/cache.hpp — the on-disk cache of compiled kernels: a directory
+// private to the user, one file per entry named by the hash of everything
+// that made it, written atomically (a temporary file from mkstemp, its data
+// synced to disk, then a rename), checked by a checksum when read, and kept
+// under a size limit by evicting the entries used longest ago. It never
+// throws for a cache problem: it says what happened (the `note`) and the
+// caller compiles instead.
+//
+// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
+// unset: on; anything else: off, with a note naming the value);
+// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
+// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
+// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
+// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
+// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
+// 1024; a value that is not one is refused with a note and the default
+// kept). POSIX only: on Windows the cache is off.
+//
+// What a hit costs: one open, one read, and the entry's time of last use
+// set; nothing else in the directory is read or written. A store adds its
+// size to a running total kept in the directory (`total.counter`, updated
+// under flock, as ccache keeps its counters); only when the total passes the
+// limit (or the counter is missing, or every 1024 stores) is the directory
+// scanned, once, and the entries used longest ago removed until it is under.
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+
 #if !OXICUDA_WINDOWS
-  ::unlink(path.c_str());
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #endif
-  return path;
+
+OXICUDA_NAMESPACE_BEGIN
+
+// How this process has used the kernel cache so far.
+struct KernelCacheStats {
+  unsigned long hits = 0;    // modules loaded from the cache, without compiling
+  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
+};
+[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
+
+// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
+// Looks only: creates nothing, removes nothing, loads nothing.
+struct KernelCacheInfo {
+  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
+  std::string directory;    // where entries are kept (created at the first compile)
+  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
+  unsigned long entries = 0;  // kernels kept (not the cache's own records)
+  std::uint64_t bytes = 0;  // the entries' total size
+  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
+  // Files named like entries that eviction leaves alone: not regular files,
+  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
+  // note names the first.
+  unsigned long skipped = 0;
+};
+[[nodiscard]] KernelCacheInfo kernel_cache_info();
+
+namespace detail {
+
+struct CacheCounters {
+  std::atomic<unsigned long> hits{0}, misses{0};
+};
+inline CacheCounters& cache_counters() noexcept {
+  static CacheCounters c;
+  return c;
 }
 
-// Whether the file at `path` begins as an entry does (cache_magic).
-inline bool starts_as_entry(const std::string& path) noexcept {
-#if !OXICUDA_WINDOWS
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  char head[sizeof cache_magic] = {};
-  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
-                  std::memcmp(head, cache_magic, sizeof head) == 0;
-  ::close(fd);
-  return ok;
-#else
-  (void)path;
+// Which file a read found (its device and inode): an entry its reader then
+// rejects is removed only while its path still names that file.
+struct CacheFileId {
+  std::uint64_t dev = 0, ino = 0;
+};
+
+// The payload of the entry `key`, or false: not there, refused or corrupt
+// (`note` says which, but for not there). A corrupt entry is removed, when
+// the path still names the file that was read. An entry over the bound
+// (cache_entry_bound) is refused unread. A hit writes nothing but the
+// entry's time of last use (now). Throws nothing: a failed allocation is a
+// miss.
+inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note,
+                       CacheFileId* found = nullptr) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note, (void)found;
   return false;
+#else
+#if OXICUDA_EXCEPTIONS
+  try {
 #endif
+    std::string limit_note;
+    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
+    struct stat st {};
+    const bool ok =
+        read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note, &st) == CacheRead::ok;
+    if (ok && found) *found = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    return ok;
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {  // out of memory for a path or a note: a miss
+    return false;
+  }
+#endif
+#endif
+}
+
+// Discards the entry `key` that cache_read found as `read` and its reader
+// rejected: removed only when the path still names that file, since another
+// process may have renamed a good entry there in between (that one is left
+// alone). Returns a note that says which happened.
+inline std::string cache_discard(const std::string& dir, std::string_view key, const CacheFileId& read,
+                                 std::string_view why) {
+  const std::string path = cat({dir, "/", key, ".bin"});
+  bool removed = false;
+#if !OXICUDA_WINDOWS
+  struct stat expected {};
+  expected.st_dev = static_cast<dev_t>(read.dev);
+  expected.st_ino = static_cast<ino_t>(read.ino);
+  removed = remove_if_same(path, expected);
+#else
+  (void)read;
+#endif
+  return cat({"oxicuda cache: ", removed ? "discarded " : "ignored (and kept: it was replaced since it was read) ",
+              path, ": ", why});
 }
 
 // Stores `payload` as the entry `key` (write_atomically: a reader sees the
@@ -10188,12 +10382,13 @@ inline void add_note(std::string& notes, std::string_view note) {
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
   std::string payload, note;
-  const bool read = cache_read(dir, key, payload, note);
+  CacheFileId found;
+  const bool read = cache_read(dir, key, payload, note, &found);
   add_note(notes, note);
   if (!read) return false;
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    add_note(notes, cache_discard(dir, key, found, why));
     return false;
   }
   std::string jit_error;
@@ -10207,23 +10402,9 @@ inline bool find_in_cache(const Context& ctx, const std::string& dir, const std:
     fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
                         std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
                         jit_error}));
-  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
-                       describe_result(r.result), jit_error, ")"}));
+  add_note(notes, cache_discard(dir, key, found,
+                                cat({"the driver did not load it (", describe_result(r.result), jit_error, ")"})));
   return false;
-}
-
-// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
-// `out`; text loses its trailing NULs.
-template <class Size, class Fill>
-NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
-  std::size_t n = 0;
-  NvrtcOutcome r = size(&n);
-  if (!r.ok()) return r;
-  out.assign(n, '\0');
-  if (n) r = fill(out.data());
-  if (text)
-    while (!out.empty() && out.back() == '\0') out.pop_back();
-  return r;
 }
 
 // What step 2 made.
@@ -10356,18 +10537,12 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
-    while (!log.empty() && log.back() == '\n') log.pop_back();
+    const std::string log = nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     fail(r, where,
          cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
               args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
   }
-  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
-        where);
-  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  b.log = nvrtc_log(program.raw, where);
   StringList lowered_names;
   for (std::string_view e : options.name_expressions) {
     const char* lowered = nullptr;
@@ -10375,22 +10550,22 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     lowered_names.add(e).add(lowered ? lowered : "");
   }
   b.names = lowered_names.joined();
-  CodeKind kind = CodeKind::ptx;
-  if (compile.lto) {
-    kind = CodeKind::ltoir;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+  const CodeKind kind = compile.lto ? CodeKind::ltoir
+                       : std::string_view(compile.arch).starts_with("sm_") ? CodeKind::cubin
+                                                                           : CodeKind::ptx;
+  nvrtcProgram p = program.raw;
+  if (kind == CodeKind::ltoir)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, b.image, false),
           where);
-  } else if (std::string_view(compile.arch).starts_with("sm_")) {
-    kind = CodeKind::cubin;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+  else if (kind == CodeKind::cubin)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, b.image, false),
           where);
-  } else {
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+  else
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, b.image, true),
           where);
-  }
   if (kind == CodeKind::ltoir) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "arch.hpp"
 #include "cache.hpp"
 #include "cache_entry.hpp"
 #include "compiler_identity.hpp"
@@ -78,12 +79,13 @@ inline void add_note(std::string& notes, std::string_view note) {
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
   std::string payload, note;
-  const bool read = cache_read(dir, key, payload, note);
+  CacheFileId found;
+  const bool read = cache_read(dir, key, payload, note, &found);
   add_note(notes, note);
   if (!read) return false;
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    add_note(notes, cache_discard(dir, key, found, why));
     return false;
   }
   std::string jit_error;
@@ -97,23 +99,9 @@ inline bool find_in_cache(const Context& ctx, const std::string& dir, const std:
     fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
                         std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
                         jit_error}));
-  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
-                       describe_result(r.result), jit_error, ")"}));
+  add_note(notes, cache_discard(dir, key, found,
+                                cat({"the driver did not load it (", describe_result(r.result), jit_error, ")"})));
   return false;
-}
-
-// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
-// `out`; text loses its trailing NULs.
-template <class Size, class Fill>
-NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
-  std::size_t n = 0;
-  NvrtcOutcome r = size(&n);
-  if (!r.ok()) return r;
-  out.assign(n, '\0');
-  if (n) r = fill(out.data());
-  if (text)
-    while (!out.empty() && out.back() == '\0') out.pop_back();
-  return r;
 }
 
 // What step 2 made.
@@ -246,18 +234,12 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
-    while (!log.empty() && log.back() == '\n') log.pop_back();
+    const std::string log = nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     fail(r, where,
          cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
               args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
   }
-  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
-        where);
-  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  b.log = nvrtc_log(program.raw, where);
   StringList lowered_names;
   for (std::string_view e : options.name_expressions) {
     const char* lowered = nullptr;
@@ -265,22 +247,22 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     lowered_names.add(e).add(lowered ? lowered : "");
   }
   b.names = lowered_names.joined();
-  CodeKind kind = CodeKind::ptx;
-  if (compile.lto) {
-    kind = CodeKind::ltoir;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+  const CodeKind kind = compile.lto ? CodeKind::ltoir
+                       : std::string_view(compile.arch).starts_with("sm_") ? CodeKind::cubin
+                                                                           : CodeKind::ptx;
+  nvrtcProgram p = program.raw;
+  if (kind == CodeKind::ltoir)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, b.image, false),
           where);
-  } else if (std::string_view(compile.arch).starts_with("sm_")) {
-    kind = CodeKind::cubin;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+  else if (kind == CodeKind::cubin)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, b.image, false),
           where);
-  } else {
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+  else
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, b.image, true),
           where);
-  }
   if (kind == CodeKind::ltoir) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
