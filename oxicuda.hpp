@@ -9590,20 +9590,22 @@ inline std::string entry_image_problem(std::string_view image, bool is_text) {
   return image_problem(p, image.size(), kind);
 }
 
-// The payload of an entry. The image is the last field, so that in the
-// std::string that holds the payload a PTX image is followed by the
-// string's own NUL, as the driver wants it: a hit loads it in place.
-inline std::string encode_entry(bool is_text, std::string_view names, std::string_view log, std::string_view image) {
+// The payload of an entry, decode_entry's twin: the kind ("1" for PTX, "0"
+// else), the names, the log, the image, each a field (put_field). The image
+// is the last field, so that in the std::string that holds the payload a
+// PTX image is followed by the string's own NUL, as the driver wants it: a
+// hit loads it in place.
+inline std::string encode_entry(const CacheEntry& e) {
   std::string payload;
-  payload.reserve(4 * 8 + 1 + names.size() + log.size() + image.size());
-  put_field(payload, is_text ? "1" : "0");
-  put_field(payload, names);
-  put_field(payload, log);
-  put_field(payload, image);
+  payload.reserve(4 * 8 + 1 + e.names.size() + e.log.size() + e.image.size());
+  put_field(payload, e.is_text ? "1" : "0");
+  put_field(payload, e.names);
+  put_field(payload, e.log);
+  put_field(payload, e.image);
   return payload;
 }
 
-// Reads `payload` into `entry` (views into it); `expected`, when given, are
+// encode_entry's twin: reads `payload` into `entry` (views into it); `expected`, when given, are
 // the name expressions the entry must hold. Returns why it is not an entry
 // that may be loaded, or empty. Never reads outside `payload`.
 inline std::string decode_entry(const std::string& payload, CacheEntry& entry, const StringList* expected = nullptr) {
@@ -9664,6 +9666,138 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/compile/cache_entry.hpp ----
 
+// ---- begin oxicuda/compile/device_runtime.hpp ----
+// oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
+// (libcudadevrt.a) for SourceOptions::device_runtime: where it is, its
+// identity for the kernel cache's key, and its bytes for nvJitLink, which
+// links it with the relocatable device code NVRTC made. A kernel that
+// launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
+// needs it: unlinked, the load fails on the unresolved symbol.
+//
+// Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
+// set, nothing else), $CUDA_PATH/lib64, $CUDA_HOME/lib64, $CONDA_PREFIX/lib,
+// /usr/local/cuda/lib64, the directory of the NVRTC the process loads (the
+// toolkit beside it; looked at last of these, since it loads NVRTC), and
+// the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The library found: its path, and its identity (path, size, time of last
+// change, device and inode), which the cache key holds as it holds NVRTC's.
+struct DeviceRuntimeLibrary {
+  std::string path;
+  std::string identity;
+};
+
+// The identity of the regular file `path`, or empty when there is none.
+inline std::string device_runtime_identity(const std::string& path) {
+#if !OXICUDA_WINDOWS
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
+              ".", std::to_string(st.st_mtim.tv_nsec), " dev ", std::to_string(st.st_dev), " ino ",
+              std::to_string(st.st_ino)});
+#else
+  (void)path;
+  return {};
+#endif
+}
+
+// Finds libcudadevrt.a (the order above); an Error naming every place it
+// looked when it is in none.
+inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
+  constexpr std::string_view file = "libcudadevrt.a";
+  std::string looked;
+  auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
+    std::string identity = device_runtime_identity(path);
+    if (identity.empty()) looked = cat({looked, looked.empty() ? "" : ", ", path, " (", how, ")"});
+    return {identity.empty() ? std::string() : path, std::move(identity)};
+  };
+  auto missing = [&](std::string_view what) {
+    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
+                 cat({what, "; SourceOptions::device_runtime links the CUDA device runtime, libcudadevrt.a, from the "
+                      "CUDA toolkit: install the toolkit (its lib64/ holds it), or set OXICUDA_LIBCUDADEVRT_PATH to "
+                      "the file"}),
+                 where);
+  };
+  if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
+    DeviceRuntimeLibrary lib = at(own, "OXICUDA_LIBCUDADEVRT_PATH");
+    if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
+    return lib;
+  }
+  for (const auto& [var, sub] : {std::pair<const char*, const char*>{"CUDA_PATH", "/lib64/"}, {"CUDA_HOME", "/lib64/"},
+                                 {"CONDA_PREFIX", "/lib/"}})
+    if (const std::string base = env_string(var); !base.empty())
+      if (DeviceRuntimeLibrary lib = at(cat({base, sub, file}), cat({"$", var})); !lib.path.empty()) return lib;
+  if (DeviceRuntimeLibrary lib = at(cat({"/usr/local/cuda/lib64/", file}), "the default toolkit"); !lib.path.empty())
+    return lib;
+  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found && nvrtc.path.find('/') != std::string::npos) {
+    const std::string dir = nvrtc.path.substr(0, nvrtc.path.rfind('/') + 1);
+    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "beside the loaded NVRTC"); !lib.path.empty()) return lib;
+  }
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
+    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
+  raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
+}
+
+// The library's bytes, read for the link. `changed` says so when the file
+// is no longer the one `lib.identity` names (replaced since the key was
+// made): then the result is not cached under that key.
+inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
+  std::string bytes;
+#if !OXICUDA_WINDOWS
+  const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
+  if (ok) {
+    bytes.assign(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+      const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    ok = got == bytes.size();
+  }
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok)
+    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
+                cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
+                                                                                   : std::string()}),
+                where));
+  if (device_runtime_identity(lib.path) != lib.identity)
+    changed = cat({lib.path, " changed while it was linked"});
+#else
+  (void)lib, (void)changed;
+  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::module_from_source",
+              "SourceOptions::device_runtime is not available on Windows", where));
+#endif
+  return bytes;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/device_runtime.hpp ----
+
 // ---- begin oxicuda/compile/source_rules.hpp ----
 // oxicuda/compile/source_rules.hpp — SourceOptions (what module_from_source takes)
 // and what NVRTC may read from disk under them: the options and text that
@@ -9676,7 +9810,10 @@ OXICUDA_NAMESPACE_END
 
 
 #if !OXICUDA_WINDOWS
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
@@ -9693,6 +9830,12 @@ struct SourceOptions {
   std::string name = "program.cu";  // the source's file name in NVRTC's messages
   JitOptions jit{};                  // for loading the module
   bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
+  // Link the CUDA device runtime (libcudadevrt.a, device_runtime.hpp), for a
+  // kernel that launches kernels or calls cudaGraphSetConditional: compiles
+  // relocatable device code (-rdc=true) and links it with the library
+  // through nvJitLink (with lto, as part of the LTO link). An Error names
+  // where the library was looked for when it is not found.
+  bool device_runtime = false;
 };
 
 namespace detail {
@@ -9952,6 +10095,52 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
   }
   return {};
 }
+
+#if !OXICUDA_WINDOWS
+// A private name for NVRTC's trace in the cache directory (0700): a file
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
+struct TraceFile {
+  std::string name;
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
+    const int fd = ::mkstemp(t.data());
+    if (fd >= 0) {
+      ::close(fd);
+      name = std::move(t);
+      ::unlink(cat({name, ".json"}).c_str());
+    }
+  }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile() {
+    if (name.empty()) return;
+    ::unlink(cat({name, ".json"}).c_str());
+    ::unlink(name.c_str());
+  }
+  // The trace NVRTC wrote (at most 64 MiB), or false.
+  bool read(std::string& out) const {
+    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+    if (ok) {
+      out.assign(static_cast<std::size_t>(st.st_size), '\0');
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ok = got == out.size();
+    }
+    ::close(fd);
+    return ok;
+  }
+};
+#endif
 
 }  // namespace detail
 
@@ -10361,8 +10550,9 @@ namespace detail {
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
                               const std::string& compilers) {
   KeyHash h;
-  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
+  h.add("oxicuda-source-4").add(source).add(o.name).add(target).add(compilers);
   h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  h.add(o.device_runtime ? "device_runtime" : "");
   return h.hex();
 }
 
@@ -10371,7 +10561,35 @@ inline void add_note(std::string& notes, std::string_view note) {
 }
 
 // ---------------------------------------------------------------------------
-// module_from_source's steps: find in the cache, compile, store.
+// module_from_source's steps: the cache slot, find in the cache, compile,
+// store.
+
+// Where this compile's entry would be: the cache directory and the key.
+struct CacheSlot {
+  std::string dir, key;  // both empty when the cache is off or refused
+};
+
+// Step 0: the slot; why there is none goes to `notes`. The key holds the
+// identity of each library that makes the image: NVRTC's; with lto or the
+// device runtime, nvJitLink's and the device's architecture (nvJitLink
+// links for it); with the device runtime, libcudadevrt.a's (`devrt`).
+inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, const std::string& device_arch,
+                            const DeviceRuntimeLibrary& devrt, std::string& notes) {
+  CacheSlot slot;
+  std::string dir_note;
+  slot.dir = cache_directory(dir_note);
+  add_note(notes, dir_note);
+  if (slot.dir.empty()) return slot;
+  std::string compilers = library_identity_for_cache(slot.dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", nvrtc_files,
+                                                     sizeof nvrtc_files / sizeof nvrtc_files[0], &nvrtc_info);
+  if (o.compile.lto || o.device_runtime)
+    compilers = cat({compilers, "\n", device_arch, "\n",
+                     library_identity_for_cache(slot.dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+                                                sizeof nvjitlink_files / sizeof nvjitlink_files[0], &nvjitlink_info)});
+  if (o.device_runtime) compilers = cat({compilers, "\n", devrt.identity});
+  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers);
+  return slot;
+}
 
 // Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
 // entry that is no entry (cache_entry.hpp) or that the driver refuses as an
@@ -10440,58 +10658,13 @@ inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view s
   return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
 }
 
-#if !OXICUDA_WINDOWS
-// A private name for NVRTC's trace in the cache directory (0700): a file
-// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
-// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
-// cache's scan removes one that a killed process left behind (after an hour).
-struct TraceFile {
-  std::string name;
-  TraceFile(const std::string& dir, const std::string& key) {
-    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
-    const int fd = ::mkstemp(t.data());
-    if (fd >= 0) {
-      ::close(fd);
-      name = std::move(t);
-      ::unlink(cat({name, ".json"}).c_str());
-    }
-  }
-  TraceFile(const TraceFile&) = delete;
-  TraceFile& operator=(const TraceFile&) = delete;
-  ~TraceFile() {
-    if (name.empty()) return;
-    ::unlink(cat({name, ".json"}).c_str());
-    ::unlink(name.c_str());
-  }
-  // The trace NVRTC wrote (at most 64 MiB), or false.
-  bool read(std::string& out) const {
-    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
-    if (ok) {
-      out.assign(static_cast<std::size_t>(st.st_size), '\0');
-      std::size_t got = 0;
-      while (got < out.size()) {
-        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-      }
-      ok = got == out.size();
-    }
-    ::close(fd);
-    return ok;
-  }
-};
-#endif
-
-// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
+// Step 2: compiles (and, with lto or the device runtime `devrt`, links
+// with nvJitLink). With `trace_dir` (a cacheable
 // compile), NVRTC writes its trace there and `not_cached` says whether it
 // read a file from disk.
 inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
                                   const std::string& device_arch, const std::string& trace_dir,
-                                  const std::string& key, SourceLocation where) {
+                                  const std::string& key, const DeviceRuntimeLibrary* devrt, SourceLocation where) {
   SourceBuild b;
   CompileOptions compile = options.compile;
   std::string fallback;
@@ -10502,6 +10675,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
       compile.lto = false;
   }
+  if (options.device_runtime) compile.relocatable = true;  // -rdc=true, for the link below
   const StringList args = compile.arguments();
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
@@ -10566,19 +10740,27 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
                          [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, b.image, true),
           where);
-  if (kind == CodeKind::ltoir) {
+  if (kind == CodeKind::ltoir || devrt) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    // With the device runtime, the relocatable code and libcudadevrt.a are
+    // linked into one cubin (an LTO link when the code is LTO-IR).
     Compiled c;
     c.kind = kind;
     c.code = std::move(b.image);
     c.arch = compile.arch;
-    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
-                     where);
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {},
+                     kind == CodeKind::ltoir, where);
     linker.add(c, options.name, where);
+    if (devrt) {
+      std::string changed;
+      const std::string library = read_device_runtime(*devrt, changed, where);
+      linker.add(ffi::NVJITLINK_INPUT_LIBRARY, library.data(), library.size(), devrt->path, where);
+      if (b.not_cached.empty()) b.not_cached = changed;
+    }
     b.image = linker.complete(where);
   }
-  b.is_text = kind == CodeKind::ptx;
+  b.is_text = kind == CodeKind::ptx && !devrt;
   if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
   return b;
 }
@@ -10591,7 +10773,7 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
     add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
     return;
   }
-  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
+  const std::string payload = encode_entry({b.is_text, b.names, b.log, b.image});
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
     add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
@@ -10609,26 +10791,15 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
-  std::string notes, dir, key;
-  if (options.cache) {
-    std::string dir_note;
-    dir = detail::cache_directory(dir_note);
-    detail::add_note(notes, dir_note);
-    if (!dir.empty()) {
-      std::string compilers = detail::library_identity_for_cache(
-          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
-          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
-      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
-        compilers = detail::cat({compilers, "\n", device_arch, "\n",
-                                 detail::library_identity_for_cache(
-                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
-                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
-                                     &nvjitlink_info)});
-      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
-                               compilers);
-      Module hit;
-      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
-    }
+  const detail::DeviceRuntimeLibrary devrt =
+      options.device_runtime ? detail::find_device_runtime(where) : detail::DeviceRuntimeLibrary{};
+  std::string notes;
+  detail::CacheSlot slot;
+  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes);
+  std::string &dir = slot.dir, &key = slot.key;
+  if (!key.empty()) {
+    Module hit;
+    if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
   }
   // A miss: may its result be kept? (A hit needs no such check: an entry is
   // stored only when these rules held, and the key holds all they read.)
@@ -10640,7 +10811,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
   detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
-                                                 key, where);
+                                                 key, options.device_runtime ? &devrt : nullptr, where);
   // The entry keeps the compile's own log; this run's notes on the cache go
   // to this module only.
   if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);

@@ -18,6 +18,7 @@
 #include "compile/cache_evict.hpp"
 #include "compile/cache.hpp"
 #include "compile/cache_entry.hpp"
+#include "compile/device_runtime.hpp"
 #include "compile/source_rules.hpp"
 #include "compile/compiler_identity.hpp"
 #include "compile/source.hpp"

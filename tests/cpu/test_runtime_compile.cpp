@@ -319,3 +319,29 @@ TEST_CASE_FIXTURE(ContextTest, "issue 24 (11): JitOptions::log_verbose and wall_
                                        .debug_info = true, .log_verbose = true, .wall_time = true});
   CHECK(all.jit_wall_time_ms() == 1.5f);
 }
+
+TEST_CASE("issue 26: a cache entry's encode_entry and decode_entry are twins; every cut of a payload is refused") {
+  const std::string names("saxpy<float>\0_Z5saxpyIfEvPT_S1_\0fill\0fill\0", 42);
+  const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  for (const detail::CacheEntry in : {detail::CacheEntry{true, names, "a log", ptx}, detail::CacheEntry{true, "", "", ptx}}) {
+    const std::string payload = detail::encode_entry(in);
+    detail::CacheEntry out;
+    REQUIRE(detail::decode_entry(payload, out).empty());
+    CHECK(out.is_text == in.is_text);
+    CHECK(out.names == in.names);
+    CHECK(out.log == in.log);
+    CHECK(out.image == in.image);
+    // Views into the payload, and the image its last field.
+    CHECK(out.image.data() + out.image.size() == payload.data() + payload.size());
+    CHECK(detail::encode_entry(out) == payload);
+    for (std::size_t n = 0; n < payload.size(); ++n) {
+      detail::CacheEntry cut;
+      CAPTURE(n);
+      CHECK_FALSE(detail::decode_entry(payload.substr(0, n), cut).empty());
+    }
+  }
+  // The kind: PTX text said to be a binary image is refused.
+  detail::CacheEntry wrong;
+  CHECK(detail::decode_entry(detail::encode_entry({false, "", "", ptx}), wrong) ==
+        "it says cubin or fatbin, but its image is neither");
+}
