@@ -9,10 +9,12 @@
 #include "fixtures.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -344,4 +346,30 @@ TEST_CASE("issue 26: a cache entry's encode_entry and decode_entry are twins; ev
   detail::CacheEntry wrong;
   CHECK(detail::decode_entry(detail::encode_entry({false, "", "", ptx}), wrong) ==
         "it says cubin or fatbin, but its image is neither");
+}
+
+TEST_CASE("issue 28: a rejected cache entry is removed only while its path still names the file that was read") {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/oxicuda-discard-test-" + std::to_string(::getpid());
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string key(32, 'a'), path = dir + "/" + key + ".bin";
+  std::string note, payload;
+  REQUIRE(detail::cache_write(dir, key, "the first entry", note));
+  detail::CacheFileId first;
+  REQUIRE(detail::cache_read(dir, key, payload, note, &first));
+  CHECK(payload == "the first entry");
+  // Another process renames a new entry there (write_atomically: a new file).
+  REQUIRE(detail::cache_write(dir, key, "a good entry, renamed there since", note));
+  const std::string kept = detail::cache_discard(dir, key, first, "its image is empty");
+  CHECK(kept == "oxicuda cache: ignored (and kept: it was replaced since it was read) " + path + ": its image is empty");
+  REQUIRE(detail::cache_read(dir, key, payload, note));
+  CHECK(payload == "a good entry, renamed there since");
+  // The file that was read goes.
+  detail::CacheFileId second;
+  REQUIRE(detail::cache_read(dir, key, payload, note, &second));
+  CHECK(detail::cache_discard(dir, key, second, "its image is empty") ==
+        "oxicuda cache: discarded " + path + ": its image is empty");
+  struct stat st {};
+  CHECK(::stat(path.c_str(), &st) != 0);
+  CHECK(std::system(("rm -rf '" + dir + "'").c_str()) == 0);
 }
