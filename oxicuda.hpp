@@ -7898,12 +7898,49 @@ class GraphedStep {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/graph/graphed_step.hpp ----
 
+// ---- begin oxicuda/compile/size_then_fill.hpp ----
+// oxicuda/compile/size_then_fill.hpp — NVRTC's and nvJitLink's way of handing
+// out what they made (a log, PTX, a cubin, LTO-IR, a linked cubin): one call
+// says how many bytes, a second writes them into the caller's buffer. Written
+// once here, for every such pair.
+
+#include <cstddef>
+#include <string>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Asks `size` (a call taking std::size_t*) how many bytes, then has `fill`
+// (a call taking char*) write them into `out`, which is empty when either
+// fails. `fill` is not called for 0 bytes. `text`: trailing NULs dropped (a
+// log's or PTX's terminator). Returns the first failure, else the success,
+// not raised: the caller checks it, or ignores it for a best-effort log.
+template <class Size, class Fill>
+auto size_then_fill(Size size, Fill fill, std::string& out, bool text) -> decltype(size(static_cast<std::size_t*>(nullptr))) {
+  std::size_t n = 0;
+  out.clear();
+  auto r = size(&n);
+  if (!r.ok()) return r;
+  out.assign(n, '\0');
+  if (n) r = fill(out.data());
+  if (!r.ok()) out.clear();
+  if (text)
+    while (!out.empty() && out.back() == '\0') out.pop_back();
+  return r;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/size_then_fill.hpp ----
+
 // ---- begin oxicuda/compile/program.hpp ----
 // oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by
 // NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
 // typed and raw compile options; name expressions (the lowered names of
-// template kernels); the supported architectures and NVRTC's version; the
-// architecture to compile for on a device.
+// template kernels); NVRTC's version. The architectures are arch.hpp's.
 
 #include <cstddef>
 #include <cstring>
@@ -8066,38 +8103,9 @@ class Program {
   StringList expressions_;
 };
 
-// NVRTC's real architectures (75, 80, ..., 120), ascending.
-struct ArchList {
-  static constexpr int capacity = 64;
-  int archs[capacity] = {};
-  int count = 0;
-  [[nodiscard]] const int* begin() const noexcept { return archs; }
-  [[nodiscard]] const int* end() const noexcept { return archs + count; }
-  [[nodiscard]] bool contains(int arch) const noexcept {
-    for (int a : *this)
-      if (a == arch) return true;
-    return false;
-  }
-};
-
 // NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
 // reason, when there is none.
 [[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
-// The real architectures this NVRTC compiles for.
-[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
-
-// The architecture to compile for on a device: its own (sm_XX, a cubin) when
-// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
-// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
-// forward), and a note that says so.
-struct ArchChoice {
-  std::string arch;
-  std::string note;  // empty unless there was a fallback
-};
-[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
-// The same from a compute capability and NVRTC's supported architectures.
-[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
-                                  SourceLocation where = SourceLocation::current());
 
 namespace detail {
 
@@ -8112,12 +8120,15 @@ struct NvrtcProgramGuard {
   }
 };
 
-inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
-  std::size_t size = 0;
-  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
-  std::string log(size, '\0');
-  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+// NVRTC's log of `p`, its trailing newlines and spaces dropped; `checked`
+// false: as far as NVRTC gives it (for a failed compile, whose failure is
+// the error), else a failure to give it is an Error.
+inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where, bool checked = true) {
+  std::string log;
+  const NvrtcOutcome r = size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, p, n); },
+                                        [&](char* out) { return OXICUDA_NVRTC(GetProgramLog, p, out); }, log, true);
+  if (checked) check(r, where);
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
   return log;
 }
 
@@ -8183,13 +8194,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
-    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
-      log.assign(size, '\0');
-      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
-      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    }
+    const std::string log = detail::nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
                               args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
@@ -8207,25 +8212,25 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   // What NVRTC produced decides the kind, not the options asked for: -dlto
   // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
   // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
-  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
   // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
-  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
-    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
-  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
-  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
-  if (lto_size > 0) {
+  nvrtcProgram p = program.raw;
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize)) {
     c.kind = CodeKind::ltoir;
-    c.code.assign(lto_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (cubin_size > 0) {
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, c.code, false),
+                  where);
+  }
+  if (c.code.empty()) {
     c.kind = CodeKind::cubin;
-    c.code.assign(cubin_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
-  } else {
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, c.code, false),
+                  where);
+  }
+  if (c.code.empty()) {
     c.kind = CodeKind::ptx;
-    c.code.assign(ptx_size, '\0');
-    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
-    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, c.code, true),
+                  where);
   }
   if (OXICUDA_UNLIKELY(c.code.empty()))
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
@@ -8242,6 +8247,72 @@ inline int nvrtc_version(SourceLocation where) {
   detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
   return major * 1000 + minor * 10;
 }
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/program.hpp ----
+
+// ---- begin oxicuda/compile/arch.hpp ----
+// oxicuda/compile/arch.hpp — GPU architectures at run time: the real
+// architectures this NVRTC compiles for, the architecture to compile for on
+// a device (its own, or PTX for NVRTC's newest when the device is newer),
+// and the check of an architecture's form before nvJitLink sees it.
+
+#include <string>
+#include <string_view>
+
+
+OXICUDA_NAMESPACE_BEGIN
+
+// NVRTC's real architectures (75, 80, ..., 120), ascending.
+struct ArchList {
+  static constexpr int capacity = 64;
+  int archs[capacity] = {};
+  int count = 0;
+  [[nodiscard]] const int* begin() const noexcept { return archs; }
+  [[nodiscard]] const int* end() const noexcept { return archs + count; }
+  [[nodiscard]] bool contains(int arch) const noexcept {
+    for (int a : *this)
+      if (a == arch) return true;
+    return false;
+  }
+};
+
+// The real architectures this NVRTC compiles for.
+[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
+
+// The architecture to compile for on a device: its own (sm_XX, a cubin) when
+// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
+// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
+// forward), and a note that says so.
+struct ArchChoice {
+  std::string arch;
+  std::string note;  // empty unless there was a fallback
+};
+[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
+// The same from a compute capability and NVRTC's supported architectures.
+[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
+                                  SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
+// not starting with 0), a form nvJitLink takes without ending the process.
+inline bool plausible_arch(std::string_view arch) noexcept {
+  std::string_view rest;
+  if (arch.starts_with("sm_"))
+    rest = arch.substr(3);
+  else if (arch.starts_with("compute_"))
+    rest = arch.substr(8);
+  else
+    return false;
+  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
+  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
+  for (char c : rest)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+}  // namespace detail
 
 inline ArchList supported_archs(SourceLocation where) {
   int n = 0;
@@ -8281,7 +8352,7 @@ inline ArchChoice arch_for(const Device& device, SourceLocation where) {
 }
 
 OXICUDA_NAMESPACE_END
-// ---- end oxicuda/compile/program.hpp ----
+// ---- end oxicuda/compile/arch.hpp ----
 
 // ---- begin oxicuda/compile/lto.hpp ----
 // oxicuda/compile/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
@@ -8354,15 +8425,14 @@ class LtoLinker {
   }
   // The error log, as far as nvJitLink gives it (the failed call is the error).
   std::string error_detail() const {
-    std::size_t size = 0;
-    std::string log;
-    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
-      log.assign(size, '\0');
-      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
-    }
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    std::string log = error_text(raw_, nullptr);
     return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
   }
+
+  // nvJitLink's error or info log of `h`, its trailing newlines dropped; a
+  // failure to give it is an Error at `where`, or with no `where` an empty log.
+  static std::string error_text(nvJitLinkHandle h, const SourceLocation* where);
+  static std::string info_text(nvJitLinkHandle h, const SourceLocation& where);
 
   static StringList option_list(std::initializer_list<std::string_view> options, SourceLocation where);
 
@@ -8374,23 +8444,6 @@ class LtoLinker {
 [[nodiscard]] int nvjitlink_version(SourceLocation where = SourceLocation::current());
 
 namespace detail {
-
-// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
-// not starting with 0), a form nvJitLink takes without ending the process.
-inline bool plausible_arch(std::string_view arch) noexcept {
-  std::string_view rest;
-  if (arch.starts_with("sm_"))
-    rest = arch.substr(3);
-  else if (arch.starts_with("compute_"))
-    rest = arch.substr(8);
-  else
-    return false;
-  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
-  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
-  for (char c : rest)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
 
 [[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
   raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
@@ -8468,31 +8521,39 @@ inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
   if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
-  std::string cubin(size, '\0');
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
+  std::string cubin;
+  detail::check(
+      detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetLinkedCubinSize, h, n); },
+                             [&](char* out) { return OXICUDA_NVJITLINK(GetLinkedCubin, h, out); }, cubin, false),
+      where);
   return cubin;
 }
 
-inline std::string LtoLinker::info_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+inline std::string LtoLinker::error_text(nvJitLinkHandle h, const SourceLocation* where) {
+  std::string log;
+  const detail::NvJitLinkOutcome r =
+      detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetErrorLogSize, h, n); },
+                             [&](char* out) { return OXICUDA_NVJITLINK(GetErrorLog, h, out); }, log, true);
+  if (where) detail::check(r, *where);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
 }
 
-inline std::string LtoLinker::error_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+inline std::string LtoLinker::info_text(nvJitLinkHandle h, const SourceLocation& where) {
+  std::string log;
+  detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetInfoLogSize, h, n); },
+                                       [&](char* out) { return OXICUDA_NVJITLINK(GetInfoLog, h, out); }, log, true),
+                where);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
+}
+
+inline std::string LtoLinker::info_log(SourceLocation where) const {
+  return info_text(checked("oxicuda::LtoLinker::info_log", where), where);
+}
+
+inline std::string LtoLinker::error_log(SourceLocation where) const {
+  return error_text(checked("oxicuda::LtoLinker::error_log", where), &where);
 }
 
 inline int nvjitlink_version(SourceLocation where) {
@@ -8697,89 +8758,21 @@ inline Module Linker::load(SourceLocation where) {
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/compile/link.hpp ----
 
-// ---- begin oxicuda/compile/cache.hpp ----
-// oxicuda/compile/cache.hpp — the on-disk cache of compiled kernels: a directory
-// private to the user, one file per entry named by the hash of everything
-// that made it, written atomically (a temporary file from mkstemp, its data
-// synced to disk, then a rename), checked by a checksum when read, and kept
-// under a size limit by evicting the entries used longest ago. It never
-// throws for a cache problem: it says what happened (the `note`) and the
-// caller compiles instead.
-//
-// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
-// unset: on; anything else: off, with a note naming the value);
-// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
-// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
-// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
-// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
-// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
-// 1024; a value that is not one is refused with a note and the default
-// kept). POSIX only: on Windows the cache is off.
-//
-// What a hit costs: one open, one read, and the entry's time of last use
-// set; nothing else in the directory is read or written. A store adds its
-// size to a running total kept in the directory (`total.counter`, updated
-// under flock, as ccache keeps its counters); only when the total passes the
-// limit (or the counter is missing, or every 1024 stores) is the directory
-// scanned, once, and the entries used longest ago removed until it is under.
+// ---- begin oxicuda/compile/cache_key.hpp ----
+// oxicuda/compile/cache_key.hpp — the kernel cache's key and hashes: KeyHash
+// (the 128-bit key of everything that made an entry, as the entry's file
+// name), the checksum that guards an entry's payload, and the length-framed
+// fields a payload is made of.
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <new>
 #include <string>
 #include <string_view>
-#include <vector>
 
-
-#if !OXICUDA_WINDOWS
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <cerrno>
-#endif
 
 OXICUDA_NAMESPACE_BEGIN
 
-// How this process has used the kernel cache so far.
-struct KernelCacheStats {
-  unsigned long hits = 0;    // modules loaded from the cache, without compiling
-  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
-};
-[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
-
-// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
-// Looks only: creates nothing, removes nothing, loads nothing.
-struct KernelCacheInfo {
-  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
-  std::string directory;    // where entries are kept (created at the first compile)
-  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
-  unsigned long entries = 0;  // kernels kept (not the cache's own records)
-  std::uint64_t bytes = 0;  // the entries' total size
-  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
-  // Files named like entries that eviction leaves alone: not regular files,
-  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
-  // note names the first.
-  unsigned long skipped = 0;
-};
-[[nodiscard]] KernelCacheInfo kernel_cache_info();
-
 namespace detail {
-
-struct CacheCounters {
-  std::atomic<unsigned long> hits{0}, misses{0};
-};
-inline CacheCounters& cache_counters() noexcept {
-  static CacheCounters c;
-  return c;
-}
 
 // 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
 struct KeyHash {
@@ -8856,19 +8849,48 @@ inline bool take_field(std::string_view& in, std::string_view& field) noexcept {
   return true;
 }
 
-// A file's first 32 bytes: the magic (an entry's or a record's), the
-// payload's size and its checksum.
-inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
-inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
-inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
+// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
+// digits) and ".bin". Eviction touches no other file.
+inline bool entry_name(std::string_view name) noexcept {
+  if (name.size() != 36 || name.substr(32) != ".bin") return false;
+  for (const char c : name.substr(0, 32))
+    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
+  return true;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_key.hpp ----
+
+// ---- begin oxicuda/compile/cache_dir.hpp ----
+// oxicuda/compile/cache_dir.hpp — where the kernel cache lives: whether it is
+// on (OXICUDA_CACHE), its size limit (OXICUDA_CACHE_MAX_BYTES), its directory
+// (OXICUDA_CACHE_DIR, $XDG_CACHE_HOME/oxicuda, $HOME/.cache/oxicuda), and the
+// checks that the directory is the user's own and private before anything
+// is read from it or written to it.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+#if !OXICUDA_WINDOWS
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
 
 // The most any entry may take, whatever OXICUDA_CACHE_MAX_BYTES says: no
 // image we write comes near it, and a read never allocates more.
 inline constexpr std::uint64_t cache_entry_cap = 1ull << 30;
-// The most a record (cache_record_write) may take.
-inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
-// Stores between two scans that check the running total against the disk.
-inline constexpr unsigned cache_rescan_every = 1024;
 
 // OXICUDA_CACHE: whether the cache is on. Unset or empty, 1/on/true/yes (any
 // case): on; 0/off/false/no: off; anything else: off, and `note` names it.
@@ -9101,6 +9123,45 @@ inline std::string cache_directory(std::string& note, bool create) {
 }
 inline std::string cache_directory(std::string& note) { return cache_directory(note, true); }
 
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_dir.hpp ----
+
+// ---- begin oxicuda/compile/cache_file.hpp ----
+// oxicuda/compile/cache_file.hpp — the kernel cache's files: the header
+// (magic, size, checksum) that frames each payload, atomic writes (mkstemp,
+// fsync, rename), bounded reads that check the frame, removal only of the
+// file that was read, and the cache's own small records.
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// A file's first 32 bytes: the magic (an entry's or a record's), the
+// payload's size and its checksum.
+inline constexpr char cache_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'C', 'A', 'C', 'H', 'E', '-', '1', '\n'};
+inline constexpr char record_magic[16] = {'O', 'X', 'I', 'C', 'U', 'D', 'A', '-', 'R', 'E', 'C', 'O', 'R', 'D', '1', '\n'};
+inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
+// The most a record (cache_record_write) may take.
+inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
+
 #if !OXICUDA_WINDOWS
 // Writes all of `data` to fd.
 inline bool write_all(int fd, std::string_view data) noexcept {
@@ -9193,11 +9254,12 @@ enum class CacheRead { missing, refused, corrupt, ok };
 // 100 GiB is never read). A file that is not whole (its size, magic or
 // checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
 // when the path still names the file that was read. `touch`: a good file's
-// time is set to now (a use, for eviction). Throws nothing: a failed
+// time is set to now (a use, for eviction); `found`, when given, is set to
+// its stat (which file it was). Throws nothing: a failed
 // allocation is a refusal with a note.
 inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
                               std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
-                              std::string& payload, std::string& note) noexcept {
+                              std::string& payload, std::string& note, struct stat* found = nullptr) noexcept {
   std::string path;
 #if OXICUDA_EXCEPTIONS
   try {
@@ -9280,6 +9342,7 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   }
   if (ok) {
     if (touch) ::futimens(fd, nullptr);
+    if (found) *found = st;
     ::close(fd);
     return CacheRead::ok;
   }
@@ -9291,15 +9354,6 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   return CacheRead::corrupt;
 }
 #endif
-
-// Whether `name` is an entry's: a key (KeyHash::hex, 32 lowercase hex
-// digits) and ".bin". Eviction touches no other file.
-inline bool entry_name(std::string_view name) noexcept {
-  if (name.size() != 36 || name.substr(32) != ".bin") return false;
-  for (const char c : name.substr(0, 32))
-    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
-  return true;
-}
 
 // A record's name: 1 to 64 of [a-z0-9-]. Its file is the name and ".record",
 // which no entry's name can be.
@@ -9351,30 +9405,59 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
 #endif
 }
 
-// The payload of the entry `key`, or false: not there, refused or corrupt
-// (`note` says which, but for not there). A corrupt entry is removed, when
-// the path still names the file that was read. An entry over the bound
-// (cache_entry_bound) is refused unread. A hit writes nothing but the
-// entry's time of last use (now). Throws nothing: a failed allocation is a
-// miss.
-inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
-  (void)dir, (void)key, (void)payload, (void)note;
-  return false;
+// Whether the file at `path` begins as an entry does (cache_magic).
+inline bool starts_as_entry(const std::string& path) noexcept {
+#if !OXICUDA_WINDOWS
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char head[sizeof cache_magic] = {};
+  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
+                  std::memcmp(head, cache_magic, sizeof head) == 0;
+  ::close(fd);
+  return ok;
 #else
-#if OXICUDA_EXCEPTIONS
-  try {
-#endif
-    std::string limit_note;
-    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
-    return read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note) == CacheRead::ok;
-#if OXICUDA_EXCEPTIONS
-  } catch (...) {  // out of memory for a path or a note: a miss
-    return false;
-  }
-#endif
+  (void)path;
+  return false;
 #endif
 }
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_file.hpp ----
+
+// ---- begin oxicuda/compile/cache_evict.hpp ----
+// oxicuda/compile/cache_evict.hpp — keeping the kernel cache under its size
+// limit: a running total of the entries' size in the directory
+// (`total.counter`, updated under flock), and the scan that removes a dead
+// writer's temporary files and evicts the entries used longest ago when the
+// total passes the limit.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+#if !OXICUDA_WINDOWS
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Stores between two scans that check the running total against the disk.
+inline constexpr unsigned cache_rescan_every = 1024;
 
 // Whether `name` is a writer's temporary file: an entry's or a record's
 // name, ".tmp." and mkstemp's letters.
@@ -9522,29 +9605,140 @@ inline void cache_account(const std::string& dir, std::int64_t delta, std::uint6
 #endif
 }
 
-// Removes the entry for `key`; returns its path (for a note).
-inline std::string cache_remove(const std::string& dir, std::string_view key) {
-  std::string path = cat({dir, "/", key, ".bin"});
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/cache_evict.hpp ----
+
+// ---- begin oxicuda/compile/cache.hpp ----
+// oxicuda/compile/cache.hpp — the on-disk cache of compiled kernels: a directory
+// private to the user, one file per entry named by the hash of everything
+// that made it, written atomically (a temporary file from mkstemp, its data
+// synced to disk, then a rename), checked by a checksum when read, and kept
+// under a size limit by evicting the entries used longest ago. It never
+// throws for a cache problem: it says what happened (the `note`) and the
+// caller compiles instead.
+//
+// Environment: OXICUDA_CACHE=0/off/false/no disables it (1/on/true/yes or
+// unset: on; anything else: off, with a note naming the value);
+// OXICUDA_CACHE_DIR names the directory (an absolute path; a relative one is
+// refused); default $XDG_CACHE_HOME/oxicuda when that is absolute (a relative
+// one is ignored, as the XDG specification says), else $HOME/.cache/oxicuda.
+// OXICUDA_CACHE_MAX_BYTES is its size limit (default 256 MiB; a number with
+// K, M, G, KB, MB, GB, KiB, MiB or GiB after it, any case, all powers of
+// 1024; a value that is not one is refused with a note and the default
+// kept). POSIX only: on Windows the cache is off.
+//
+// What a hit costs: one open, one read, and the entry's time of last use
+// set; nothing else in the directory is read or written. A store adds its
+// size to a running total kept in the directory (`total.counter`, updated
+// under flock, as ccache keeps its counters); only when the total passes the
+// limit (or the counter is missing, or every 1024 stores) is the directory
+// scanned, once, and the entries used longest ago removed until it is under.
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+
 #if !OXICUDA_WINDOWS
-  ::unlink(path.c_str());
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #endif
-  return path;
+
+OXICUDA_NAMESPACE_BEGIN
+
+// How this process has used the kernel cache so far.
+struct KernelCacheStats {
+  unsigned long hits = 0;    // modules loaded from the cache, without compiling
+  unsigned long misses = 0;  // modules compiled because the cache had no usable entry
+};
+[[nodiscard]] KernelCacheStats kernel_cache_stats() noexcept;
+
+// Where the kernel cache is and what it holds, for a report (oxicuda-doctor).
+// Looks only: creates nothing, removes nothing, loads nothing.
+struct KernelCacheInfo {
+  bool enabled = false;     // OXICUDA_CACHE allows it and a directory could be named
+  std::string directory;    // where entries are kept (created at the first compile)
+  std::string note;         // when not enabled: why; else any warning (a setting ignored, files skipped)
+  unsigned long entries = 0;  // kernels kept (not the cache's own records)
+  std::uint64_t bytes = 0;  // the entries' total size
+  std::uint64_t limit = 0;  // beyond it, the entries used longest ago are evicted (OXICUDA_CACHE_MAX_BYTES)
+  // Files named like entries that eviction leaves alone: not regular files,
+  // not yours, or not written by a cache. Not in `entries` or `bytes`; the
+  // note names the first.
+  unsigned long skipped = 0;
+};
+[[nodiscard]] KernelCacheInfo kernel_cache_info();
+
+namespace detail {
+
+struct CacheCounters {
+  std::atomic<unsigned long> hits{0}, misses{0};
+};
+inline CacheCounters& cache_counters() noexcept {
+  static CacheCounters c;
+  return c;
 }
 
-// Whether the file at `path` begins as an entry does (cache_magic).
-inline bool starts_as_entry(const std::string& path) noexcept {
-#if !OXICUDA_WINDOWS
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  char head[sizeof cache_magic] = {};
-  const bool ok = ::read(fd, head, sizeof head) == static_cast<::ssize_t>(sizeof head) &&
-                  std::memcmp(head, cache_magic, sizeof head) == 0;
-  ::close(fd);
-  return ok;
-#else
-  (void)path;
+// Which file a read found (its device and inode): an entry its reader then
+// rejects is removed only while its path still names that file.
+struct CacheFileId {
+  std::uint64_t dev = 0, ino = 0;
+};
+
+// The payload of the entry `key`, or false: not there, refused or corrupt
+// (`note` says which, but for not there). A corrupt entry is removed, when
+// the path still names the file that was read. An entry over the bound
+// (cache_entry_bound) is refused unread. A hit writes nothing but the
+// entry's time of last use (now). Throws nothing: a failed allocation is a
+// miss.
+inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note,
+                       CacheFileId* found = nullptr) {
+#if OXICUDA_WINDOWS
+  (void)dir, (void)key, (void)payload, (void)note, (void)found;
   return false;
+#else
+#if OXICUDA_EXCEPTIONS
+  try {
 #endif
+    std::string limit_note;
+    const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
+    struct stat st {};
+    const bool ok =
+        read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note, &st) == CacheRead::ok;
+    if (ok && found) *found = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+    return ok;
+#if OXICUDA_EXCEPTIONS
+  } catch (...) {  // out of memory for a path or a note: a miss
+    return false;
+  }
+#endif
+#endif
+}
+
+// Discards the entry `key` that cache_read found as `read` and its reader
+// rejected: removed only when the path still names that file, since another
+// process may have renamed a good entry there in between (that one is left
+// alone). Returns a note that says which happened.
+inline std::string cache_discard(const std::string& dir, std::string_view key, const CacheFileId& read,
+                                 std::string_view why) {
+  const std::string path = cat({dir, "/", key, ".bin"});
+  bool removed = false;
+#if !OXICUDA_WINDOWS
+  struct stat expected {};
+  expected.st_dev = static_cast<dev_t>(read.dev);
+  expected.st_ino = static_cast<ino_t>(read.ino);
+  removed = remove_if_same(path, expected);
+#else
+  (void)read;
+#endif
+  return cat({"oxicuda cache: ", removed ? "discarded " : "ignored (and kept: it was replaced since it was read) ",
+              path, ": ", why});
 }
 
 // Stores `payload` as the entry `key` (write_atomically: a reader sees the
@@ -9707,20 +9901,22 @@ inline std::string entry_image_problem(std::string_view image, bool is_text) {
   return image_problem(p, image.size(), kind);
 }
 
-// The payload of an entry. The image is the last field, so that in the
-// std::string that holds the payload a PTX image is followed by the
-// string's own NUL, as the driver wants it: a hit loads it in place.
-inline std::string encode_entry(bool is_text, std::string_view names, std::string_view log, std::string_view image) {
+// The payload of an entry, decode_entry's twin: the kind ("1" for PTX, "0"
+// else), the names, the log, the image, each a field (put_field). The image
+// is the last field, so that in the std::string that holds the payload a
+// PTX image is followed by the string's own NUL, as the driver wants it: a
+// hit loads it in place.
+inline std::string encode_entry(const CacheEntry& e) {
   std::string payload;
-  payload.reserve(4 * 8 + 1 + names.size() + log.size() + image.size());
-  put_field(payload, is_text ? "1" : "0");
-  put_field(payload, names);
-  put_field(payload, log);
-  put_field(payload, image);
+  payload.reserve(4 * 8 + 1 + e.names.size() + e.log.size() + e.image.size());
+  put_field(payload, e.is_text ? "1" : "0");
+  put_field(payload, e.names);
+  put_field(payload, e.log);
+  put_field(payload, e.image);
   return payload;
 }
 
-// Reads `payload` into `entry` (views into it); `expected`, when given, are
+// encode_entry's twin: reads `payload` into `entry` (views into it); `expected`, when given, are
 // the name expressions the entry must hold. Returns why it is not an entry
 // that may be loaded, or empty. Never reads outside `payload`.
 inline std::string decode_entry(const std::string& payload, CacheEntry& entry, const StringList* expected = nullptr) {
@@ -9781,6 +9977,138 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/compile/cache_entry.hpp ----
 
+// ---- begin oxicuda/compile/device_runtime.hpp ----
+// oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
+// (libcudadevrt.a) for SourceOptions::device_runtime: where it is, its
+// identity for the kernel cache's key, and its bytes for nvJitLink, which
+// links it with the relocatable device code NVRTC made. A kernel that
+// launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
+// needs it: unlinked, the load fails on the unresolved symbol.
+//
+// Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
+// set, nothing else), $CUDA_PATH/lib64, $CUDA_HOME/lib64, $CONDA_PREFIX/lib,
+// /usr/local/cuda/lib64, the directory of the NVRTC the process loads (the
+// toolkit beside it; looked at last of these, since it loads NVRTC), and
+// the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_WINDOWS
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The library found: its path, and its identity (path, size, time of last
+// change, device and inode), which the cache key holds as it holds NVRTC's.
+struct DeviceRuntimeLibrary {
+  std::string path;
+  std::string identity;
+};
+
+// The identity of the regular file `path`, or empty when there is none.
+inline std::string device_runtime_identity(const std::string& path) {
+#if !OXICUDA_WINDOWS
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
+              ".", std::to_string(st.st_mtim.tv_nsec), " dev ", std::to_string(st.st_dev), " ino ",
+              std::to_string(st.st_ino)});
+#else
+  (void)path;
+  return {};
+#endif
+}
+
+// Finds libcudadevrt.a (the order above); an Error naming every place it
+// looked when it is in none.
+inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
+  constexpr std::string_view file = "libcudadevrt.a";
+  std::string looked;
+  auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
+    std::string identity = device_runtime_identity(path);
+    if (identity.empty()) looked = cat({looked, looked.empty() ? "" : ", ", path, " (", how, ")"});
+    return {identity.empty() ? std::string() : path, std::move(identity)};
+  };
+  auto missing = [&](std::string_view what) {
+    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
+                 cat({what, "; SourceOptions::device_runtime links the CUDA device runtime, libcudadevrt.a, from the "
+                      "CUDA toolkit: install the toolkit (its lib64/ holds it), or set OXICUDA_LIBCUDADEVRT_PATH to "
+                      "the file"}),
+                 where);
+  };
+  if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
+    DeviceRuntimeLibrary lib = at(own, "OXICUDA_LIBCUDADEVRT_PATH");
+    if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
+    return lib;
+  }
+  for (const auto& [var, sub] : {std::pair<const char*, const char*>{"CUDA_PATH", "/lib64/"}, {"CUDA_HOME", "/lib64/"},
+                                 {"CONDA_PREFIX", "/lib/"}})
+    if (const std::string base = env_string(var); !base.empty())
+      if (DeviceRuntimeLibrary lib = at(cat({base, sub, file}), cat({"$", var})); !lib.path.empty()) return lib;
+  if (DeviceRuntimeLibrary lib = at(cat({"/usr/local/cuda/lib64/", file}), "the default toolkit"); !lib.path.empty())
+    return lib;
+  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found && nvrtc.path.find('/') != std::string::npos) {
+    const std::string dir = nvrtc.path.substr(0, nvrtc.path.rfind('/') + 1);
+    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "beside the loaded NVRTC"); !lib.path.empty()) return lib;
+  }
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
+    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
+  raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
+}
+
+// The library's bytes, read for the link. `changed` says so when the file
+// is no longer the one `lib.identity` names (replaced since the key was
+// made): then the result is not cached under that key.
+inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
+  std::string bytes;
+#if !OXICUDA_WINDOWS
+  const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
+  if (ok) {
+    bytes.assign(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+      const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    ok = got == bytes.size();
+  }
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok)
+    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
+                cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
+                                                                                   : std::string()}),
+                where));
+  if (device_runtime_identity(lib.path) != lib.identity)
+    changed = cat({lib.path, " changed while it was linked"});
+#else
+  (void)lib, (void)changed;
+  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::module_from_source",
+              "SourceOptions::device_runtime is not available on Windows", where));
+#endif
+  return bytes;
+}
+
+}  // namespace detail
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/compile/device_runtime.hpp ----
+
 // ---- begin oxicuda/compile/source_rules.hpp ----
 // oxicuda/compile/source_rules.hpp — SourceOptions (what module_from_source takes)
 // and what NVRTC may read from disk under them: the options and text that
@@ -9793,7 +10121,10 @@ OXICUDA_NAMESPACE_END
 
 
 #if !OXICUDA_WINDOWS
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
@@ -9810,6 +10141,12 @@ struct SourceOptions {
   std::string name = "program.cu";  // the source's file name in NVRTC's messages
   JitOptions jit{};                  // for loading the module
   bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
+  // Link the CUDA device runtime (libcudadevrt.a, device_runtime.hpp), for a
+  // kernel that launches kernels or calls cudaGraphSetConditional: compiles
+  // relocatable device code (-rdc=true) and links it with the library
+  // through nvJitLink (with lto, as part of the LTO link). An Error names
+  // where the library was looked for when it is not found.
+  bool device_runtime = false;
 };
 
 namespace detail {
@@ -10069,6 +10406,52 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
   }
   return {};
 }
+
+#if !OXICUDA_WINDOWS
+// A private name for NVRTC's trace in the cache directory (0700): a file
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
+struct TraceFile {
+  std::string name;
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
+    const int fd = ::mkstemp(t.data());
+    if (fd >= 0) {
+      ::close(fd);
+      name = std::move(t);
+      ::unlink(cat({name, ".json"}).c_str());
+    }
+  }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile() {
+    if (name.empty()) return;
+    ::unlink(cat({name, ".json"}).c_str());
+    ::unlink(name.c_str());
+  }
+  // The trace NVRTC wrote (at most 64 MiB), or false.
+  bool read(std::string& out) const {
+    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+    if (ok) {
+      out.assign(static_cast<std::size_t>(st.st_size), '\0');
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ok = got == out.size();
+    }
+    ::close(fd);
+    return ok;
+  }
+};
+#endif
 
 }  // namespace detail
 
@@ -10478,8 +10861,9 @@ namespace detail {
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
                               const std::string& compilers) {
   KeyHash h;
-  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
+  h.add("oxicuda-source-4").add(source).add(o.name).add(target).add(compilers);
   h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  h.add(o.device_runtime ? "device_runtime" : "");
   return h.hex();
 }
 
@@ -10488,7 +10872,35 @@ inline void add_note(std::string& notes, std::string_view note) {
 }
 
 // ---------------------------------------------------------------------------
-// module_from_source's steps: find in the cache, compile, store.
+// module_from_source's steps: the cache slot, find in the cache, compile,
+// store.
+
+// Where this compile's entry would be: the cache directory and the key.
+struct CacheSlot {
+  std::string dir, key;  // both empty when the cache is off or refused
+};
+
+// Step 0: the slot; why there is none goes to `notes`. The key holds the
+// identity of each library that makes the image: NVRTC's; with lto or the
+// device runtime, nvJitLink's and the device's architecture (nvJitLink
+// links for it); with the device runtime, libcudadevrt.a's (`devrt`).
+inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, const std::string& device_arch,
+                            const DeviceRuntimeLibrary& devrt, std::string& notes) {
+  CacheSlot slot;
+  std::string dir_note;
+  slot.dir = cache_directory(dir_note);
+  add_note(notes, dir_note);
+  if (slot.dir.empty()) return slot;
+  std::string compilers = library_identity_for_cache(slot.dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", nvrtc_files,
+                                                     sizeof nvrtc_files / sizeof nvrtc_files[0], &nvrtc_info);
+  if (o.compile.lto || o.device_runtime)
+    compilers = cat({compilers, "\n", device_arch, "\n",
+                     library_identity_for_cache(slot.dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+                                                sizeof nvjitlink_files / sizeof nvjitlink_files[0], &nvjitlink_info)});
+  if (o.device_runtime) compilers = cat({compilers, "\n", devrt.identity});
+  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers);
+  return slot;
+}
 
 // Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
 // entry that is no entry (cache_entry.hpp) or that the driver refuses as an
@@ -10499,12 +10911,13 @@ inline void add_note(std::string& notes, std::string_view note) {
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
   std::string payload, note;
-  const bool read = cache_read(dir, key, payload, note);
+  CacheFileId found;
+  const bool read = cache_read(dir, key, payload, note, &found);
   add_note(notes, note);
   if (!read) return false;
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    add_note(notes, cache_discard(dir, key, found, why));
     return false;
   }
   std::string jit_error;
@@ -10518,23 +10931,9 @@ inline bool find_in_cache(const Context& ctx, const std::string& dir, const std:
     fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
                         std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
                         jit_error}));
-  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
-                       describe_result(r.result), jit_error, ")"}));
+  add_note(notes, cache_discard(dir, key, found,
+                                cat({"the driver did not load it (", describe_result(r.result), jit_error, ")"})));
   return false;
-}
-
-// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
-// `out`; text loses its trailing NULs.
-template <class Size, class Fill>
-NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
-  std::size_t n = 0;
-  NvrtcOutcome r = size(&n);
-  if (!r.ok()) return r;
-  out.assign(n, '\0');
-  if (n) r = fill(out.data());
-  if (text)
-    while (!out.empty() && out.back() == '\0') out.pop_back();
-  return r;
 }
 
 // What step 2 made.
@@ -10570,58 +10969,13 @@ inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view s
   return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
 }
 
-#if !OXICUDA_WINDOWS
-// A private name for NVRTC's trace in the cache directory (0700): a file
-// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
-// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
-// cache's scan removes one that a killed process left behind (after an hour).
-struct TraceFile {
-  std::string name;
-  TraceFile(const std::string& dir, const std::string& key) {
-    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
-    const int fd = ::mkstemp(t.data());
-    if (fd >= 0) {
-      ::close(fd);
-      name = std::move(t);
-      ::unlink(cat({name, ".json"}).c_str());
-    }
-  }
-  TraceFile(const TraceFile&) = delete;
-  TraceFile& operator=(const TraceFile&) = delete;
-  ~TraceFile() {
-    if (name.empty()) return;
-    ::unlink(cat({name, ".json"}).c_str());
-    ::unlink(name.c_str());
-  }
-  // The trace NVRTC wrote (at most 64 MiB), or false.
-  bool read(std::string& out) const {
-    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
-    if (ok) {
-      out.assign(static_cast<std::size_t>(st.st_size), '\0');
-      std::size_t got = 0;
-      while (got < out.size()) {
-        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-      }
-      ok = got == out.size();
-    }
-    ::close(fd);
-    return ok;
-  }
-};
-#endif
-
-// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
+// Step 2: compiles (and, with lto or the device runtime `devrt`, links
+// with nvJitLink). With `trace_dir` (a cacheable
 // compile), NVRTC writes its trace there and `not_cached` says whether it
 // read a file from disk.
 inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
                                   const std::string& device_arch, const std::string& trace_dir,
-                                  const std::string& key, SourceLocation where) {
+                                  const std::string& key, const DeviceRuntimeLibrary* devrt, SourceLocation where) {
   SourceBuild b;
   CompileOptions compile = options.compile;
   std::string fallback;
@@ -10632,6 +10986,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
       compile.lto = false;
   }
+  if (options.device_runtime) compile.relocatable = true;  // -rdc=true, for the link below
   const StringList args = compile.arguments();
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
@@ -10667,18 +11022,12 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
-    while (!log.empty() && log.back() == '\n') log.pop_back();
+    const std::string log = nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     fail(r, where,
          cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
               args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
   }
-  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
-        where);
-  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  b.log = nvrtc_log(program.raw, where);
   StringList lowered_names;
   for (std::string_view e : options.name_expressions) {
     const char* lowered = nullptr;
@@ -10686,35 +11035,43 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     lowered_names.add(e).add(lowered ? lowered : "");
   }
   b.names = lowered_names.joined();
-  CodeKind kind = CodeKind::ptx;
-  if (compile.lto) {
-    kind = CodeKind::ltoir;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+  const CodeKind kind = compile.lto ? CodeKind::ltoir
+                       : std::string_view(compile.arch).starts_with("sm_") ? CodeKind::cubin
+                                                                           : CodeKind::ptx;
+  nvrtcProgram p = program.raw;
+  if (kind == CodeKind::ltoir)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, b.image, false),
           where);
-  } else if (std::string_view(compile.arch).starts_with("sm_")) {
-    kind = CodeKind::cubin;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+  else if (kind == CodeKind::cubin)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, b.image, false),
           where);
-  } else {
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+  else
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, b.image, true),
           where);
-  }
-  if (kind == CodeKind::ltoir) {
+  if (kind == CodeKind::ltoir || devrt) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    // With the device runtime, the relocatable code and libcudadevrt.a are
+    // linked into one cubin (an LTO link when the code is LTO-IR).
     Compiled c;
     c.kind = kind;
     c.code = std::move(b.image);
     c.arch = compile.arch;
-    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
-                     where);
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {},
+                     kind == CodeKind::ltoir, where);
     linker.add(c, options.name, where);
+    if (devrt) {
+      std::string changed;
+      const std::string library = read_device_runtime(*devrt, changed, where);
+      linker.add(ffi::NVJITLINK_INPUT_LIBRARY, library.data(), library.size(), devrt->path, where);
+      if (b.not_cached.empty()) b.not_cached = changed;
+    }
     b.image = linker.complete(where);
   }
-  b.is_text = kind == CodeKind::ptx;
+  b.is_text = kind == CodeKind::ptx && !devrt;
   if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
   return b;
 }
@@ -10727,7 +11084,7 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
     add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
     return;
   }
-  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
+  const std::string payload = encode_entry({b.is_text, b.names, b.log, b.image});
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
     add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
@@ -10745,26 +11102,15 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
-  std::string notes, dir, key;
-  if (options.cache) {
-    std::string dir_note;
-    dir = detail::cache_directory(dir_note);
-    detail::add_note(notes, dir_note);
-    if (!dir.empty()) {
-      std::string compilers = detail::library_identity_for_cache(
-          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
-          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
-      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
-        compilers = detail::cat({compilers, "\n", device_arch, "\n",
-                                 detail::library_identity_for_cache(
-                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
-                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
-                                     &nvjitlink_info)});
-      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
-                               compilers);
-      Module hit;
-      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
-    }
+  const detail::DeviceRuntimeLibrary devrt =
+      options.device_runtime ? detail::find_device_runtime(where) : detail::DeviceRuntimeLibrary{};
+  std::string notes;
+  detail::CacheSlot slot;
+  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes);
+  std::string &dir = slot.dir, &key = slot.key;
+  if (!key.empty()) {
+    Module hit;
+    if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
   }
   // A miss: may its result be kept? (A hit needs no such check: an entry is
   // stored only when these rules held, and the key holds all they read.)
@@ -10776,7 +11122,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
   detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
-                                                 key, where);
+                                                 key, options.device_runtime ? &devrt : nullptr, where);
   // The entry keeps the compile's own log; this run's notes on the cache go
   // to this module only.
   if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);

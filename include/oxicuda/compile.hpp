@@ -7,11 +7,18 @@
 #pragma once
 
 // clang-format off
+#include "compile/size_then_fill.hpp"
 #include "compile/program.hpp"
+#include "compile/arch.hpp"
 #include "compile/lto.hpp"
 #include "compile/link.hpp"
+#include "compile/cache_key.hpp"
+#include "compile/cache_dir.hpp"
+#include "compile/cache_file.hpp"
+#include "compile/cache_evict.hpp"
 #include "compile/cache.hpp"
 #include "compile/cache_entry.hpp"
+#include "compile/device_runtime.hpp"
 #include "compile/source_rules.hpp"
 #include "compile/compiler_identity.hpp"
 #include "compile/source.hpp"

@@ -9,10 +9,12 @@
 #include "fixtures.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -318,4 +320,56 @@ TEST_CASE_FIXTURE(ContextTest, "issue 24 (11): JitOptions::log_verbose and wall_
                                       {.max_registers = 32, .optimization_level = 3, .line_info = true,
                                        .debug_info = true, .log_verbose = true, .wall_time = true});
   CHECK(all.jit_wall_time_ms() == 1.5f);
+}
+
+TEST_CASE("issue 26: a cache entry's encode_entry and decode_entry are twins; every cut of a payload is refused") {
+  const std::string names("saxpy<float>\0_Z5saxpyIfEvPT_S1_\0fill\0fill\0", 42);
+  const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  for (const detail::CacheEntry in : {detail::CacheEntry{true, names, "a log", ptx}, detail::CacheEntry{true, "", "", ptx}}) {
+    const std::string payload = detail::encode_entry(in);
+    detail::CacheEntry out;
+    REQUIRE(detail::decode_entry(payload, out).empty());
+    CHECK(out.is_text == in.is_text);
+    CHECK(out.names == in.names);
+    CHECK(out.log == in.log);
+    CHECK(out.image == in.image);
+    // Views into the payload, and the image its last field.
+    CHECK(out.image.data() + out.image.size() == payload.data() + payload.size());
+    CHECK(detail::encode_entry(out) == payload);
+    for (std::size_t n = 0; n < payload.size(); ++n) {
+      detail::CacheEntry cut;
+      CAPTURE(n);
+      CHECK_FALSE(detail::decode_entry(payload.substr(0, n), cut).empty());
+    }
+  }
+  // The kind: PTX text said to be a binary image is refused.
+  detail::CacheEntry wrong;
+  CHECK(detail::decode_entry(detail::encode_entry({false, "", "", ptx}), wrong) ==
+        "it says cubin or fatbin, but its image is neither");
+}
+
+TEST_CASE("issue 28: a rejected cache entry is removed only while its path still names the file that was read") {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/oxicuda-discard-test-" + std::to_string(::getpid());
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const std::string key(32, 'a'), path = dir + "/" + key + ".bin";
+  std::string note, payload;
+  REQUIRE(detail::cache_write(dir, key, "the first entry", note));
+  detail::CacheFileId first;
+  REQUIRE(detail::cache_read(dir, key, payload, note, &first));
+  CHECK(payload == "the first entry");
+  // Another process renames a new entry there (write_atomically: a new file).
+  REQUIRE(detail::cache_write(dir, key, "a good entry, renamed there since", note));
+  const std::string kept = detail::cache_discard(dir, key, first, "its image is empty");
+  CHECK(kept == "oxicuda cache: ignored (and kept: it was replaced since it was read) " + path + ": its image is empty");
+  REQUIRE(detail::cache_read(dir, key, payload, note));
+  CHECK(payload == "a good entry, renamed there since");
+  // The file that was read goes.
+  detail::CacheFileId second;
+  REQUIRE(detail::cache_read(dir, key, payload, note, &second));
+  CHECK(detail::cache_discard(dir, key, second, "its image is empty") ==
+        "oxicuda cache: discarded " + path + ": its image is empty");
+  struct stat st {};
+  CHECK(::stat(path.c_str(), &st) != 0);
+  CHECK(std::system(("rm -rf '" + dir + "'").c_str()) == 0);
 }

@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     parts[i] = rest.substr(0, cut);
     rest.remove_prefix(cut == std::string_view::npos ? rest.size() : cut + 1);
   }
-  std::string payload = detail::encode_entry(parts[0] == "1", parts[1], parts[2], parts[3]);
+  std::string payload = detail::encode_entry({parts[0] == "1", parts[1], parts[2], parts[3]});
   const int change = (data[0] >> 1) & 7;  // 0..3: as encoded; 4, 5: a byte cut; 6, 7: bytes added
   if (change == 4 || change == 5) {
     if (!payload.empty()) payload.pop_back();
@@ -134,9 +134,9 @@ std::vector<std::string> seeds() {
   elf[40] = 64;  // section headers at 64
   elf[58] = 32;  // of 32 bytes,
   elf[60] = 2;   // two of them
-  s.push_back(std::string(1, '\0') + detail::encode_entry(true, names, "a log", ".version 8.0\n.target sm_90\n"));
-  s.push_back(std::string(1, '\0') + detail::encode_entry(false, names, "", elf));
-  s.push_back(std::string(1, '\0') + detail::encode_entry(true, "", "", ".version 8.0\n"));
+  s.push_back(std::string(1, '\0') + detail::encode_entry({true, names, "a log", ".version 8.0\n.target sm_90\n"}));
+  s.push_back(std::string(1, '\0') + detail::encode_entry({false, names, "", elf}));
+  s.push_back(std::string(1, '\0') + detail::encode_entry({true, "", "", ".version 8.0\n"}));
   s.push_back(std::string(1, '\1') + "1\xff" + names + "\xff" + "log\xff" + ".version 8.0\n");
   s.push_back(std::string(1, '\1') + "0\xff" + names + "\xff\xff" + elf);
   return s;

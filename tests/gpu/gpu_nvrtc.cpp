@@ -188,7 +188,7 @@ TEST_CASE("from source: a cached cubin this GPU cannot run is discarded with a n
   const std::string other = cc.major == 7 ? "sm_80" : "sm_75";
   const Compiled foreign = Program("extern \"C\" __global__ void foreign() {}").compile({.arch = other});
   REQUIRE(foreign.kind == CodeKind::cubin);
-  REQUIRE(detail::cache_write(dir, key, detail::encode_entry(false, entry.names, "", foreign.code), note));
+  REQUIRE(detail::cache_write(dir, key, detail::encode_entry({false, entry.names, "", foreign.code}), note));
   const unsigned long misses = kernel_cache_stats().misses;
   const Module m = module_from_source(ctx(), kSource, source_options());
   const std::string log(m.info_log());

@@ -41,7 +41,7 @@ int main() {
     return 1;
   }
   std::string note;
-  if (!detail::cache_write(dir, key, detail::encode_entry(true, "", "", "this is not PTX"), note)) {
+  if (!detail::cache_write(dir, key, detail::encode_entry({true, "", "", "this is not PTX"}), note)) {
     std::printf("FAIL: could not plant the entry: %s\n", note.c_str());
     return 1;
   }

@@ -138,3 +138,114 @@ TEST_CASE("issue 24 (9), real nvJitLink: nvjitlink_info().version is nvJitLinkVe
   CHECK(nvjitlink_info().version >= 12030);
   CHECK(nvjitlink_info().version == nvjitlink_version());
 }
+
+namespace {
+
+// A kernel that launches a kernel (dynamic parallelism): NVRTC compiles it
+// only as relocatable device code, and it loads only linked with the device
+// runtime (cudaLaunchDevice, cudaGetParameterBuffer).
+const char* const kParent = R"(extern "C" __global__ void child(float* x) { x[threadIdx.x] *= 2; }
+extern "C" __global__ void parent(float* x) { child<<<1, 32>>>(x); })";
+
+// Whether libcudadevrt.a is where find_device_runtime looks; says so when not.
+bool have_device_runtime() {
+  try {
+    (void)detail::find_device_runtime(SourceLocation::current());
+    return true;
+  } catch (const Error& e) {
+    MESSAGE("skipped: ", e.what());
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("issue 22, real NVRTC and nvJitLink: SourceOptions::device_runtime links a kernel that launches a kernel") {
+  if (!have_device_runtime()) return;
+  // (nvJitLink's link is what fails without the library, below; the fake
+  // driver loads the cubin as a module it cannot look into.)
+  const Context ctx = Context::primary(Device::get(0));
+  for (const bool lto : {false, true}) {
+    CAPTURE(lto);
+    const Module m = module_from_source(ctx, kParent, {.compile = {.lto = lto}, .cache = false, .device_runtime = true});
+    CHECK(m);
+  }
+  // With a virtual architecture, the PTX is linked for the device's own.
+  const Module ptx =
+      module_from_source(ctx, kParent, {.compile = {.arch = "compute_90"}, .cache = false, .device_runtime = true});
+  CHECK(ptx);
+}
+
+TEST_CASE("issue 22, real NVRTC and nvJitLink: without the device runtime, NVRTC's -rdc error or nvJitLink's unresolved symbol") {
+  const Context ctx = Context::primary(Device::get(0));
+  // Not relocatable: NVRTC refuses the launch from the device.
+  const Error plain = error_of([&] { (void)module_from_source(ctx, kParent, {.cache = false}); });
+  CHECK(plain.code() == ffi::NVRTC_ERROR_COMPILATION);
+  CHECK(std::string(plain.what()).find("device-side kernel launch") != std::string::npos);
+  // Relocatable, linked without the library: the device runtime's symbols are unresolved.
+  const Compiled c = Program(kParent).compile({.arch = "sm_90", .relocatable = true});
+  LtoLinker link("sm_90", {}, false);
+  link.add(c);
+  const Error unlinked = error_of([&] { (void)link.complete(); });
+  CHECK(std::string(unlinked.what()).find("Undefined reference to '__cudaCDP2LaunchDevice") != std::string::npos);
+}
+
+TEST_CASE("issue 22: OXICUDA_LIBCUDADEVRT_PATH naming no file is an Error that names it") {
+  ::setenv("OXICUDA_LIBCUDADEVRT_PATH", "/nonexistent/oxicuda/libcudadevrt.a", 1);
+  const Error e = error_of([] {
+    (void)module_from_source(Context::primary(Device::get(0)), kParent, {.cache = false, .device_runtime = true});
+  });
+  ::unsetenv("OXICUDA_LIBCUDADEVRT_PATH");
+  CHECK(e.code() == ffi::CUDA_ERROR_FILE_NOT_FOUND);
+  CHECK(std::string(e.what()).find("OXICUDA_LIBCUDADEVRT_PATH='/nonexistent/oxicuda/libcudadevrt.a' names no regular "
+                                   "file") != std::string::npos);
+}
+
+TEST_CASE("issue 22: the cache key holds the device_runtime option and the library's identity; a second load hits") {
+  if (!have_device_runtime()) return;
+  SourceOptions with{.device_runtime = true}, without{};
+  CHECK(detail::source_key(kParent, with, "sm_90", "lib") != detail::source_key(kParent, without, "sm_90", "lib"));
+  with.compile.relocatable = without.compile.relocatable = true;
+  CHECK(detail::source_key(kParent, with, "sm_90", "lib") != detail::source_key(kParent, without, "sm_90", "lib"));
+
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/oxicuda-devrt-test-" + std::to_string(::getpid());
+  std::system(("rm -rf '" + dir + "'").c_str());
+  ::setenv("OXICUDA_CACHE_DIR", dir.c_str(), 1);
+  std::string notes;
+  const detail::DeviceRuntimeLibrary real = detail::find_device_runtime(SourceLocation::current());
+  detail::DeviceRuntimeLibrary other = real;
+  other.identity += " (another file)";
+  const std::string key = detail::cache_slot(kParent, with, "sm_90", real, notes).key;
+  CHECK(key.size() == 32);
+  CHECK(key != detail::cache_slot(kParent, with, "sm_90", other, notes).key);
+  CHECK(key != detail::cache_slot(kParent, without, "sm_90", real, notes).key);
+  // A copy of the library at another path is another identity.
+  const std::string copy = dir + "-libcudadevrt.a";
+  REQUIRE(std::system(("cp '" + real.path + "' '" + copy + "'").c_str()) == 0);
+  CHECK(detail::device_runtime_identity(copy) != real.identity);
+  CHECK(detail::device_runtime_identity(copy).find(copy) != std::string::npos);
+
+  const Context ctx = Context::primary(Device::get(0));
+  const KernelCacheStats s0 = kernel_cache_stats();
+  (void)module_from_source(ctx, kParent, with);
+  CHECK(kernel_cache_stats().misses == s0.misses + 1);
+  const Module hit = module_from_source(ctx, kParent, with);
+  CHECK(kernel_cache_stats().hits == s0.hits + 1);
+  CHECK(hit);
+  // The entry holds the linked cubin, not the relocatable code alone.
+  std::string payload, note;
+  REQUIRE(detail::cache_read(dir, key, payload, note));
+  detail::CacheEntry e;
+  REQUIRE(detail::decode_entry(payload, e).empty());
+  CHECK_FALSE(e.is_text);
+  CHECK(e.image.substr(0, 4) == "\x7f" "ELF");
+  CHECK(e.image.find("parent") != std::string_view::npos);
+  // The library named by OXICUDA_LIBCUDADEVRT_PATH (the copy) is another key: a miss.
+  ::setenv("OXICUDA_LIBCUDADEVRT_PATH", copy.c_str(), 1);
+  (void)module_from_source(ctx, kParent, with);
+  ::unsetenv("OXICUDA_LIBCUDADEVRT_PATH");
+  CHECK(kernel_cache_stats().misses == s0.misses + 2);
+  ::unsetenv("OXICUDA_CACHE_DIR");
+  std::system(("rm -rf '" + dir + "' '" + copy + "'").c_str());
+}

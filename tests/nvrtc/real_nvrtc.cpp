@@ -368,7 +368,7 @@ TEST_CASE("cache: a corrupt or truncated entry is discarded and compiled again")
   const std::string key = entry.substr(entry.rfind('/') + 1, entry.size() - entry.rfind('/') - 5);
   std::string payload, note;
   const std::string names("saxpy<float>\0_Z1a\0saxpy<double>\0_Z1b\0", 37);  // as the key's name expressions
-  payload = detail::encode_entry(true, names, "", "this is not PTX");
+  payload = detail::encode_entry({true, names, "", "this is not PTX"});
   REQUIRE(detail::cache_write(dir, key, payload, note));
   misses = kernel_cache_stats().misses;
   Module again = load();

@@ -503,14 +503,14 @@ TEST_CASE("hit: an entry refused by the driver, or by the decoder, is discarded 
   elf[58] = 64;
   elf[60] = 3;
   const Bad bad[] = {
-      {"PTX the driver refuses", detail::encode_entry(true, "", "", "this is not PTX"),
+      {"PTX the driver refuses", detail::encode_entry({true, "", "", "this is not PTX"}),
        "the driver did not load it (CUDA_ERROR_INVALID_PTX"},
-      {"PTX with a NUL inside", detail::encode_entry(true, "", "", std::string(".version 8.0\0.target", 20)),
+      {"PTX with a NUL inside", detail::encode_entry({true, "", "", std::string(".version 8.0\0.target", 20)}),
        "its PTX has a NUL byte at offset 12"},
-      {"a cubin cut in half", detail::encode_entry(false, "", "", elf), "image is truncated"},
-      {"data after the image", detail::encode_entry(true, "", "", ".version 8.0\n") + "x",
+      {"a cubin cut in half", detail::encode_entry({false, "", "", elf}), "image is truncated"},
+      {"data after the image", detail::encode_entry({true, "", "", ".version 8.0\n"}) + "x",
        "1 bytes follow its image"},
-      {"a name expression without its NUL", detail::encode_entry(true, std::string("again", 5), "", ".version 8.0\n"),
+      {"a name expression without its NUL", detail::encode_entry({true, std::string("again", 5), "", ".version 8.0\n"}),
        "does not end with a NUL"},
       {"a field longer than the entry", std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8), "runs past its end"},
   };
@@ -535,8 +535,8 @@ TEST_CASE("hit: an entry refused by the driver, or by the decoder, is discarded 
   for (const std::string& f : entries(dir)) {
     const std::string k = f.substr(f.rfind('/') + 1, 32);
     if (k == key) continue;
-    REQUIRE(detail::cache_write(dir, k, detail::encode_entry(true, std::string("other\0again\0", 12), "",
-                                                              ".version 8.0\n.target sm_90\n"),
+    REQUIRE(detail::cache_write(dir, k, detail::encode_entry({true, std::string("other\0again\0", 12), "",
+                                                              ".version 8.0\n.target sm_90\n"}),
                                 note));
   }
   const std::string log(load(with_names, named).info_log());

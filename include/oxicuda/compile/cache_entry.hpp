@@ -74,20 +74,22 @@ inline std::string entry_image_problem(std::string_view image, bool is_text) {
   return image_problem(p, image.size(), kind);
 }
 
-// The payload of an entry. The image is the last field, so that in the
-// std::string that holds the payload a PTX image is followed by the
-// string's own NUL, as the driver wants it: a hit loads it in place.
-inline std::string encode_entry(bool is_text, std::string_view names, std::string_view log, std::string_view image) {
+// The payload of an entry, decode_entry's twin: the kind ("1" for PTX, "0"
+// else), the names, the log, the image, each a field (put_field). The image
+// is the last field, so that in the std::string that holds the payload a
+// PTX image is followed by the string's own NUL, as the driver wants it: a
+// hit loads it in place.
+inline std::string encode_entry(const CacheEntry& e) {
   std::string payload;
-  payload.reserve(4 * 8 + 1 + names.size() + log.size() + image.size());
-  put_field(payload, is_text ? "1" : "0");
-  put_field(payload, names);
-  put_field(payload, log);
-  put_field(payload, image);
+  payload.reserve(4 * 8 + 1 + e.names.size() + e.log.size() + e.image.size());
+  put_field(payload, e.is_text ? "1" : "0");
+  put_field(payload, e.names);
+  put_field(payload, e.log);
+  put_field(payload, e.image);
   return payload;
 }
 
-// Reads `payload` into `entry` (views into it); `expected`, when given, are
+// encode_entry's twin: reads `payload` into `entry` (views into it); `expected`, when given, are
 // the name expressions the entry must hold. Returns why it is not an entry
 // that may be loaded, or empty. Never reads outside `payload`.
 inline std::string decode_entry(const std::string& payload, CacheEntry& entry, const StringList* expected = nullptr) {

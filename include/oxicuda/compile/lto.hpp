@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "../kernel/image.hpp"
+#include "arch.hpp"
 #include "program.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
@@ -71,15 +72,14 @@ class LtoLinker {
   }
   // The error log, as far as nvJitLink gives it (the failed call is the error).
   std::string error_detail() const {
-    std::size_t size = 0;
-    std::string log;
-    if (OXICUDA_NVJITLINK(GetErrorLogSize, raw_, &size).ok() && size > 1) {
-      log.assign(size, '\0');
-      if (!OXICUDA_NVJITLINK(GetErrorLog, raw_, log.data()).ok()) log.clear();
-    }
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    std::string log = error_text(raw_, nullptr);
     return log.empty() ? log : detail::cat({"; nvJitLink error log:\n", log});
   }
+
+  // nvJitLink's error or info log of `h`, its trailing newlines dropped; a
+  // failure to give it is an Error at `where`, or with no `where` an empty log.
+  static std::string error_text(nvJitLinkHandle h, const SourceLocation* where);
+  static std::string info_text(nvJitLinkHandle h, const SourceLocation& where);
 
   static StringList option_list(std::initializer_list<std::string_view> options, SourceLocation where);
 
@@ -91,23 +91,6 @@ class LtoLinker {
 [[nodiscard]] int nvjitlink_version(SourceLocation where = SourceLocation::current());
 
 namespace detail {
-
-// Whether `arch` is sm_NN, sm_NNa, sm_NNf or compute_NN (NN: 2 or 3 digits,
-// not starting with 0), a form nvJitLink takes without ending the process.
-inline bool plausible_arch(std::string_view arch) noexcept {
-  std::string_view rest;
-  if (arch.starts_with("sm_"))
-    rest = arch.substr(3);
-  else if (arch.starts_with("compute_"))
-    rest = arch.substr(8);
-  else
-    return false;
-  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);
-  if (rest.size() < 2 || rest.size() > 3 || rest[0] == '0') return false;
-  for (char c : rest)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
 
 [[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
   raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
@@ -185,31 +168,39 @@ inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
   if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubinSize, h, &size), where);
-  std::string cubin(size, '\0');
-  detail::check(OXICUDA_NVJITLINK(GetLinkedCubin, h, cubin.data()), where);
+  std::string cubin;
+  detail::check(
+      detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetLinkedCubinSize, h, n); },
+                             [&](char* out) { return OXICUDA_NVJITLINK(GetLinkedCubin, h, out); }, cubin, false),
+      where);
   return cubin;
 }
 
-inline std::string LtoLinker::info_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::info_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetInfoLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetInfoLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+inline std::string LtoLinker::error_text(nvJitLinkHandle h, const SourceLocation* where) {
+  std::string log;
+  const detail::NvJitLinkOutcome r =
+      detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetErrorLogSize, h, n); },
+                             [&](char* out) { return OXICUDA_NVJITLINK(GetErrorLog, h, out); }, log, true);
+  if (where) detail::check(r, *where);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
 }
 
-inline std::string LtoLinker::error_log(SourceLocation where) const {
-  nvJitLinkHandle h = checked("oxicuda::LtoLinker::error_log", where);
-  std::size_t size = 0;
-  detail::check(OXICUDA_NVJITLINK(GetErrorLogSize, h, &size), where);
-  std::string log(size, '\0');
-  if (size) detail::check(OXICUDA_NVJITLINK(GetErrorLog, h, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+inline std::string LtoLinker::info_text(nvJitLinkHandle h, const SourceLocation& where) {
+  std::string log;
+  detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetInfoLogSize, h, n); },
+                                       [&](char* out) { return OXICUDA_NVJITLINK(GetInfoLog, h, out); }, log, true),
+                where);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
   return log;
+}
+
+inline std::string LtoLinker::info_log(SourceLocation where) const {
+  return info_text(checked("oxicuda::LtoLinker::info_log", where), where);
+}
+
+inline std::string LtoLinker::error_log(SourceLocation where) const {
+  return error_text(checked("oxicuda::LtoLinker::error_log", where), &where);
 }
 
 inline int nvjitlink_version(SourceLocation where) {

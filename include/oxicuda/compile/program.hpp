@@ -1,8 +1,7 @@
 // oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by
 // NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
 // typed and raw compile options; name expressions (the lowered names of
-// template kernels); the supported architectures and NVRTC's version; the
-// architecture to compile for on a device.
+// template kernels); NVRTC's version. The architectures are arch.hpp's.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "../driver/device.hpp"
+#include "size_then_fill.hpp"
 
 OXICUDA_NAMESPACE_BEGIN
 
@@ -167,38 +167,9 @@ class Program {
   StringList expressions_;
 };
 
-// NVRTC's real architectures (75, 80, ..., 120), ascending.
-struct ArchList {
-  static constexpr int capacity = 64;
-  int archs[capacity] = {};
-  int count = 0;
-  [[nodiscard]] const int* begin() const noexcept { return archs; }
-  [[nodiscard]] const int* end() const noexcept { return archs + count; }
-  [[nodiscard]] bool contains(int arch) const noexcept {
-    for (int a : *this)
-      if (a == arch) return true;
-    return false;
-  }
-};
-
 // NVRTC's version (13000 for 13.0); loads NVRTC. An Error, with the loader's
 // reason, when there is none.
 [[nodiscard]] int nvrtc_version(SourceLocation where = SourceLocation::current());
-// The real architectures this NVRTC compiles for.
-[[nodiscard]] ArchList supported_archs(SourceLocation where = SourceLocation::current());
-
-// The architecture to compile for on a device: its own (sm_XX, a cubin) when
-// NVRTC supports it; otherwise, for a device newer than NVRTC, the newest
-// architecture NVRTC supports as PTX (compute_XX, which the driver compiles
-// forward), and a note that says so.
-struct ArchChoice {
-  std::string arch;
-  std::string note;  // empty unless there was a fallback
-};
-[[nodiscard]] ArchChoice arch_for(const Device& device, SourceLocation where = SourceLocation::current());
-// The same from a compute capability and NVRTC's supported architectures.
-[[nodiscard]] ArchChoice arch_for(ComputeCapability cc, const ArchList& supported,
-                                  SourceLocation where = SourceLocation::current());
 
 namespace detail {
 
@@ -213,12 +184,15 @@ struct NvrtcProgramGuard {
   }
 };
 
-inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where) {
-  std::size_t size = 0;
-  check(OXICUDA_NVRTC(GetProgramLogSize, p, &size), where);
-  std::string log(size, '\0');
-  if (size) check(OXICUDA_NVRTC(GetProgramLog, p, log.data()), where);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
+// NVRTC's log of `p`, its trailing newlines and spaces dropped; `checked`
+// false: as far as NVRTC gives it (for a failed compile, whose failure is
+// the error), else a failure to give it is an Error.
+inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where, bool checked = true) {
+  std::string log;
+  const NvrtcOutcome r = size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, p, n); },
+                                        [&](char* out) { return OXICUDA_NVRTC(GetProgramLog, p, out); }, log, true);
+  if (checked) check(r, where);
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
   return log;
 }
 
@@ -284,13 +258,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    std::size_t size = 0;  // the log as far as NVRTC gives it: the compile's failure is the error
-    if (OXICUDA_NVRTC(GetProgramLogSize, program.raw, &size).ok()) {
-      log.assign(size, '\0');
-      if (size && !OXICUDA_NVRTC(GetProgramLog, program.raw, log.data()).ok()) log.clear();
-      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    }
+    const std::string log = detail::nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
                               args.size() == 0 ? "" : "; options: ", args.spaced(), ")",
@@ -308,25 +276,25 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   // What NVRTC produced decides the kind, not the options asked for: -dlto
   // or -arch in `extra` change it. Asked in order: LTO-IR (NVRTC 12+), a
   // cubin, PTX (NVRTC's answer is 1 for none, its terminating NUL).
-  std::size_t lto_size = 0, cubin_size = 0, ptx_size = 0;
   // (With .lto an NVRTC without nvrtcGetLTOIRSize is an Error naming it.)
-  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize))
-    detail::check(OXICUDA_NVRTC(GetLTOIRSize, program.raw, &lto_size), where);
-  if (lto_size == 0) detail::check(OXICUDA_NVRTC(GetCUBINSize, program.raw, &cubin_size), where);
-  if (lto_size == 0 && cubin_size == 0) detail::check(OXICUDA_NVRTC(GetPTXSize, program.raw, &ptx_size), where);
-  if (lto_size > 0) {
+  nvrtcProgram p = program.raw;
+  if (options.lto || !detail::missing(ffi::nvrtc::Entry::GetLTOIRSize)) {
     c.kind = CodeKind::ltoir;
-    c.code.assign(lto_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetLTOIR, program.raw, c.code.data()), where);
-  } else if (cubin_size > 0) {
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, c.code, false),
+                  where);
+  }
+  if (c.code.empty()) {
     c.kind = CodeKind::cubin;
-    c.code.assign(cubin_size, '\0');
-    detail::check(OXICUDA_NVRTC(GetCUBIN, program.raw, c.code.data()), where);
-  } else {
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, c.code, false),
+                  where);
+  }
+  if (c.code.empty()) {
     c.kind = CodeKind::ptx;
-    c.code.assign(ptx_size, '\0');
-    if (ptx_size) detail::check(OXICUDA_NVRTC(GetPTX, program.raw, c.code.data()), where);
-    while (!c.code.empty() && c.code.back() == '\0') c.code.pop_back();
+    detail::check(detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, c.code, true),
+                  where);
   }
   if (OXICUDA_UNLIKELY(c.code.empty()))
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
@@ -342,43 +310,6 @@ inline int nvrtc_version(SourceLocation where) {
   int major = 0, minor = 0;
   detail::check(OXICUDA_NVRTC(Version, &major, &minor), where);
   return major * 1000 + minor * 10;
-}
-
-inline ArchList supported_archs(SourceLocation where) {
-  int n = 0;
-  detail::check(OXICUDA_NVRTC(GetNumSupportedArchs, &n), where);
-  ArchList list;
-  if (n > ArchList::capacity)
-    detail::raise(Error(ffi::NVRTC_ERROR_INTERNAL_ERROR, "oxicuda::supported_archs",
-                        detail::cat({"NVRTC supports ", std::to_string(n), " architectures; oxicuda has room for ",
-                                     std::to_string(ArchList::capacity)}),
-                        where));
-  if (n > 0) detail::check(OXICUDA_NVRTC(GetSupportedArchs, list.archs), where);
-  list.count = n > 0 ? n : 0;
-  return list;
-}
-
-inline ArchChoice arch_for(ComputeCapability cc, const ArchList& supported, SourceLocation where) {
-  const int want = cc.major * 10 + cc.minor;
-  int newest_below = 0;
-  for (int a : supported) {
-    if (a == want) return {detail::cat({"sm_", std::to_string(want)}), {}};
-    if (a < want && a > newest_below) newest_below = a;
-  }
-  if (newest_below == 0)
-    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::arch_for",
-                        detail::cat({"NVRTC supports no architecture up to the device's compute capability ",
-                                     std::to_string(cc.major), ".", std::to_string(cc.minor)}),
-                        where));
-  return {detail::cat({"compute_", std::to_string(newest_below)}),
-          detail::cat({"oxicuda: NVRTC does not support sm_", std::to_string(want), " (compute capability ",
-                       std::to_string(cc.major), ".", std::to_string(cc.minor),
-                       "); compiled PTX for compute_", std::to_string(newest_below),
-                       ", its newest architecture, which the driver compiles for the device"})};
-}
-
-inline ArchChoice arch_for(const Device& device, SourceLocation where) {
-  return arch_for(device.compute_capability(where), supported_archs(where), where);
 }
 
 OXICUDA_NAMESPACE_END

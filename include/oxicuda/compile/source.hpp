@@ -22,9 +22,11 @@
 #include <string>
 #include <string_view>
 
+#include "arch.hpp"
 #include "cache.hpp"
 #include "cache_entry.hpp"
 #include "compiler_identity.hpp"
+#include "device_runtime.hpp"
 #include "../kernel/kernel.hpp"
 #include "lto.hpp"
 #include "source_rules.hpp"
@@ -57,8 +59,9 @@ namespace detail {
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
                               const std::string& compilers) {
   KeyHash h;
-  h.add("oxicuda-source-3").add(source).add(o.name).add(target).add(compilers);
+  h.add("oxicuda-source-4").add(source).add(o.name).add(target).add(compilers);
   h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  h.add(o.device_runtime ? "device_runtime" : "");
   return h.hex();
 }
 
@@ -67,7 +70,35 @@ inline void add_note(std::string& notes, std::string_view note) {
 }
 
 // ---------------------------------------------------------------------------
-// module_from_source's steps: find in the cache, compile, store.
+// module_from_source's steps: the cache slot, find in the cache, compile,
+// store.
+
+// Where this compile's entry would be: the cache directory and the key.
+struct CacheSlot {
+  std::string dir, key;  // both empty when the cache is off or refused
+};
+
+// Step 0: the slot; why there is none goes to `notes`. The key holds the
+// identity of each library that makes the image: NVRTC's; with lto or the
+// device runtime, nvJitLink's and the device's architecture (nvJitLink
+// links for it); with the device runtime, libcudadevrt.a's (`devrt`).
+inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, const std::string& device_arch,
+                            const DeviceRuntimeLibrary& devrt, std::string& notes) {
+  CacheSlot slot;
+  std::string dir_note;
+  slot.dir = cache_directory(dir_note);
+  add_note(notes, dir_note);
+  if (slot.dir.empty()) return slot;
+  std::string compilers = library_identity_for_cache(slot.dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", nvrtc_files,
+                                                     sizeof nvrtc_files / sizeof nvrtc_files[0], &nvrtc_info);
+  if (o.compile.lto || o.device_runtime)
+    compilers = cat({compilers, "\n", device_arch, "\n",
+                     library_identity_for_cache(slot.dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
+                                                sizeof nvjitlink_files / sizeof nvjitlink_files[0], &nvjitlink_info)});
+  if (o.device_runtime) compilers = cat({compilers, "\n", devrt.identity});
+  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers);
+  return slot;
+}
 
 // Step 1: the entry `key`, loaded into `ctx`, in `out`: true for a hit. An
 // entry that is no entry (cache_entry.hpp) or that the driver refuses as an
@@ -78,12 +109,13 @@ inline void add_note(std::string& notes, std::string_view note) {
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
   std::string payload, note;
-  const bool read = cache_read(dir, key, payload, note);
+  CacheFileId found;
+  const bool read = cache_read(dir, key, payload, note, &found);
   add_note(notes, note);
   if (!read) return false;
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": ", why}));
+    add_note(notes, cache_discard(dir, key, found, why));
     return false;
   }
   std::string jit_error;
@@ -97,23 +129,9 @@ inline bool find_in_cache(const Context& ctx, const std::string& dir, const std:
     fail(r, where, cat({"loading the kernel cache's entry ", path, " (", e.is_text ? "PTX" : "binary image", " of ",
                         std::to_string(e.image.size()), " bytes; the entry is kept: this failure is not its fault)",
                         jit_error}));
-  add_note(notes, cat({"oxicuda cache: discarded ", cache_remove(dir, key), ": the driver did not load it (",
-                       describe_result(r.result), jit_error, ")"}));
+  add_note(notes, cache_discard(dir, key, found,
+                                cat({"the driver did not load it (", describe_result(r.result), jit_error, ")"})));
   return false;
-}
-
-// One of NVRTC's size-then-fill queries (log, PTX, cubin, LTO-IR) into
-// `out`; text loses its trailing NULs.
-template <class Size, class Fill>
-NvrtcOutcome nvrtc_fetch(Size size, Fill fill, std::string& out, bool text) {
-  std::size_t n = 0;
-  NvrtcOutcome r = size(&n);
-  if (!r.ok()) return r;
-  out.assign(n, '\0');
-  if (n) r = fill(out.data());
-  if (text)
-    while (!out.empty() && out.back() == '\0') out.pop_back();
-  return r;
 }
 
 // What step 2 made.
@@ -149,58 +167,13 @@ inline NvrtcOutcome nvrtc_compile(NvrtcProgramGuard& program, std::string_view s
   return OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
 }
 
-#if !OXICUDA_WINDOWS
-// A private name for NVRTC's trace in the cache directory (0700): a file
-// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
-// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
-// cache's scan removes one that a killed process left behind (after an hour).
-struct TraceFile {
-  std::string name;
-  TraceFile(const std::string& dir, const std::string& key) {
-    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
-    const int fd = ::mkstemp(t.data());
-    if (fd >= 0) {
-      ::close(fd);
-      name = std::move(t);
-      ::unlink(cat({name, ".json"}).c_str());
-    }
-  }
-  TraceFile(const TraceFile&) = delete;
-  TraceFile& operator=(const TraceFile&) = delete;
-  ~TraceFile() {
-    if (name.empty()) return;
-    ::unlink(cat({name, ".json"}).c_str());
-    ::unlink(name.c_str());
-  }
-  // The trace NVRTC wrote (at most 64 MiB), or false.
-  bool read(std::string& out) const {
-    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
-    if (ok) {
-      out.assign(static_cast<std::size_t>(st.st_size), '\0');
-      std::size_t got = 0;
-      while (got < out.size()) {
-        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-      }
-      ok = got == out.size();
-    }
-    ::close(fd);
-    return ok;
-  }
-};
-#endif
-
-// Step 2: compiles (and, with lto, links). With `trace_dir` (a cacheable
+// Step 2: compiles (and, with lto or the device runtime `devrt`, links
+// with nvJitLink). With `trace_dir` (a cacheable
 // compile), NVRTC writes its trace there and `not_cached` says whether it
 // read a file from disk.
 inline SourceBuild compile_source(std::string_view source, const SourceOptions& options, ComputeCapability cc,
                                   const std::string& device_arch, const std::string& trace_dir,
-                                  const std::string& key, SourceLocation where) {
+                                  const std::string& key, const DeviceRuntimeLibrary* devrt, SourceLocation where) {
   SourceBuild b;
   CompileOptions compile = options.compile;
   std::string fallback;
@@ -211,6 +184,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     if (compile.lto && !fallback.empty())  // nvJitLink links for a real architecture only
       compile.lto = false;
   }
+  if (options.device_runtime) compile.relocatable = true;  // -rdc=true, for the link below
   const StringList args = compile.arguments();
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
@@ -246,18 +220,12 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
   if (OXICUDA_UNLIKELY(!r.ok())) {
-    std::string log;
-    (void)nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, log, true);
-    while (!log.empty() && log.back() == '\n') log.pop_back();
+    const std::string log = nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     fail(r, where,
          cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
               args.size() == 0 ? "" : "; options: ", args.spaced(), ")", log.empty() ? "" : "; NVRTC log:\n", log}));
   }
-  check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetProgramLogSize, program.raw, n); },
-                    [&](char* p) { return OXICUDA_NVRTC(GetProgramLog, program.raw, p); }, b.log, true),
-        where);
-  while (!b.log.empty() && (b.log.back() == '\n' || b.log.back() == ' ')) b.log.pop_back();
+  b.log = nvrtc_log(program.raw, where);
   StringList lowered_names;
   for (std::string_view e : options.name_expressions) {
     const char* lowered = nullptr;
@@ -265,35 +233,43 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
     lowered_names.add(e).add(lowered ? lowered : "");
   }
   b.names = lowered_names.joined();
-  CodeKind kind = CodeKind::ptx;
-  if (compile.lto) {
-    kind = CodeKind::ltoir;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetLTOIR, program.raw, p); }, b.image, false),
+  const CodeKind kind = compile.lto ? CodeKind::ltoir
+                       : std::string_view(compile.arch).starts_with("sm_") ? CodeKind::cubin
+                                                                           : CodeKind::ptx;
+  nvrtcProgram p = program.raw;
+  if (kind == CodeKind::ltoir)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetLTOIRSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetLTOIR, p, out); }, b.image, false),
           where);
-  } else if (std::string_view(compile.arch).starts_with("sm_")) {
-    kind = CodeKind::cubin;
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetCUBIN, program.raw, p); }, b.image, false),
+  else if (kind == CodeKind::cubin)
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetCUBINSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetCUBIN, p, out); }, b.image, false),
           where);
-  } else {
-    check(nvrtc_fetch([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, program.raw, n); },
-                      [&](char* p) { return OXICUDA_NVRTC(GetPTX, program.raw, p); }, b.image, true),
+  else
+    check(size_then_fill([&](std::size_t* n) { return OXICUDA_NVRTC(GetPTXSize, p, n); },
+                         [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, b.image, true),
           where);
-  }
-  if (kind == CodeKind::ltoir) {
+  if (kind == CodeKind::ltoir || devrt) {
     // For a virtual architecture (compute_90), the link is for the device's
     // own: LTO-IR of compute_90 links for sm_100, as its PTX would JIT.
+    // With the device runtime, the relocatable code and libcudadevrt.a are
+    // linked into one cubin (an LTO link when the code is LTO-IR).
     Compiled c;
     c.kind = kind;
     c.code = std::move(b.image);
     c.arch = compile.arch;
-    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {}, true,
-                     where);
+    LtoLinker linker(std::string_view(compile.arch).starts_with("compute_") ? device_arch : compile.arch, {},
+                     kind == CodeKind::ltoir, where);
     linker.add(c, options.name, where);
+    if (devrt) {
+      std::string changed;
+      const std::string library = read_device_runtime(*devrt, changed, where);
+      linker.add(ffi::NVJITLINK_INPUT_LIBRARY, library.data(), library.size(), devrt->path, where);
+      if (b.not_cached.empty()) b.not_cached = changed;
+    }
     b.image = linker.complete(where);
   }
-  b.is_text = kind == CodeKind::ptx;
+  b.is_text = kind == CodeKind::ptx && !devrt;
   if (!fallback.empty()) b.log = b.log.empty() ? fallback : cat({b.log, "\n", fallback});
   return b;
 }
@@ -306,7 +282,7 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
     add_note(notes, cat({"kernel cache: not stored, since ", b.not_cached}));
     return;
   }
-  const std::string payload = encode_entry(b.is_text, b.names, b.log, b.image);
+  const std::string payload = encode_entry({b.is_text, b.names, b.log, b.image});
   CacheEntry e;
   if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
     add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
@@ -324,26 +300,15 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
-  std::string notes, dir, key;
-  if (options.cache) {
-    std::string dir_note;
-    dir = detail::cache_directory(dir_note);
-    detail::add_note(notes, dir_note);
-    if (!dir.empty()) {
-      std::string compilers = detail::library_identity_for_cache(
-          dir, "nvrtc", "OXICUDA_LIBNVRTC_PATH", detail::nvrtc_files,
-          sizeof detail::nvrtc_files / sizeof detail::nvrtc_files[0], &nvrtc_info);
-      if (options.compile.lto)  // nvJitLink makes the image too; and it links for the device
-        compilers = detail::cat({compilers, "\n", device_arch, "\n",
-                                 detail::library_identity_for_cache(
-                                     dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", detail::nvjitlink_files,
-                                     sizeof detail::nvjitlink_files / sizeof detail::nvjitlink_files[0],
-                                     &nvjitlink_info)});
-      key = detail::source_key(source, options, options.compile.arch.empty() ? device_arch : options.compile.arch,
-                               compilers);
-      Module hit;
-      if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
-    }
+  const detail::DeviceRuntimeLibrary devrt =
+      options.device_runtime ? detail::find_device_runtime(where) : detail::DeviceRuntimeLibrary{};
+  std::string notes;
+  detail::CacheSlot slot;
+  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes);
+  std::string &dir = slot.dir, &key = slot.key;
+  if (!key.empty()) {
+    Module hit;
+    if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
   }
   // A miss: may its result be kept? (A hit needs no such check: an entry is
   // stored only when these rules held, and the key holds all they read.)
@@ -355,7 +320,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
   if (!key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
   detail::SourceBuild b = detail::compile_source(source, options, cc, device_arch, key.empty() ? std::string() : dir,
-                                                 key, where);
+                                                 key, options.device_runtime ? &devrt : nullptr, where);
   // The entry keeps the compile's own log; this run's notes on the cache go
   // to this module only.
   if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);

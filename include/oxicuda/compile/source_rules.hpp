@@ -12,7 +12,10 @@
 #include "program.hpp"
 
 #if !OXICUDA_WINDOWS
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
 #endif
 
 OXICUDA_NAMESPACE_BEGIN
@@ -29,6 +32,12 @@ struct SourceOptions {
   std::string name = "program.cu";  // the source's file name in NVRTC's messages
   JitOptions jit{};                  // for loading the module
   bool cache = true;                 // use the on-disk cache (OXICUDA_CACHE=0 turns it off for all)
+  // Link the CUDA device runtime (libcudadevrt.a, device_runtime.hpp), for a
+  // kernel that launches kernels or calls cudaGraphSetConditional: compiles
+  // relocatable device code (-rdc=true) and links it with the library
+  // through nvJitLink (with lto, as part of the LTO link). An Error names
+  // where the library was looked for when it is not found.
+  bool device_runtime = false;
 };
 
 namespace detail {
@@ -288,6 +297,52 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
   }
   return {};
 }
+
+#if !OXICUDA_WINDOWS
+// A private name for NVRTC's trace in the cache directory (0700): a file
+// made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
+// writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
+// cache's scan removes one that a killed process left behind (after an hour).
+struct TraceFile {
+  std::string name;
+  TraceFile(const std::string& dir, const std::string& key) {
+    std::string t = cat({dir, "/", key, ".bin.tmp.XXXXXX"});
+    const int fd = ::mkstemp(t.data());
+    if (fd >= 0) {
+      ::close(fd);
+      name = std::move(t);
+      ::unlink(cat({name, ".json"}).c_str());
+    }
+  }
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile() {
+    if (name.empty()) return;
+    ::unlink(cat({name, ".json"}).c_str());
+    ::unlink(name.c_str());
+  }
+  // The trace NVRTC wrote (at most 64 MiB), or false.
+  bool read(std::string& out) const {
+    const int fd = ::open(cat({name, ".json"}).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (64 << 20);
+    if (ok) {
+      out.assign(static_cast<std::size_t>(st.st_size), '\0');
+      std::size_t got = 0;
+      while (got < out.size()) {
+        const ::ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+      }
+      ok = got == out.size();
+    }
+    ::close(fd);
+    return ok;
+  }
+};
+#endif
 
 }  // namespace detail
 
