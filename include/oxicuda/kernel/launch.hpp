@@ -111,7 +111,7 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 
 // Enqueues the kernel with its packed arguments: one driver call on the
 // plain path. `params` points to the arguments, in parameter order.
-inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+inline void enqueue(StreamRef stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
   if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
     check_cluster(fn, cfg, "oxicuda::launch", where);
@@ -134,7 +134,7 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 // DeviceSpan (pass buffer.data(): the untyped path converts nothing; a
 // Kernel<Sig> converts buffers to their pointer).
 template <class... Args>
-inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
+inline void launch(detail::Located<StreamRef> stream, const Function& fn, const LaunchConfig& cfg,
                    const Args&... args) {
   static_assert((detail::untyped_argument_v<Args> && ...),
                 "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
@@ -146,7 +146,7 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, co
 
 // The same with grid, block and dynamic shared memory spelled out.
 template <class... Args>
-inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
+inline void launch(detail::Located<StreamRef> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
   launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
 }
@@ -159,7 +159,7 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // clang-format off
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
   detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
