@@ -3615,6 +3615,7 @@ OXICUDA_NAMESPACE_END
 // enqueue path every stream call goes through (detail::on_stream).
 
 #include <cstdint>
+#include <type_traits>
 
 
 OXICUDA_NAMESPACE_BEGIN
@@ -3698,55 +3699,66 @@ OXICUDA_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, Sour
 }
 
 // Every enqueue on a stream goes through here: `call(q)` with the stream's
-// driver handle. An empty stream is an Error naming `operation`. Raw
-// handles 0 (empty), 1 and 2 (the default streams) share one unlikely
-// branch, so an ordinary stream pays one compare, as it did for the
-// emptiness check alone. A Stream passed here converts to its StreamRef
-// (two loads, no count).
-template <class Call>
-decltype(auto) on_stream(StreamRef stream, const char* operation, SourceLocation where, Call&& call) {
+// driver handle. `stream` is a StreamRef or a Stream (whose context is read
+// on the default streams' branch only: one load less on its hot path than
+// converting it to a StreamRef first). An empty stream is an Error naming
+// `operation`. Raw handles 0 (empty), 1 and 2 (the default streams) share
+// one unlikely branch, so an ordinary stream pays one compare, as it did
+// for the emptiness check alone.
+template <class S, class Call>
+inline decltype(auto) on_stream(const S& stream, const char* operation, SourceLocation where, Call&& call) {
+  static_assert(std::is_nothrow_convertible_v<const S&, StreamRef>, "on_stream takes a StreamRef or a Stream");
   reclaim();  // (one load when no host function's callable is waiting)
   CUstream q = stream.raw();
   if (OXICUDA_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
-    return on_default_stream(stream, q, where, call);
+    return on_default_stream(StreamRef(stream), q, where, call);
   }
   return call(q);
 }
 
-}  // namespace detail
-
-inline void StreamRef::synchronize(SourceLocation where) const {
-  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-  });
-  detail::reclaim();
+// The calls that StreamRef and Stream share, on either.
+template <class S>
+void synchronize_on(const S& stream, SourceLocation where) {
+  on_stream(stream, "oxicuda::Stream::synchronize", where,
+            [where](CUstream q) { check(OXICUDA_DRIVER(StreamSynchronize, q), where); });
+  reclaim();
 }
 
-inline bool StreamRef::ready(SourceLocation where) const {
-  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [where](CUstream q) {
-    const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
+template <class S>
+bool ready_on(const S& stream, SourceLocation where) {
+  return on_stream(stream, "oxicuda::Stream::ready", where, [where](CUstream q) {
+    const Outcome r = OXICUDA_DRIVER(StreamQuery, q);
     if (OXICUDA_LIKELY(r.ok())) return true;
-    if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
+    if (r.result != ffi::CUDA_ERROR_NOT_READY) fail(r, where);
     return false;
   });
 }
 
-inline void StreamRef::record(const Event& event, SourceLocation where) const {
+template <class S>
+void record_on(const S& stream, const Event& event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::on_stream(*this, "oxicuda::Stream::record", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
-  });
+  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
+  on_stream(stream, "oxicuda::Stream::record", where,
+            [e, where](CUstream q) { check(OXICUDA_DRIVER(EventRecord, e, q), where); });
 }
 
-inline void StreamRef::wait(const Event& event, SourceLocation where) const {
+template <class S>
+void wait_on(const S& stream, const Event& event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::on_stream(*this, "oxicuda::Stream::wait", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
-  });
+  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
+  on_stream(stream, "oxicuda::Stream::wait", where,
+            [e, where](CUstream q) { check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where); });
 }
+
+}  // namespace detail
+
+inline void StreamRef::synchronize(SourceLocation where) const { detail::synchronize_on(*this, where); }
+inline bool StreamRef::ready(SourceLocation where) const { return detail::ready_on(*this, where); }
+inline void StreamRef::record(const Event& event, SourceLocation where) const {
+  detail::record_on(*this, event, where);
+}
+inline void StreamRef::wait(const Event& event, SourceLocation where) const { detail::wait_on(*this, event, where); }
 
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/driver/stream_ref.hpp ----
@@ -3910,18 +3922,18 @@ class Stream {
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
-  void synchronize(SourceLocation where = SourceLocation::current()) const { StreamRef(*this).synchronize(where); }
+  void synchronize(SourceLocation where = SourceLocation::current()) const { detail::synchronize_on(*this, where); }
   // True when all work enqueued so far has completed (cuStreamQuery).
   [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const {
-    return StreamRef(*this).ready(where);
+    return detail::ready_on(*this, where);
   }
   // Records `event` at this point of the queue (cuEventRecord).
   void record(const Event& event, SourceLocation where = SourceLocation::current()) const {
-    StreamRef(*this).record(event, where);
+    detail::record_on(*this, event, where);
   }
   // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
   void wait(const Event& event, SourceLocation where = SourceLocation::current()) const {
-    StreamRef(*this).wait(event, where);
+    detail::wait_on(*this, event, where);
   }
   // Runs `fn()` on a driver thread once the work before it has completed
   // (cuLaunchHostFunc). `fn` must not call CUDA; an exception it throws goes
@@ -5653,12 +5665,6 @@ struct Located {
   SourceLocation where;
   // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
   Located(T v, SourceLocation w = SourceLocation::current()) noexcept : value(v), where(w) {}
-  // From what converts to T (a Stream to its StreamRef): the conversion is
-  // made here, as the language allows no second user-defined one on the way.
-  template <class U>
-    requires(!std::is_same_v<std::remove_cvref_t<U>, Located> && std::is_nothrow_convertible_v<const U&, T>)
-  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
-  Located(const U& v, SourceLocation w = SourceLocation::current()) noexcept : value(v), where(w) {}
 };
 
 // How an argument becomes a parameter of type P: device buffers and spans
@@ -5894,7 +5900,9 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 
 // Enqueues the kernel with its packed arguments: one driver call on the
 // plain path. `params` points to the arguments, in parameter order.
-inline void enqueue(StreamRef stream, const Function& fn, const LaunchConfig& cfg, void** params,
+// `stream` is a StreamRef or a Stream (see on_stream).
+template <class S>
+inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
   if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
     check_cluster(fn, cfg, "oxicuda::launch", where);
@@ -5908,6 +5916,25 @@ inline void enqueue(StreamRef stream, const Function& fn, const LaunchConfig& cf
 
 }  // namespace detail
 
+namespace detail {
+template <class S, class... Args>
+inline void launch_function(const S& stream, const Function& fn, const LaunchConfig& cfg, SourceLocation where,
+                     const Args&... args) {
+  static_assert((untyped_argument_v<Args> && ...),
+                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
+                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  enqueue(stream, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, where);
+}
+
+}  // namespace detail
+
+// Each launch below takes the stream as a StreamRef (a view: a stream that
+// other code owns, for this call) or as a Stream. The Stream forms are the
+// same launch; they exist so that a Stream's context pointer is read only
+// on the default streams' branch, not converted to a view on every launch.
+
 // Launches an untyped Function: each argument is passed by address and must
 // have exactly the type of the kernel's parameter (a device pointer, an
 // unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
@@ -5919,19 +5946,24 @@ inline void enqueue(StreamRef stream, const Function& fn, const LaunchConfig& cf
 template <class... Args>
 inline void launch(detail::Located<StreamRef> stream, const Function& fn, const LaunchConfig& cfg,
                    const Args&... args) {
-  static_assert((detail::untyped_argument_v<Args> && ...),
-                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
-                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
-                "Kernel<Sig>, which converts buffers to their pointer)");
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
+  detail::launch_function(stream.value, fn, cfg, stream.where, args...);
+}
+template <class... Args>
+inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
+                   const Args&... args) {
+  detail::launch_function(stream.value, fn, cfg, stream.where, args...);
 }
 
 // The same with grid, block and dynamic shared memory spelled out.
 template <class... Args>
 inline void launch(detail::Located<StreamRef> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
+  detail::launch_function(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, stream.where, args...);
+}
+template <class... Args>
+inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
+                   unsigned shared_bytes, const Args&... args) {
+  detail::launch_function(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, stream.where, args...);
 }
 
 // Launches a typed Kernel: each argument is converted to its parameter type
@@ -5943,6 +5975,14 @@ inline void launch(detail::Located<StreamRef> stream, const Function& fn, Dim3 g
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
 inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
+}
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
   detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);

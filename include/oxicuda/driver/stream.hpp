@@ -158,18 +158,18 @@ class Stream {
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
-  void synchronize(SourceLocation where = SourceLocation::current()) const { StreamRef(*this).synchronize(where); }
+  void synchronize(SourceLocation where = SourceLocation::current()) const { detail::synchronize_on(*this, where); }
   // True when all work enqueued so far has completed (cuStreamQuery).
   [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const {
-    return StreamRef(*this).ready(where);
+    return detail::ready_on(*this, where);
   }
   // Records `event` at this point of the queue (cuEventRecord).
   void record(const Event& event, SourceLocation where = SourceLocation::current()) const {
-    StreamRef(*this).record(event, where);
+    detail::record_on(*this, event, where);
   }
   // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
   void wait(const Event& event, SourceLocation where = SourceLocation::current()) const {
-    StreamRef(*this).wait(event, where);
+    detail::wait_on(*this, event, where);
   }
   // Runs `fn()` on a driver thread once the work before it has completed
   // (cuLaunchHostFunc). `fn` must not call CUDA; an exception it throws goes

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "event.hpp"
 
@@ -88,54 +89,65 @@ OXICUDA_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, Sour
 }
 
 // Every enqueue on a stream goes through here: `call(q)` with the stream's
-// driver handle. An empty stream is an Error naming `operation`. Raw
-// handles 0 (empty), 1 and 2 (the default streams) share one unlikely
-// branch, so an ordinary stream pays one compare, as it did for the
-// emptiness check alone. A Stream passed here converts to its StreamRef
-// (two loads, no count).
-template <class Call>
-decltype(auto) on_stream(StreamRef stream, const char* operation, SourceLocation where, Call&& call) {
+// driver handle. `stream` is a StreamRef or a Stream (whose context is read
+// on the default streams' branch only: one load less on its hot path than
+// converting it to a StreamRef first). An empty stream is an Error naming
+// `operation`. Raw handles 0 (empty), 1 and 2 (the default streams) share
+// one unlikely branch, so an ordinary stream pays one compare, as it did
+// for the emptiness check alone.
+template <class S, class Call>
+inline decltype(auto) on_stream(const S& stream, const char* operation, SourceLocation where, Call&& call) {
+  static_assert(std::is_nothrow_convertible_v<const S&, StreamRef>, "on_stream takes a StreamRef or a Stream");
   reclaim();  // (one load when no host function's callable is waiting)
   CUstream q = stream.raw();
   if (OXICUDA_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
-    return on_default_stream(stream, q, where, call);
+    return on_default_stream(StreamRef(stream), q, where, call);
   }
   return call(q);
 }
 
-}  // namespace detail
-
-inline void StreamRef::synchronize(SourceLocation where) const {
-  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-  });
-  detail::reclaim();
+// The calls that StreamRef and Stream share, on either.
+template <class S>
+void synchronize_on(const S& stream, SourceLocation where) {
+  on_stream(stream, "oxicuda::Stream::synchronize", where,
+            [where](CUstream q) { check(OXICUDA_DRIVER(StreamSynchronize, q), where); });
+  reclaim();
 }
 
-inline bool StreamRef::ready(SourceLocation where) const {
-  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [where](CUstream q) {
-    const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
+template <class S>
+bool ready_on(const S& stream, SourceLocation where) {
+  return on_stream(stream, "oxicuda::Stream::ready", where, [where](CUstream q) {
+    const Outcome r = OXICUDA_DRIVER(StreamQuery, q);
     if (OXICUDA_LIKELY(r.ok())) return true;
-    if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
+    if (r.result != ffi::CUDA_ERROR_NOT_READY) fail(r, where);
     return false;
   });
 }
 
-inline void StreamRef::record(const Event& event, SourceLocation where) const {
+template <class S>
+void record_on(const S& stream, const Event& event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::on_stream(*this, "oxicuda::Stream::record", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
-  });
+  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
+  on_stream(stream, "oxicuda::Stream::record", where,
+            [e, where](CUstream q) { check(OXICUDA_DRIVER(EventRecord, e, q), where); });
 }
 
-inline void StreamRef::wait(const Event& event, SourceLocation where) const {
+template <class S>
+void wait_on(const S& stream, const Event& event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::on_stream(*this, "oxicuda::Stream::wait", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
-  });
+  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
+  on_stream(stream, "oxicuda::Stream::wait", where,
+            [e, where](CUstream q) { check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where); });
 }
+
+}  // namespace detail
+
+inline void StreamRef::synchronize(SourceLocation where) const { detail::synchronize_on(*this, where); }
+inline bool StreamRef::ready(SourceLocation where) const { return detail::ready_on(*this, where); }
+inline void StreamRef::record(const Event& event, SourceLocation where) const {
+  detail::record_on(*this, event, where);
+}
+inline void StreamRef::wait(const Event& event, SourceLocation where) const { detail::wait_on(*this, event, where); }
 
 OXICUDA_NAMESPACE_END

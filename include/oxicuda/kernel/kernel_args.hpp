@@ -58,12 +58,6 @@ struct Located {
   SourceLocation where;
   // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
   Located(T v, SourceLocation w = SourceLocation::current()) noexcept : value(v), where(w) {}
-  // From what converts to T (a Stream to its StreamRef): the conversion is
-  // made here, as the language allows no second user-defined one on the way.
-  template <class U>
-    requires(!std::is_same_v<std::remove_cvref_t<U>, Located> && std::is_nothrow_convertible_v<const U&, T>)
-  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
-  Located(const U& v, SourceLocation w = SourceLocation::current()) noexcept : value(v), where(w) {}
 };
 
 // How an argument becomes a parameter of type P: device buffers and spans
