@@ -2916,15 +2916,19 @@ OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 
-// The shared state behind oxicuda's handles (a context's owner, a stream's
-// or event's InContext, a module's or function's State) derives from Owned
+// The shared state behind oxicuda's handles (a context's owner, an event's
+// InContext, a module's or function's State, a graph's) derives from Owned
 // and is held through Shared<T>, an intrusive count: the count lives in the
 // state, so a handle is one pointer, a copy one atomic increment, and the
 // last drop one atomic decrement, the state's destructor (not virtual:
 // Shared<T> knows the state's type) and the block's return to a per-thread
-// cache. No std::shared_ptr: its control block (a second count, two virtual
-// calls on the last drop) cost event creation 5-8% on the H200, and its
-// templates a share of every translation unit's compile time.
+// cache. These handles do not use std::shared_ptr: its control block (a
+// second count, two virtual calls on the last drop, a malloc per handle)
+// cost event creation 5-8% on the H200, against a budget of 1.10x the raw
+// create + destroy that Shared<T> meets (1.098x). A Stream is the one
+// exception: a std::shared_ptr<CUstream_st> with a named deleter
+// (stream.hpp), so that users can hold and adopt it as one; a stream's
+// creation costs the driver far more than the control block does.
 struct Owned {
   Owned() noexcept = default;
   Owned(const Owned&) = delete;
@@ -3522,8 +3526,9 @@ OXICUDA_NAMESPACE_END
 
 // ---- begin oxicuda/driver/in_context.hpp ----
 // oxicuda/driver/in_context.hpp — SharedHandle, a shared handle to a driver object that
-// lives in a context (a stream, an event): the object is destroyed once, when
-// the last handle drops, and every handle keeps the context alive.
+// lives in a context (an event): the object is destroyed once, when the last
+// handle drops, and every handle keeps the context alive. (A Stream is a
+// std::shared_ptr with a deleter instead, see stream.hpp.)
 
 #include <utility>
 
@@ -3532,8 +3537,8 @@ OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 
-// The state behind a driver object that lives in a context (a stream, an
-// event): the raw handle, the context it keeps alive, and whether it owns
+// The state behind a driver object that lives in a context (an event): the
+// raw handle, the context it keeps alive, and whether it owns
 // the object (false: borrowed, never destroyed). Destroying the state
 // destroys an owned object first (Destroy, a direct call), then releases
 // the context.
@@ -3705,22 +3710,174 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
 OXICUDA_NAMESPACE_END
 // ---- end oxicuda/driver/event.hpp ----
 
-// ---- begin oxicuda/driver/stream.hpp ----
-// oxicuda/driver/stream.hpp — Stream: a queue of work on the GPU. Copies are
-// handles to one queue; record/wait tie queues together through events.
+// ---- begin oxicuda/driver/stream_ref.hpp ----
+// oxicuda/driver/stream_ref.hpp — StreamRef: a non-owning view of a stream
+// (cudax's stream_ref), what the functions that only enqueue take; and the
+// enqueue path every stream call goes through (detail::on_stream).
 
 #include <cstdint>
-#include <utility>
+#include <type_traits>
 
 
 OXICUDA_NAMESPACE_BEGIN
 
+// A stream by its raw handle and, beside it, a pointer to the Context it
+// lives in: two words, trivially copyable, no count, no allocation. An
+// owning Stream converts to one for free (implicitly), and every function
+// that only enqueues (record, wait, copy_async, fill_async, launch, ...)
+// takes one, so a stream that other code owns can be used for one call
+// without making a handle to it:
+//   launch(StreamRef(their_stream, ctx), kernel, cfg, args...);
+//
+// A StreamRef owns nothing: it must not outlive the stream, nor the Context
+// object it points to (a Stream's StreamRef points into the Stream's shared
+// state, alive while any copy of that Stream is). Keep one for a call or a
+// loop; to keep a stream, keep a Stream.
+//
+// The context matters only for the default streams (CU_STREAM_LEGACY,
+// CU_STREAM_PER_THREAD), which the driver resolves against the calling
+// thread's current context: a call on one makes the StreamRef's context
+// current around it (as a Stream's does). An ordinary stream's call is one
+// driver call; the driver takes the context from the stream.
+class StreamRef {
+ public:
+  // An empty view: every use is an Error (CUDA_ERROR_INVALID_HANDLE).
+  StreamRef() noexcept = default;
+  // `raw` in `ctx`, which must outlive the view (a temporary Context is
+  // refused at compile time). A null `raw` means the legacy default stream,
+  // as in Stream::borrow.
+  StreamRef(CUstream raw, const Context& ctx) noexcept : raw_(raw ? raw : ffi::stream_legacy()), context_(&ctx) {}
+  StreamRef(CUstream raw, const Context&& ctx) = delete;
+  // `raw` with no context known: a default stream's call then goes to the
+  // context current on the calling thread (the driver's own rule).
+  explicit StreamRef(CUstream raw) noexcept : raw_(raw ? raw : ffi::stream_legacy()) {}
+
+  [[nodiscard]] CUstream raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  // The stream's context as given (an empty Context when none was).
+  [[nodiscard]] const Context& context() const noexcept { return context_ ? *context_ : no_context(); }
+  // Whether both are the same driver queue (see Stream::is_same_queue).
+  [[nodiscard]] bool is_same_queue(StreamRef other) const noexcept {
+    const CUstream q = raw_;
+    if (q != other.raw_ || q == ffi::stream_per_thread()) return false;
+    return q != ffi::stream_legacy() || context().raw() == other.context().raw();
+  }
+
+  // As Stream's members of the same names (stream.hpp).
+  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
+  void record(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
+
+ private:
+  friend class Stream;
+  struct Exact {};
+  // A Stream's view: its raw handle as it is (null stays empty).
+  StreamRef(CUstream raw, const Context* ctx, Exact) noexcept : raw_(raw), context_(ctx) {}
+  static const Context& no_context() noexcept {
+    static const Context none;
+    return none;
+  }
+  CUstream raw_ = nullptr;
+  const Context* context_ = nullptr;
+};
+
 namespace detail {
-inline void destroy_stream(CUstream_st* s) noexcept {
-  check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
+
+// Whether a stream's raw handle is empty (0) or a default stream (1, the
+// legacy one; 2, the per-thread one): the handles whose calls need the
+// stream's context current.
+inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std::uintptr_t>(q) <= 2; }
+
+// A default stream's call, with the stream's context current around it.
+// (The call is taken by value so that the hot path, which calls it in
+// place, need not give its captures an address.)
+template <class Call>
+OXICUDA_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, SourceLocation where, Call call) {
+  if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
+  SwitchCurrent current(stream.context().raw(), where);
+  return call(q);
+}
+
+// Every enqueue on a stream goes through here: `call(q)` with the stream's
+// driver handle. `stream` is a StreamRef or a Stream (whose context is read
+// on the default streams' branch only: one load less on its hot path than
+// converting it to a StreamRef first). An empty stream is an Error naming
+// `operation`. Raw handles 0 (empty), 1 and 2 (the default streams) share
+// one unlikely branch, so an ordinary stream pays one compare, as it did
+// for the emptiness check alone.
+template <class S, class Call>
+inline decltype(auto) on_stream(const S& stream, const char* operation, SourceLocation where, Call&& call) {
+  static_assert(std::is_nothrow_convertible_v<const S&, StreamRef>, "on_stream takes a StreamRef or a Stream");
+  reclaim();  // (one load when no host function's callable is waiting)
+  CUstream q = stream.raw();
+  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
+    if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
+    return on_default_stream(StreamRef(stream), q, where, call);
+  }
+  return call(q);
+}
+
+// The calls that StreamRef and Stream share, on either.
+template <class S>
+void synchronize_on(const S& stream, SourceLocation where) {
+  on_stream(stream, "oxicuda::Stream::synchronize", where,
+            [where](CUstream q) { check(OXICUDA_DRIVER(StreamSynchronize, q), where); });
   reclaim();
 }
+
+template <class S>
+bool ready_on(const S& stream, SourceLocation where) {
+  return on_stream(stream, "oxicuda::Stream::ready", where, [where](CUstream q) {
+    const Outcome r = OXICUDA_DRIVER(StreamQuery, q);
+    if (OXICUDA_LIKELY(r.ok())) return true;
+    if (r.result != ffi::CUDA_ERROR_NOT_READY) fail(r, where);
+    return false;
+  });
+}
+
+template <class S>
+void record_on(const S& stream, const Event& event, SourceLocation where) {
+  CUevent e = event.raw();
+  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
+  on_stream(stream, "oxicuda::Stream::record", where,
+            [e, where](CUstream q) { check(OXICUDA_DRIVER(EventRecord, e, q), where); });
+}
+
+template <class S>
+void wait_on(const S& stream, const Event& event, SourceLocation where) {
+  CUevent e = event.raw();
+  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
+  on_stream(stream, "oxicuda::Stream::wait", where,
+            [e, where](CUstream q) { check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where); });
+}
+
 }  // namespace detail
+
+inline void StreamRef::synchronize(SourceLocation where) const { detail::synchronize_on(*this, where); }
+inline bool StreamRef::ready(SourceLocation where) const { return detail::ready_on(*this, where); }
+inline void StreamRef::record(const Event& event, SourceLocation where) const {
+  detail::record_on(*this, event, where);
+}
+inline void StreamRef::wait(const Event& event, SourceLocation where) const { detail::wait_on(*this, event, where); }
+
+OXICUDA_NAMESPACE_END
+// ---- end oxicuda/driver/stream_ref.hpp ----
+
+// ---- begin oxicuda/driver/stream.hpp ----
+// oxicuda/driver/stream.hpp — Stream: a queue of work on the GPU. Copies are
+// handles to one queue; record/wait tie queues together through events.
+
+#include <memory>
+#include <utility>
+
+
+// A Stream finds its deleter with std::get_deleter, which needs RTTI.
+#if !defined(__cpp_rtti) && !defined(__GXX_RTTI) && !defined(_CPPRTTI)
+#error "oxicuda: oxicuda::Stream finds its deleter with std::get_deleter, which needs RTTI (remove -fno-rtti / /GR-)"
+#endif
+
+OXICUDA_NAMESPACE_BEGIN
 
 // Options for a new stream, taken by designated initializers:
 //   Stream s{ctx, {.priority = -1}}
@@ -3733,16 +3890,55 @@ struct StreamOptions {
   bool non_blocking = true;
 };
 
+// The deleter of every Stream's std::shared_ptr<CUstream_st> (reach it with
+// std::get_deleter<StreamDeleter>(stream.shared())). It keeps the stream's
+// context alive for as long as the stream lives, and when the last handle
+// drops (on whichever thread) it destroys the stream once, with one
+// cuStreamDestroy_v2, if the stream is oxicuda's own; a failure there goes to
+// the diagnostic hook (check_nothrow), never out as an exception. A borrowed
+// stream's deleter destroys nothing, and an adopted one's (Stream::adopt)
+// drops its hold on the shared_ptr it was given, whose own deleter runs when
+// that pointer's last copy is gone. The context and that hold are released
+// by the call itself, not when the control block goes: a std::weak_ptr kept
+// to the stream keeps neither alive.
+class StreamDeleter {
+ public:
+  StreamDeleter(Context ctx, bool owns, std::shared_ptr<CUstream_st> adopted = {}) noexcept
+      : context_(std::move(ctx)), adopted_(std::move(adopted)), owns_(owns) {}
+
+  void operator()(CUstream_st* s) noexcept {
+    if (owns_) {
+      detail::check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
+      detail::reclaim();
+    }
+    adopted_.reset();
+    context_ = Context();
+  }
+
+  [[nodiscard]] const Context& context() const noexcept { return context_; }
+  // Whether the call destroys the stream (false: borrowed or adopted).
+  [[nodiscard]] bool owns() const noexcept { return owns_; }
+
+ private:
+  Context context_;
+  std::shared_ptr<CUstream_st> adopted_;  // Stream::adopt's pointer, else empty
+  bool owns_;
+};
+
 // A CUDA stream (a GPU command queue).
 //
 // A Stream is a shared handle, not a unique owner: a copy is another handle
 // to the same queue (raw() is equal, is_same_queue() is true), and the queue
 // is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
 // subsystems that each hold "their" stream can be given one queue, and their
-// work is ordered by stream order alone. Every handle keeps the stream's
-// context alive. The handle is a pointer to a counted state (handle.hpp)
-// that owns the queue and its context, and the raw CUstream beside it: a
-// copy costs one atomic increment, raw() reads no indirection.
+// work is ordered by stream order alone. The handle is a
+// std::shared_ptr<CUstream_st> (shared(): keep a std::weak_ptr to it, or
+// hand it to code that takes one) whose deleter, a StreamDeleter, destroys
+// the queue and keeps its context alive; beside it, a pointer to that
+// context inside the deleter, so that context() reads no further (the
+// deleter is found once, by std::get_deleter, when the handle is made). A
+// copy costs the shared_ptr's atomic increment; raw() is the shared_ptr's
+// stored pointer, a plain load.
 //
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
@@ -3750,13 +3946,24 @@ struct StreamOptions {
 // driver by the GPU suite). The default streams are the exception: the
 // driver resolves CU_STREAM_LEGACY and CU_STREAM_PER_THREAD against the
 // calling thread's current context, so a default-stream handle makes its
-// own context current around each call (see detail::on_stream).
+// own context current around each call (see detail::on_stream). A Stream
+// converts to a StreamRef (stream_ref.hpp) for free: what the functions that
+// only enqueue take.
 class Stream {
  public:
   Stream() noexcept = default;
   // A new stream in `ctx`. The context is made current for the creation and
   // the thread's previous context restored.
   explicit Stream(const Context& ctx, StreamOptions options = {}, SourceLocation where = SourceLocation::current());
+  Stream(const Stream&) noexcept = default;
+  Stream& operator=(const Stream&) noexcept = default;
+  // A moved-from Stream is empty: using it is an Error.
+  Stream(Stream&& o) noexcept : queue_(std::move(o.queue_)), context_(std::exchange(o.context_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept {
+    queue_ = std::move(o.queue_);
+    context_ = std::exchange(o.context_, nullptr);
+    return *this;
+  }
 
   // A handle to a stream that other code owns; oxicuda never destroys it.
   // The first form asks the driver for the stream's context
@@ -3774,34 +3981,61 @@ class Stream {
   [[nodiscard]] static Stream per_thread_default(Context ctx) {
     return borrow(ffi::stream_per_thread(), std::move(ctx));
   }
+  // A handle to a stream you already hold in a std::shared_ptr with a
+  // deleter of your own: the Stream keeps a copy of `queue` (and the
+  // context) until its last handle drops, and your deleter runs, as ever,
+  // when the last copy of your pointer is gone; oxicuda never destroys the
+  // stream itself. The first form takes your word for the context; the
+  // second asks the driver (cuStreamGetCtx). An empty `queue` is an Error.
+  // (The Stream's shared() is a pointer of its own, sharing your
+  // pointer's stream but not its count.)
+  [[nodiscard]] static Stream adopt(std::shared_ptr<CUstream_st> queue, Context ctx,
+                                    SourceLocation where = SourceLocation::current());
+  [[nodiscard]] static Stream adopt(std::shared_ptr<CUstream_st> queue,
+                                    SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return queue_.get() != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept { return queue_.context(); }
-  // Whether the queue is destroyed when its last handle drops (false: borrowed).
-  [[nodiscard]] bool owns() const noexcept { return queue_.owns(); }
-  // How many handles share the queue (0 for an empty stream).
+  [[nodiscard]] const Context& context() const noexcept { return StreamRef(*this).context(); }
+  // The shared pointer behind the handle (empty for an empty Stream): keep a
+  // std::weak_ptr<CUstream_st> to watch the queue without keeping it, or
+  // std::get_deleter<StreamDeleter> on it. A copy of it keeps the queue
+  // alive as a Stream does.
+  [[nodiscard]] const std::shared_ptr<CUstream_st>& shared() const noexcept { return queue_; }
+  // Whether the queue is destroyed when its last handle drops (false: borrowed or adopted).
+  [[nodiscard]] bool owns() const noexcept {
+    const StreamDeleter* d = std::get_deleter<StreamDeleter>(queue_);
+    return d && d->owns();
+  }
+  // How many handles share the queue (0 for an empty stream); copies of
+  // shared() count too.
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
   // Whether both handles are the same driver queue: work on one queue is
   // ordered by stream order; across two it needs an event. The legacy
   // default stream is one queue per context. The per-thread default stream
   // is a different queue on every thread that uses a handle to it, so it is
   // never called the same queue as another (or itself): an event orders it.
-  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept {
-    const CUstream q = raw();
-    if (q != other.raw() || q == ffi::stream_per_thread()) return false;
-    return q != ffi::stream_legacy() || context().raw() == other.context().raw();
-  }
+  [[nodiscard]] bool is_same_queue(StreamRef other) const noexcept { return StreamRef(*this).is_same_queue(other); }
+
+  // The non-owning view, for free: valid while this stream (any copy) lives.
+  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
+  operator StreamRef() const noexcept { return {queue_.get(), context_, StreamRef::Exact{}}; }
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
-  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  void synchronize(SourceLocation where = SourceLocation::current()) const { detail::synchronize_on(*this, where); }
   // True when all work enqueued so far has completed (cuStreamQuery).
-  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const {
+    return detail::ready_on(*this, where);
+  }
   // Records `event` at this point of the queue (cuEventRecord).
-  void record(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void record(const Event& event, SourceLocation where = SourceLocation::current()) const {
+    detail::record_on(*this, event, where);
+  }
   // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
-  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const {
+    detail::wait_on(*this, event, where);
+  }
   // Runs `fn()` on a driver thread once the work before it has completed
   // (cuLaunchHostFunc). `fn` must not call CUDA; an exception it throws goes
   // to the diagnostic hook. The callable is not destroyed on the driver's
@@ -3819,7 +4053,12 @@ class Stream {
   [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
 
  private:
-  detail::SharedHandle<CUstream_st, detail::destroy_stream> queue_;
+  // The handle over `queue`, whose deleter is a StreamDeleter.
+  explicit Stream(std::shared_ptr<CUstream_st> queue) noexcept
+      : queue_(std::move(queue)), context_(&std::get_deleter<StreamDeleter>(queue_)->context()) {}
+  std::shared_ptr<CUstream_st> queue_;
+  // The context inside queue_'s deleter: alive as long as queue_ is.
+  const Context* context_ = nullptr;
 };
 
 namespace detail {
@@ -3839,49 +4078,13 @@ inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceL
 }
 }  // namespace detail
 
-// (The handle is built in place: no temporary handle moved into it.)
+// (If the shared_ptr's control block cannot be allocated, its constructor
+// calls the deleter: the new stream is destroyed before the error leaves.)
 inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
-    : queue_(ctx, detail::create_stream(ctx, options, where), true) {}
-
-namespace detail {
-
-// Whether a stream's raw handle is empty (0) or a default stream (1, the
-// legacy one; 2, the per-thread one): the handles whose calls need the
-// stream's context current.
-inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std::uintptr_t>(q) <= 2; }
-
-// A default stream's call, with the stream's context current around it.
-// (The call is taken by value so that the hot path, which calls it in
-// place, need not give its captures an address.)
-template <class Call>
-OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call call) {
-  if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
-  SwitchCurrent current(stream.context().raw(), where);
-  return call(q);
-}
-
-// Every enqueue on a stream goes through here: `call(q)` with the stream's
-// driver handle. An empty stream is an Error naming `operation`. Raw
-// handles 0 (empty), 1 and 2 (the default streams) share one unlikely
-// branch, so an ordinary stream pays one compare, as it did for the
-// emptiness check alone.
-template <class Call>
-decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
-  reclaim();  // (one load when no host function's callable is waiting)
-  CUstream q = stream.raw();
-  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
-    if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
-    return on_default_stream(stream, q, where, call);
-  }
-  return call(q);
-}
-
-}  // namespace detail
+    : Stream(std::shared_ptr<CUstream_st>(detail::create_stream(ctx, options, where), StreamDeleter(ctx, true))) {}
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
-  Stream s;
-  s.queue_ = {ctx, raw ? raw : ffi::stream_legacy(), false};
-  return s;
+  return Stream(std::shared_ptr<CUstream_st>(raw ? raw : ffi::stream_legacy(), StreamDeleter(std::move(ctx), false)));
 }
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
@@ -3890,36 +4093,17 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
   return borrow(raw, Context::borrow(ctx));
 }
 
-inline void Stream::synchronize(SourceLocation where) const {
-  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-  });
-  detail::reclaim();
+inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, Context ctx, SourceLocation where) {
+  if (!queue) detail::empty_handle("std::shared_ptr<CUstream_st>", "oxicuda::Stream::adopt", where);
+  CUstream raw = queue.get();
+  return Stream(std::shared_ptr<CUstream_st>(raw, StreamDeleter(std::move(ctx), false, std::move(queue))));
 }
 
-inline bool Stream::ready(SourceLocation where) const {
-  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [where](CUstream q) {
-    const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
-    if (OXICUDA_LIKELY(r.ok())) return true;
-    if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
-    return false;
-  });
-}
-
-inline void Stream::record(const Event& event, SourceLocation where) const {
-  CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::on_stream(*this, "oxicuda::Stream::record", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
-  });
-}
-
-inline void Stream::wait(const Event& event, SourceLocation where) const {
-  CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::on_stream(*this, "oxicuda::Stream::wait", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
-  });
+inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, SourceLocation where) {
+  if (!queue) detail::empty_handle("std::shared_ptr<CUstream_st>", "oxicuda::Stream::adopt", where);
+  CUcontext ctx = nullptr;
+  detail::check(OXICUDA_DRIVER(StreamGetCtx, queue.get(), &ctx), where);
+  return adopt(std::move(queue), Context::borrow(ctx), where);
 }
 
 inline int Stream::priority(SourceLocation where) const {
@@ -4301,7 +4485,7 @@ concept copyable = (device_range<Dst> || device_range<Src>) &&
 
 // Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
 template <class Enqueue>
-void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
+void on_stream_and_wait(StreamRef stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
   on_stream(stream, operation, where, [&](CUstream q) {
     enqueue(q);
     check(OXICUDA_DRIVER(StreamSynchronize, q), where);
@@ -4336,7 +4520,7 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
 // when it returns.
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+void copy(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::on_stream_and_wait(stream, "oxicuda::copy", where,
                              [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
 }
@@ -4344,7 +4528,7 @@ void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = Sou
 // Stream-ordered copy: enqueued on `stream`, one driver call.
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+void copy_async(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::copy_async", where,
                     [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
 }
@@ -4364,7 +4548,7 @@ void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+void fill(StreamRef stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
           SourceLocation where = SourceLocation::current()) {
   detail::on_stream_and_wait(stream, "oxicuda::fill", where,
                              [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
@@ -4372,7 +4556,7 @@ void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+void fill_async(StreamRef stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::fill_async", where,
                     [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
@@ -4387,14 +4571,14 @@ void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLoca
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+void fill_bytes(StreamRef stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
   detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
                              [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
 }
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+void fill_bytes_async(StreamRef stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
                     [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
@@ -5841,7 +6025,9 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 
 // Enqueues the kernel with its packed arguments: one driver call on the
 // plain path. `params` points to the arguments, in parameter order.
-inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+// `stream` is a StreamRef or a Stream (see on_stream).
+template <class S>
+inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
   if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
     check_cluster(fn, cfg, "oxicuda::launch", where);
@@ -5855,6 +6041,25 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 
 }  // namespace detail
 
+namespace detail {
+template <class S, class... Args>
+inline void launch_function(const S& stream, const Function& fn, const LaunchConfig& cfg, SourceLocation where,
+                     const Args&... args) {
+  static_assert((untyped_argument_v<Args> && ...),
+                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
+                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  enqueue(stream, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, where);
+}
+
+}  // namespace detail
+
+// Each launch below takes the stream as a StreamRef (a view: a stream that
+// other code owns, for this call) or as a Stream. The Stream forms are the
+// same launch; they exist so that a Stream's context pointer is read only
+// on the default streams' branch, not converted to a view on every launch.
+
 // Launches an untyped Function: each argument is passed by address and must
 // have exactly the type of the kernel's parameter (a device pointer, an
 // unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
@@ -5864,21 +6069,26 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 // DeviceSpan (pass buffer.data(): the untyped path converts nothing; a
 // Kernel<Sig> converts buffers to their pointer).
 template <class... Args>
+inline void launch(detail::Located<StreamRef> stream, const Function& fn, const LaunchConfig& cfg,
+                   const Args&... args) {
+  detail::launch_function(stream.value, fn, cfg, stream.where, args...);
+}
+template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
                    const Args&... args) {
-  static_assert((detail::untyped_argument_v<Args> && ...),
-                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
-                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
-                "Kernel<Sig>, which converts buffers to their pointer)");
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
+  detail::launch_function(stream.value, fn, cfg, stream.where, args...);
 }
 
 // The same with grid, block and dynamic shared memory spelled out.
 template <class... Args>
+inline void launch(detail::Located<StreamRef> stream, const Function& fn, Dim3 grid, Dim3 block,
+                   unsigned shared_bytes, const Args&... args) {
+  detail::launch_function(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, stream.where, args...);
+}
+template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
+  detail::launch_function(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, stream.where, args...);
 }
 
 // Launches a typed Kernel: each argument is converted to its parameter type
@@ -5887,6 +6097,14 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // or the wrong number of them, does not compile. One cuLaunchKernel on the
 // plain path; no allocation, no context switch.
 // clang-format off
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
+}
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
 inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,

@@ -28,6 +28,7 @@ struct Fake {
   fake_hold_user_object_destructors_fn hold_user_object_destructors;
   fake_hold_fn hold;
   fake_pending_fn pending;
+  fake_stream_destroys_fn stream_destroys;
 
   // The fake that oxicuda loaded (loading it first if need be).
   static Fake& get() {
@@ -54,6 +55,7 @@ struct Fake {
           dlsym(lib, "fake_hold_user_object_destructors"));
       x.hold = reinterpret_cast<fake_hold_fn>(dlsym(lib, "fake_hold"));
       x.pending = reinterpret_cast<fake_pending_fn>(dlsym(lib, "fake_pending"));
+      x.stream_destroys = reinterpret_cast<fake_stream_destroys_fn>(dlsym(lib, "fake_stream_destroys"));
       return x;
     }();
     return f;

@@ -23,6 +23,7 @@ namespace {
 std::atomic<std::size_t> watched_size{0};
 std::atomic<long> watched_count{0};
 std::atomic<long> fail_at{0};
+std::atomic<std::size_t> last_size{0};  // the last allocation's size
 
 void watch(std::size_t bytes, long fail_nth) {
   watched_size = 0;
@@ -33,6 +34,7 @@ void watch(std::size_t bytes, long fail_nth) {
 }  // namespace
 
 void* operator new(std::size_t n) {
+  last_size = n;
   if (n != 0 && n == watched_size.load() && watched_count.fetch_add(1) + 1 == fail_at.load()) throw std::bad_alloc();
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
@@ -55,13 +57,13 @@ int main() {
   // allocations of a state's size on the way; the state's block is the last
   // of them. Making a second, that allocation fails: std::bad_alloc must come
   // out, and the driver object made before it must be given back.
-  auto fails_cleanly = [&](const char* kind, auto make) {
-    watch(detail::state_bytes, 0);
+  auto fails_cleanly = [&](const char* kind, auto make, std::size_t state_size = detail::state_bytes) {
+    watch(state_size, 0);
     auto held = make();
     const long nth = watched_count.load();
     const long before = live(kind);
     bool threw = false;
-    watch(detail::state_bytes, nth);
+    watch(state_size, nth);
     try {
       (void)make();
     } catch (const std::bad_alloc&) {
@@ -76,7 +78,15 @@ int main() {
     return held;
   };
   const Event e = fails_cleanly("event", [&] { return Event{ctx}; });
-  const Stream s = fails_cleanly("stream", [&] { return Stream{ctx}; });
+  // A Stream's state is its std::shared_ptr's control block, the last
+  // allocation of a Stream's making (its deleter destroys the stream when
+  // that allocation fails).
+  std::size_t control_block = 0;
+  {
+    const Stream probe{ctx};
+    control_block = last_size.load();
+  }
+  const Stream s = fails_cleanly("stream", [&] { return Stream{ctx}; }, control_block);
   const Context c = fails_cleanly("context", [] { return Context::create(Device::get(0)); });
   const Graph g = fails_cleanly("graph", [&] { return Graph{ctx}; });
   const GraphExec x = fails_cleanly("graph_exec", [&] { return GraphExec{g}; });

@@ -18,9 +18,12 @@ std::atomic<std::size_t> watched_size{0};
 std::atomic<long> watched_count{0};
 std::atomic<long> fail_at{0};
 std::atomic<bool> fail_all{false};
+std::atomic<std::size_t> last_size{0};
 }  // namespace
 
 long heap_allocations() { return allocations.load(); }
+// The size of the last operator new (single object) on any thread.
+std::size_t last_allocation_size() { return last_size.load(); }
 
 // Counts the allocations of exactly `bytes` bytes from now on; the
 // `fail_nth`-th of them (from 1; 0: none) throws std::bad_alloc.
@@ -36,6 +39,7 @@ void fail_every_allocation(bool on) { fail_all.store(on); }
 
 void* operator new(std::size_t n) {
   allocations.fetch_add(1, std::memory_order_relaxed);
+  last_size.store(n, std::memory_order_relaxed);
   if (fail_all.load(std::memory_order_relaxed)) throw std::bad_alloc();
   if (n != 0 && n == watched_size.load(std::memory_order_relaxed) && watched_count.fetch_add(1) + 1 == fail_at.load())
     throw std::bad_alloc();

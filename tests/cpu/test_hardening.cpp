@@ -511,6 +511,7 @@ TEST_CASE("out of memory everywhere: a state that cannot be allocated still give
   CHECK(released == 1);
 }
 long watched_allocations();
+std::size_t last_allocation_size();  // main.cpp
 
 TEST_CASE_FIXTURE(ContextTest, "out of memory: a handle whose state cannot be allocated gives its driver object back") {
   // Empty this thread's cache of state blocks, so that each new state needs
@@ -522,18 +523,27 @@ TEST_CASE_FIXTURE(ContextTest, "out of memory: a handle whose state cannot be al
   std::vector<Event> drain;
   for (unsigned i = 0; i <= oxicuda::detail::block_cache_limit; ++i) drain.emplace_back(ctx, EventOptions{.timing = false});
   const LiveCounts before = LiveCounts::take(fake);
-  auto fails_cleanly = [](auto make) {
-    watch_allocations_of(oxicuda::detail::state_bytes, 0);
+  auto fails_cleanly = [](auto make, std::size_t state_size = oxicuda::detail::state_bytes) {
+    watch_allocations_of(state_size, 0);
     auto held = make();
     const long nth = watched_allocations();
     INFO("allocations of a state's size while making the first: " << nth);
-    watch_allocations_of(oxicuda::detail::state_bytes, nth);
+    watch_allocations_of(state_size, nth);
     CHECK_THROWS_AS((void)make(), std::bad_alloc);
     watch_allocations_of(0, 0);
     return held;
   };
   const Event e = fails_cleanly([&] { return Event{ctx}; });
-  const Stream s = fails_cleanly([&] { return Stream{ctx}; });
+  // A Stream's state is its std::shared_ptr's control block, the last
+  // allocation of a Stream's making: when it cannot be allocated, the
+  // shared_ptr's constructor calls the deleter, which destroys the stream
+  // made just before.
+  std::size_t control_block = 0;
+  {
+    const Stream probe{ctx};
+    control_block = last_allocation_size();
+  }
+  const Stream s = fails_cleanly([&] { return Stream{ctx}; }, control_block);
   const Context created = fails_cleanly([] { return Context::create(Device::get(0)); });
   const Context primary = fails_cleanly([] { return Context::primary(Device::get(0)); });
   const Module m = fails_cleanly([&] { return Module::from_ptx(ctx, kFakePtx); });

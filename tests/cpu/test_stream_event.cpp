@@ -5,6 +5,7 @@
 #include "fixtures.hpp"
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -176,9 +177,10 @@ TEST_CASE_FIXTURE(StreamTest, "stream: host functions run, and their exceptions 
   CHECK(fake.host_funcs_run() == 2);
 }
 
-TEST_CASE_FIXTURE(ContextTest, "handles: copy, move and self-assignment keep the counts; a stream or event handle is two pointers") {
-  // The counted state (handle.hpp) and the raw handle beside it, no more.
-  static_assert(sizeof(Stream) == 2 * sizeof(void*));
+TEST_CASE_FIXTURE(ContextTest, "handles: copy, move and self-assignment keep the counts; a stream is a shared_ptr and a pointer, an event two pointers") {
+  // A Stream: its std::shared_ptr and the pointer to the context in its
+  // deleter. An Event: the counted state (handle.hpp) and the raw handle.
+  static_assert(sizeof(Stream) == sizeof(std::shared_ptr<CUstream_st>) + sizeof(void*));
   static_assert(sizeof(Event) == 2 * sizeof(void*));
   const long destroys = fake.calls("cuStreamDestroy");
   Stream a(ctx), b(ctx);

@@ -79,6 +79,9 @@ typedef void (*fake_hold_fn)(const void* stream, int hold);
 // The work waiting on a held stream; for a null stream, the work of
 // destroyed ones.
 typedef long (*fake_pending_fn)(const void* stream);
+// The cuStreamDestroy_v2 calls made on a stream handle since the fake
+// created it (or ever, for a handle it did not create: a default stream).
+typedef long (*fake_stream_destroys_fn)(const void* stream);
 
 // The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
 // fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as

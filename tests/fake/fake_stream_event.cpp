@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,10 @@ double clock_ms = 0;
 CUcontext last_enqueue_context = nullptr;
 // The pending work of held streams destroyed before it ran. Never destroyed, as `live`.
 std::vector<std::function<void()>>& orphans = *new std::vector<std::function<void()>>;
+// The cuStreamDestroy calls made on each handle (valid or not), from its
+// creation (a new stream at a freed stream's address starts again at 0).
+// Never destroyed, as `live`.
+std::unordered_map<const void*, long>& destroys_of = *new std::unordered_map<const void*, long>;
 
 // Runs a stream's pending work, in order (work it enqueues runs too).
 void drain(Stream* st) {
@@ -149,6 +154,12 @@ FAKE_EXPORT long fake_pending(const void* stream) {
   return alive(stream, Kind::stream) ? static_cast<long>(static_cast<const Stream*>(stream)->pending.size()) : -1;
 }
 
+FAKE_EXPORT long fake_stream_destroys(const void* stream) {
+  std::lock_guard lock(mu);
+  const auto it = destroys_of.find(stream);
+  return it == destroys_of.end() ? 0 : it->second;
+}
+
 FAKE_EXPORT const void* fake_last_context() {
   std::lock_guard lock(mu);
   return last_enqueue_context;
@@ -165,6 +176,7 @@ static CUresult create_stream(CUstream* ph, unsigned flags, int priority) {
   auto* s = new Stream{c, flags, priority, false, {}};
   std::lock_guard lock(mu);
   live[s] = Kind::stream;
+  destroys_of[s] = 0;
   *ph = reinterpret_cast<CUstream>(s);
   return CUDA_SUCCESS;
 }
@@ -182,6 +194,7 @@ CUresult fake_StreamCreateWithPriority(CUstream* ph, unsigned int flags, int pri
 CUresult fake_StreamDestroy(CUstream s) {
   FAKE_ENTRY(StreamDestroy);
   std::unique_lock lock(mu);
+  ++destroys_of[s];
   if (!alive(s, Kind::stream)) {
     ++invalid_destroys;
     return CUDA_ERROR_INVALID_HANDLE;

@@ -1,6 +1,7 @@
 // oxicuda/driver/in_context.hpp — SharedHandle, a shared handle to a driver object that
-// lives in a context (a stream, an event): the object is destroyed once, when
-// the last handle drops, and every handle keeps the context alive.
+// lives in a context (an event): the object is destroyed once, when the last
+// handle drops, and every handle keeps the context alive. (A Stream is a
+// std::shared_ptr with a deleter instead, see stream.hpp.)
 #pragma once
 
 #include <utility>
@@ -11,8 +12,8 @@ OXICUDA_NAMESPACE_BEGIN
 
 namespace detail {
 
-// The state behind a driver object that lives in a context (a stream, an
-// event): the raw handle, the context it keeps alive, and whether it owns
+// The state behind a driver object that lives in a context (an event): the
+// raw handle, the context it keeps alive, and whether it owns
 // the object (false: borrowed, never destroyed). Destroying the state
 // destroys an owned object first (Destroy, a direct call), then releases
 // the context.

@@ -2,19 +2,17 @@
 // handles to one queue; record/wait tie queues together through events.
 #pragma once
 
-#include <cstdint>
+#include <memory>
 #include <utility>
 
-#include "event.hpp"
+#include "stream_ref.hpp"
+
+// A Stream finds its deleter with std::get_deleter, which needs RTTI.
+#if !defined(__cpp_rtti) && !defined(__GXX_RTTI) && !defined(_CPPRTTI)
+#error "oxicuda: oxicuda::Stream finds its deleter with std::get_deleter, which needs RTTI (remove -fno-rtti / /GR-)"
+#endif
 
 OXICUDA_NAMESPACE_BEGIN
-
-namespace detail {
-inline void destroy_stream(CUstream_st* s) noexcept {
-  check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
-  reclaim();
-}
-}  // namespace detail
 
 // Options for a new stream, taken by designated initializers:
 //   Stream s{ctx, {.priority = -1}}
@@ -27,16 +25,55 @@ struct StreamOptions {
   bool non_blocking = true;
 };
 
+// The deleter of every Stream's std::shared_ptr<CUstream_st> (reach it with
+// std::get_deleter<StreamDeleter>(stream.shared())). It keeps the stream's
+// context alive for as long as the stream lives, and when the last handle
+// drops (on whichever thread) it destroys the stream once, with one
+// cuStreamDestroy_v2, if the stream is oxicuda's own; a failure there goes to
+// the diagnostic hook (check_nothrow), never out as an exception. A borrowed
+// stream's deleter destroys nothing, and an adopted one's (Stream::adopt)
+// drops its hold on the shared_ptr it was given, whose own deleter runs when
+// that pointer's last copy is gone. The context and that hold are released
+// by the call itself, not when the control block goes: a std::weak_ptr kept
+// to the stream keeps neither alive.
+class StreamDeleter {
+ public:
+  StreamDeleter(Context ctx, bool owns, std::shared_ptr<CUstream_st> adopted = {}) noexcept
+      : context_(std::move(ctx)), adopted_(std::move(adopted)), owns_(owns) {}
+
+  void operator()(CUstream_st* s) noexcept {
+    if (owns_) {
+      detail::check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
+      detail::reclaim();
+    }
+    adopted_.reset();
+    context_ = Context();
+  }
+
+  [[nodiscard]] const Context& context() const noexcept { return context_; }
+  // Whether the call destroys the stream (false: borrowed or adopted).
+  [[nodiscard]] bool owns() const noexcept { return owns_; }
+
+ private:
+  Context context_;
+  std::shared_ptr<CUstream_st> adopted_;  // Stream::adopt's pointer, else empty
+  bool owns_;
+};
+
 // A CUDA stream (a GPU command queue).
 //
 // A Stream is a shared handle, not a unique owner: a copy is another handle
 // to the same queue (raw() is equal, is_same_queue() is true), and the queue
 // is destroyed — one cuStreamDestroy_v2 — when the last handle drops. So two
 // subsystems that each hold "their" stream can be given one queue, and their
-// work is ordered by stream order alone. Every handle keeps the stream's
-// context alive. The handle is a pointer to a counted state (handle.hpp)
-// that owns the queue and its context, and the raw CUstream beside it: a
-// copy costs one atomic increment, raw() reads no indirection.
+// work is ordered by stream order alone. The handle is a
+// std::shared_ptr<CUstream_st> (shared(): keep a std::weak_ptr to it, or
+// hand it to code that takes one) whose deleter, a StreamDeleter, destroys
+// the queue and keeps its context alive; beside it, a pointer to that
+// context inside the deleter, so that context() reads no further (the
+// deleter is found once, by std::get_deleter, when the handle is made). A
+// copy costs the shared_ptr's atomic increment; raw() is the shared_ptr's
+// stored pointer, a plain load.
 //
 // Enqueueing (record, wait, query, synchronize, a launch) is one driver call
 // with no context switch: the driver takes the context from the stream, so
@@ -44,13 +81,24 @@ struct StreamOptions {
 // driver by the GPU suite). The default streams are the exception: the
 // driver resolves CU_STREAM_LEGACY and CU_STREAM_PER_THREAD against the
 // calling thread's current context, so a default-stream handle makes its
-// own context current around each call (see detail::on_stream).
+// own context current around each call (see detail::on_stream). A Stream
+// converts to a StreamRef (stream_ref.hpp) for free: what the functions that
+// only enqueue take.
 class Stream {
  public:
   Stream() noexcept = default;
   // A new stream in `ctx`. The context is made current for the creation and
   // the thread's previous context restored.
   explicit Stream(const Context& ctx, StreamOptions options = {}, SourceLocation where = SourceLocation::current());
+  Stream(const Stream&) noexcept = default;
+  Stream& operator=(const Stream&) noexcept = default;
+  // A moved-from Stream is empty: using it is an Error.
+  Stream(Stream&& o) noexcept : queue_(std::move(o.queue_)), context_(std::exchange(o.context_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept {
+    queue_ = std::move(o.queue_);
+    context_ = std::exchange(o.context_, nullptr);
+    return *this;
+  }
 
   // A handle to a stream that other code owns; oxicuda never destroys it.
   // The first form asks the driver for the stream's context
@@ -68,34 +116,61 @@ class Stream {
   [[nodiscard]] static Stream per_thread_default(Context ctx) {
     return borrow(ffi::stream_per_thread(), std::move(ctx));
   }
+  // A handle to a stream you already hold in a std::shared_ptr with a
+  // deleter of your own: the Stream keeps a copy of `queue` (and the
+  // context) until its last handle drops, and your deleter runs, as ever,
+  // when the last copy of your pointer is gone; oxicuda never destroys the
+  // stream itself. The first form takes your word for the context; the
+  // second asks the driver (cuStreamGetCtx). An empty `queue` is an Error.
+  // (The Stream's shared() is a pointer of its own, sharing your
+  // pointer's stream but not its count.)
+  [[nodiscard]] static Stream adopt(std::shared_ptr<CUstream_st> queue, Context ctx,
+                                    SourceLocation where = SourceLocation::current());
+  [[nodiscard]] static Stream adopt(std::shared_ptr<CUstream_st> queue,
+                                    SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return queue_.get() != nullptr; }
-  [[nodiscard]] const Context& context() const noexcept { return queue_.context(); }
-  // Whether the queue is destroyed when its last handle drops (false: borrowed).
-  [[nodiscard]] bool owns() const noexcept { return queue_.owns(); }
-  // How many handles share the queue (0 for an empty stream).
+  [[nodiscard]] const Context& context() const noexcept { return StreamRef(*this).context(); }
+  // The shared pointer behind the handle (empty for an empty Stream): keep a
+  // std::weak_ptr<CUstream_st> to watch the queue without keeping it, or
+  // std::get_deleter<StreamDeleter> on it. A copy of it keeps the queue
+  // alive as a Stream does.
+  [[nodiscard]] const std::shared_ptr<CUstream_st>& shared() const noexcept { return queue_; }
+  // Whether the queue is destroyed when its last handle drops (false: borrowed or adopted).
+  [[nodiscard]] bool owns() const noexcept {
+    const StreamDeleter* d = std::get_deleter<StreamDeleter>(queue_);
+    return d && d->owns();
+  }
+  // How many handles share the queue (0 for an empty stream); copies of
+  // shared() count too.
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
   // Whether both handles are the same driver queue: work on one queue is
   // ordered by stream order; across two it needs an event. The legacy
   // default stream is one queue per context. The per-thread default stream
   // is a different queue on every thread that uses a handle to it, so it is
   // never called the same queue as another (or itself): an event orders it.
-  [[nodiscard]] bool is_same_queue(const Stream& other) const noexcept {
-    const CUstream q = raw();
-    if (q != other.raw() || q == ffi::stream_per_thread()) return false;
-    return q != ffi::stream_legacy() || context().raw() == other.context().raw();
-  }
+  [[nodiscard]] bool is_same_queue(StreamRef other) const noexcept { return StreamRef(*this).is_same_queue(other); }
+
+  // The non-owning view, for free: valid while this stream (any copy) lives.
+  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
+  operator StreamRef() const noexcept { return {queue_.get(), context_, StreamRef::Exact{}}; }
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
-  void synchronize(SourceLocation where = SourceLocation::current()) const;
+  void synchronize(SourceLocation where = SourceLocation::current()) const { detail::synchronize_on(*this, where); }
   // True when all work enqueued so far has completed (cuStreamQuery).
-  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const {
+    return detail::ready_on(*this, where);
+  }
   // Records `event` at this point of the queue (cuEventRecord).
-  void record(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void record(const Event& event, SourceLocation where = SourceLocation::current()) const {
+    detail::record_on(*this, event, where);
+  }
   // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
-  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const {
+    detail::wait_on(*this, event, where);
+  }
   // Runs `fn()` on a driver thread once the work before it has completed
   // (cuLaunchHostFunc). `fn` must not call CUDA; an exception it throws goes
   // to the diagnostic hook. The callable is not destroyed on the driver's
@@ -113,7 +188,12 @@ class Stream {
   [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
 
  private:
-  detail::SharedHandle<CUstream_st, detail::destroy_stream> queue_;
+  // The handle over `queue`, whose deleter is a StreamDeleter.
+  explicit Stream(std::shared_ptr<CUstream_st> queue) noexcept
+      : queue_(std::move(queue)), context_(&std::get_deleter<StreamDeleter>(queue_)->context()) {}
+  std::shared_ptr<CUstream_st> queue_;
+  // The context inside queue_'s deleter: alive as long as queue_ is.
+  const Context* context_ = nullptr;
 };
 
 namespace detail {
@@ -133,49 +213,13 @@ inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceL
 }
 }  // namespace detail
 
-// (The handle is built in place: no temporary handle moved into it.)
+// (If the shared_ptr's control block cannot be allocated, its constructor
+// calls the deleter: the new stream is destroyed before the error leaves.)
 inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
-    : queue_(ctx, detail::create_stream(ctx, options, where), true) {}
-
-namespace detail {
-
-// Whether a stream's raw handle is empty (0) or a default stream (1, the
-// legacy one; 2, the per-thread one): the handles whose calls need the
-// stream's context current.
-inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std::uintptr_t>(q) <= 2; }
-
-// A default stream's call, with the stream's context current around it.
-// (The call is taken by value so that the hot path, which calls it in
-// place, need not give its captures an address.)
-template <class Call>
-OXICUDA_COLD decltype(auto) on_default_stream(const Stream& stream, CUstream q, SourceLocation where, Call call) {
-  if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
-  SwitchCurrent current(stream.context().raw(), where);
-  return call(q);
-}
-
-// Every enqueue on a stream goes through here: `call(q)` with the stream's
-// driver handle. An empty stream is an Error naming `operation`. Raw
-// handles 0 (empty), 1 and 2 (the default streams) share one unlikely
-// branch, so an ordinary stream pays one compare, as it did for the
-// emptiness check alone.
-template <class Call>
-decltype(auto) on_stream(const Stream& stream, const char* operation, SourceLocation where, Call&& call) {
-  reclaim();  // (one load when no host function's callable is waiting)
-  CUstream q = stream.raw();
-  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
-    if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
-    return on_default_stream(stream, q, where, call);
-  }
-  return call(q);
-}
-
-}  // namespace detail
+    : Stream(std::shared_ptr<CUstream_st>(detail::create_stream(ctx, options, where), StreamDeleter(ctx, true))) {}
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
-  Stream s;
-  s.queue_ = {ctx, raw ? raw : ffi::stream_legacy(), false};
-  return s;
+  return Stream(std::shared_ptr<CUstream_st>(raw ? raw : ffi::stream_legacy(), StreamDeleter(std::move(ctx), false)));
 }
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
@@ -184,36 +228,17 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
   return borrow(raw, Context::borrow(ctx));
 }
 
-inline void Stream::synchronize(SourceLocation where) const {
-  detail::on_stream(*this, "oxicuda::Stream::synchronize", where, [where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-  });
-  detail::reclaim();
+inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, Context ctx, SourceLocation where) {
+  if (!queue) detail::empty_handle("std::shared_ptr<CUstream_st>", "oxicuda::Stream::adopt", where);
+  CUstream raw = queue.get();
+  return Stream(std::shared_ptr<CUstream_st>(raw, StreamDeleter(std::move(ctx), false, std::move(queue))));
 }
 
-inline bool Stream::ready(SourceLocation where) const {
-  return detail::on_stream(*this, "oxicuda::Stream::ready", where, [where](CUstream q) {
-    const detail::Outcome r = OXICUDA_DRIVER(StreamQuery, q);
-    if (OXICUDA_LIKELY(r.ok())) return true;
-    if (r.result != ffi::CUDA_ERROR_NOT_READY) detail::fail(r, where);
-    return false;
-  });
-}
-
-inline void Stream::record(const Event& event, SourceLocation where) const {
-  CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
-  detail::on_stream(*this, "oxicuda::Stream::record", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(EventRecord, e, q), where);
-  });
-}
-
-inline void Stream::wait(const Event& event, SourceLocation where) const {
-  CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) detail::empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
-  detail::on_stream(*this, "oxicuda::Stream::wait", where, [e, where](CUstream q) {
-    detail::check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where);
-  });
+inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, SourceLocation where) {
+  if (!queue) detail::empty_handle("std::shared_ptr<CUstream_st>", "oxicuda::Stream::adopt", where);
+  CUcontext ctx = nullptr;
+  detail::check(OXICUDA_DRIVER(StreamGetCtx, queue.get(), &ctx), where);
+  return adopt(std::move(queue), Context::borrow(ctx), where);
 }
 
 inline int Stream::priority(SourceLocation where) const {

@@ -111,7 +111,9 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 
 // Enqueues the kernel with its packed arguments: one driver call on the
 // plain path. `params` points to the arguments, in parameter order.
-inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+// `stream` is a StreamRef or a Stream (see on_stream).
+template <class S>
+inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
   if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
     check_cluster(fn, cfg, "oxicuda::launch", where);
@@ -125,6 +127,25 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 
 }  // namespace detail
 
+namespace detail {
+template <class S, class... Args>
+inline void launch_function(const S& stream, const Function& fn, const LaunchConfig& cfg, SourceLocation where,
+                     const Args&... args) {
+  static_assert((untyped_argument_v<Args> && ...),
+                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
+                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
+                "Kernel<Sig>, which converts buffers to their pointer)");
+  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
+  enqueue(stream, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, where);
+}
+
+}  // namespace detail
+
+// Each launch below takes the stream as a StreamRef (a view: a stream that
+// other code owns, for this call) or as a Stream. The Stream forms are the
+// same launch; they exist so that a Stream's context pointer is read only
+// on the default streams' branch, not converted to a view on every launch.
+
 // Launches an untyped Function: each argument is passed by address and must
 // have exactly the type of the kernel's parameter (a device pointer, an
 // unsigned, ...); nothing is converted or checked. One cuLaunchKernel on the
@@ -134,21 +155,26 @@ inline void enqueue(const Stream& stream, const Function& fn, const LaunchConfig
 // DeviceSpan (pass buffer.data(): the untyped path converts nothing; a
 // Kernel<Sig> converts buffers to their pointer).
 template <class... Args>
+inline void launch(detail::Located<StreamRef> stream, const Function& fn, const LaunchConfig& cfg,
+                   const Args&... args) {
+  detail::launch_function(stream.value, fn, cfg, stream.where, args...);
+}
+template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, const LaunchConfig& cfg,
                    const Args&... args) {
-  static_assert((detail::untyped_argument_v<Args> && ...),
-                "oxicuda::launch (untyped Function): every argument is passed as its bytes, so it must be a "
-                "trivially copyable value and not a DeviceBuffer or DeviceSpan (pass .data(), or launch a "
-                "Kernel<Sig>, which converts buffers to their pointer)");
-  void* params[sizeof...(Args) > 0 ? sizeof...(Args) : 1] = {const_cast<void*>(static_cast<const void*>(&args))...};
-  detail::enqueue(stream.value, fn, cfg, sizeof...(Args) > 0 ? params : nullptr, stream.where);
+  detail::launch_function(stream.value, fn, cfg, stream.where, args...);
 }
 
 // The same with grid, block and dynamic shared memory spelled out.
 template <class... Args>
+inline void launch(detail::Located<StreamRef> stream, const Function& fn, Dim3 grid, Dim3 block,
+                   unsigned shared_bytes, const Args&... args) {
+  detail::launch_function(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, stream.where, args...);
+}
+template <class... Args>
 inline void launch(detail::Located<const Stream&> stream, const Function& fn, Dim3 grid, Dim3 block,
                    unsigned shared_bytes, const Args&... args) {
-  launch(stream, fn, LaunchConfig{grid, block, shared_bytes}, args...);
+  detail::launch_function(stream.value, fn, LaunchConfig{grid, block, shared_bytes}, stream.where, args...);
 }
 
 // Launches a typed Kernel: each argument is converted to its parameter type
@@ -157,6 +183,14 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // or the wrong number of them, does not compile. One cuLaunchKernel on the
 // plain path; no allocation, no context switch.
 // clang-format off
+template <class... Params, class... Args>
+  requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
+inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
+                   const LaunchConfig& cfg, Args&&... args) {
+  detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
+  detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
+  detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
+}
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
 inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,

@@ -224,7 +224,7 @@ concept copyable = (device_range<Dst> || device_range<Src>) &&
 
 // Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
 template <class Enqueue>
-void on_stream_and_wait(const Stream& stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
+void on_stream_and_wait(StreamRef stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
   on_stream(stream, operation, where, [&](CUstream q) {
     enqueue(q);
     check(OXICUDA_DRIVER(StreamSynchronize, q), where);
@@ -259,7 +259,7 @@ void copy(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()
 // when it returns.
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+void copy(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::on_stream_and_wait(stream, "oxicuda::copy", where,
                              [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy", where); });
 }
@@ -267,7 +267,7 @@ void copy(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = Sou
 // Stream-ordered copy: enqueued on `stream`, one driver call.
 template <class Dst, class Src>
 requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
-void copy_async(const Stream& stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+void copy_async(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::copy_async", where,
                     [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
 }
@@ -287,7 +287,7 @@ void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+void fill(StreamRef stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
           SourceLocation where = SourceLocation::current()) {
   detail::on_stream_and_wait(stream, "oxicuda::fill", where,
                              [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
@@ -295,7 +295,7 @@ void fill(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_async(const Stream& stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
+void fill_async(StreamRef stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
                 SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::fill_async", where,
                     [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
@@ -310,14 +310,14 @@ void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLoca
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes(const Stream& stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
+void fill_bytes(StreamRef stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
   detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
                              [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
 }
 
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes_async(const Stream& stream, Dst&& dst, unsigned char byte,
+void fill_bytes_async(StreamRef stream, Dst&& dst, unsigned char byte,
                       SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
                     [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
