@@ -22,55 +22,55 @@
 #define OXICUDA_VERSION_STRING "0.1.0"
 
 #if defined(_MSVC_LANG)
-#define OXICUDA_CPLUSPLUS _MSVC_LANG
+#define OXICUDA_DETAIL_CPLUSPLUS _MSVC_LANG
 #else
-#define OXICUDA_CPLUSPLUS __cplusplus
+#define OXICUDA_DETAIL_CPLUSPLUS __cplusplus
 #endif
-#if OXICUDA_CPLUSPLUS < 202002L
+#if OXICUDA_DETAIL_CPLUSPLUS < 202002L
 #error "oxicuda needs C++20 (-std=c++20 or /std:c++20)"
 #endif
 
 #if defined(_WIN32)
-#define OXICUDA_WINDOWS 1
-#define OXICUDA_CUDAAPI __stdcall
+#define OXICUDA_DETAIL_WINDOWS 1
+#define OXICUDA_DETAIL_CUDAAPI __stdcall
 #else
-#define OXICUDA_WINDOWS 0
-#define OXICUDA_CUDAAPI
+#define OXICUDA_DETAIL_WINDOWS 0
+#define OXICUDA_DETAIL_CUDAAPI
 #endif
 
-// OXICUDA_HAS_EXCEPTIONS: the compiler has exceptions (so a user's callback
+// OXICUDA_DETAIL_HAS_EXCEPTIONS: the compiler has exceptions (so a user's callback
 // may throw, and oxicuda catches it). OXICUDA_EXCEPTIONS: oxicuda reports its
 // errors by throwing (else through the error handler).
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
-#define OXICUDA_HAS_EXCEPTIONS 1
+#define OXICUDA_DETAIL_HAS_EXCEPTIONS 1
 #else
-#define OXICUDA_HAS_EXCEPTIONS 0
+#define OXICUDA_DETAIL_HAS_EXCEPTIONS 0
 #endif
-#if OXICUDA_HAS_EXCEPTIONS && !defined(OXICUDA_NO_EXCEPTIONS)
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS && !defined(OXICUDA_NO_EXCEPTIONS)
 #define OXICUDA_EXCEPTIONS 1
 #else
 #define OXICUDA_EXCEPTIONS 0
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#define OXICUDA_COLD __attribute__((cold, noinline))
-#define OXICUDA_LIKELY(x) __builtin_expect(!!(x), 1)
-#define OXICUDA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OXICUDA_DETAIL_COLD __attribute__((cold, noinline))
+#define OXICUDA_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OXICUDA_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
-#define OXICUDA_COLD __declspec(noinline)
-#define OXICUDA_LIKELY(x) (x)
-#define OXICUDA_UNLIKELY(x) (x)
+#define OXICUDA_DETAIL_COLD __declspec(noinline)
+#define OXICUDA_DETAIL_LIKELY(x) (x)
+#define OXICUDA_DETAIL_UNLIKELY(x) (x)
 #endif
 
 // Every declaration lives in oxicuda::v<major>_<minor>_<patch>, inline, so two
 // versions linked into one program cannot silently mix their layouts.
-#define OXICUDA_ABI_CONCAT_(a, b, c) v##a##_##b##_##c
-#define OXICUDA_ABI_CONCAT(a, b, c) OXICUDA_ABI_CONCAT_(a, b, c)
-#define OXICUDA_ABI_NAMESPACE OXICUDA_ABI_CONCAT(OXICUDA_VERSION_MAJOR, OXICUDA_VERSION_MINOR, OXICUDA_VERSION_PATCH)
-#define OXICUDA_NAMESPACE_BEGIN \
+#define OXICUDA_DETAIL_ABI_CONCAT_(a, b, c) v##a##_##b##_##c
+#define OXICUDA_DETAIL_ABI_CONCAT(a, b, c) OXICUDA_DETAIL_ABI_CONCAT_(a, b, c)
+#define OXICUDA_DETAIL_ABI_NAMESPACE OXICUDA_DETAIL_ABI_CONCAT(OXICUDA_VERSION_MAJOR, OXICUDA_VERSION_MINOR, OXICUDA_VERSION_PATCH)
+#define OXICUDA_DETAIL_NAMESPACE_BEGIN \
   namespace oxicuda {           \
-  inline namespace OXICUDA_ABI_NAMESPACE {
-#define OXICUDA_NAMESPACE_END \
+  inline namespace OXICUDA_DETAIL_ABI_NAMESPACE {
+#define OXICUDA_DETAIL_NAMESPACE_END \
   }                           \
   }
 // ---- end oxicuda/core/config.hpp ----
@@ -105,14 +105,14 @@ typedef struct CUuserObject_st* CUuserObject;
 typedef struct CUarray_st* CUarray;
 typedef struct CUkern_st* CUkernel;
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
 
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using cuuint64_t = std::uint64_t;
-using CUhostFn = void(OXICUDA_CUDAAPI*)(void* user_data);
-using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
+using CUhostFn = void(OXICUDA_DETAIL_CUDAAPI*)(void* user_data);
+using CUoccupancyB2DSize = std::size_t(OXICUDA_DETAIL_CUDAAPI*)(int block_size);
 using CUgraphConditionalHandle = cuuint64_t;
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
@@ -883,7 +883,7 @@ struct CUgraphExecUpdateResultInfo {
 // hands us a newer ABI; the exported symbol is the dlsym fallback, spelled out
 // per entry because it cannot be derived from the name (cuGraphInstantiate).
 // Expand it inside namespace oxicuda::ffi.
-#define OXICUDA_DRIVER_API(X)                                                                                          \
+#define OXICUDA_DETAIL_DRIVER_API(X)                                                                                          \
   X(GetProcAddress, 12000, "cuGetProcAddress_v2",                                                                      \
     (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult* symbolStatus)) \
   X(Init, 2000, "cuInit", (unsigned int Flags))                                                                        \
@@ -1059,20 +1059,20 @@ struct EntryInfo {
 // its EntryInfo array, named OXICUDA_TABLE_PREFIX + member. Every library's
 // table (the driver's here, NVRTC's and nvJitLink's in their own parts) is
 // expanded by this one macro, in the library's namespace.
-#define OXICUDA_X_ENUM(member, version, symbol, params) member,
-#define OXICUDA_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
-#define OXICUDA_TABLE_ENTRIES(TABLE)                                                  \
-  enum class Entry : int { TABLE(OXICUDA_X_ENUM) };                                   \
-  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_X_INFO)};     \
+#define OXICUDA_DETAIL_X_ENUM(member, version, symbol, params) member,
+#define OXICUDA_DETAIL_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
+#define OXICUDA_DETAIL_TABLE_ENTRIES(TABLE)                                                  \
+  enum class Entry : int { TABLE(OXICUDA_DETAIL_X_ENUM) };                                   \
+  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_DETAIL_X_INFO)};     \
   inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);   \
   constexpr const ::oxicuda::ffi::EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
 
 #define OXICUDA_TABLE_PREFIX "cu"
-OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
+OXICUDA_DETAIL_TABLE_ENTRIES(OXICUDA_DETAIL_DRIVER_API)
 #undef OXICUDA_TABLE_PREFIX
 
 }  // namespace ffi
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/core/ffi.hpp ----
 
 // ---- begin oxicuda/core/nvrtc_ffi.hpp ----
@@ -1086,7 +1086,7 @@ OXICUDA_NAMESPACE_END
 // nvrtc.h's handle type, spelled as nvrtc.h spells it.
 typedef struct _nvrtcProgram* nvrtcProgram;
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
 
 enum nvrtcResult : int {
@@ -1141,7 +1141,7 @@ inline constexpr ResultText nvrtc_result_texts[] = {
 //   X(member, version (unused: 0), exported symbol, parameters)
 // Every entry returns nvrtcResult. The first entry is the one that tells
 // NVRTC from another library (library.hpp).
-#define OXICUDA_NVRTC_API(X)                                                                                  \
+#define OXICUDA_DETAIL_NVRTC_API(X)                                                                                  \
   X(Version, 0, "nvrtcVersion", (int* major, int* minor))                                                      \
   X(GetNumSupportedArchs, 0, "nvrtcGetNumSupportedArchs", (int* numArchs))                                     \
   X(GetSupportedArchs, 0, "nvrtcGetSupportedArchs", (int* supportedArchs))                                     \
@@ -1164,12 +1164,12 @@ inline constexpr ResultText nvrtc_result_texts[] = {
 
 namespace nvrtc {
 #define OXICUDA_TABLE_PREFIX "nvrtc"
-OXICUDA_TABLE_ENTRIES(OXICUDA_NVRTC_API)
+OXICUDA_DETAIL_TABLE_ENTRIES(OXICUDA_DETAIL_NVRTC_API)
 #undef OXICUDA_TABLE_PREFIX
 }  // namespace nvrtc
 
 }  // namespace ffi
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/core/nvrtc_ffi.hpp ----
 
 // ---- begin oxicuda/core/nvjitlink_ffi.hpp ----
@@ -1184,7 +1184,7 @@ OXICUDA_NAMESPACE_END
 // nvJitLink.h's handle type, spelled as nvJitLink.h spells it.
 typedef struct nvJitLink* nvJitLinkHandle;
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
 
 enum nvJitLinkResult : int {
@@ -1250,7 +1250,7 @@ enum nvJitLinkInputType : int {
 // nvJitLink's table of entry points, in the driver table's shape (the
 // version is unused: 0). Every entry returns nvJitLinkResult; the first one
 // tells nvJitLink from another library.
-#define OXICUDA_NVJITLINK_API(X)                                                                                 \
+#define OXICUDA_DETAIL_NVJITLINK_API(X)                                                                                 \
   X(Create, 0, "nvJitLinkCreate", (nvJitLinkHandle * handle, std::uint32_t numOptions, const char** options))    \
   X(Destroy, 0, "nvJitLinkDestroy", (nvJitLinkHandle * handle))                                                  \
   X(AddData, 0, "nvJitLinkAddData",                                                                              \
@@ -1266,12 +1266,12 @@ enum nvJitLinkInputType : int {
 
 namespace nvjitlink {
 #define OXICUDA_TABLE_PREFIX "nvJitLink"
-OXICUDA_TABLE_ENTRIES(OXICUDA_NVJITLINK_API)
+OXICUDA_DETAIL_TABLE_ENTRIES(OXICUDA_DETAIL_NVJITLINK_API)
 #undef OXICUDA_TABLE_PREFIX
 }  // namespace nvjitlink
 
 }  // namespace ffi
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/core/nvjitlink_ffi.hpp ----
 
 // ---- begin oxicuda/core/traits.hpp ----
@@ -1288,7 +1288,7 @@ OXICUDA_NAMESPACE_END
 #include <system_error>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // The libraries whose results an Error may carry.
 enum class Library { driver, nvrtc, nvjitlink };
@@ -1418,7 +1418,7 @@ constexpr const char* result_name(int code) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/core/traits.hpp ----
 
 // ---- begin oxicuda/core/library.hpp ----
@@ -1439,30 +1439,30 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 #ifndef NOMINMAX
 #define NOMINMAX
-#define OXICUDA_UNDEF_NOMINMAX_
+#define OXICUDA_DETAIL_UNDEF_NOMINMAX_
 #endif
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
-#define OXICUDA_UNDEF_LEAN_AND_MEAN_
+#define OXICUDA_DETAIL_UNDEF_LEAN_AND_MEAN_
 #endif
 #include <windows.h>
-#ifdef OXICUDA_UNDEF_NOMINMAX_
+#ifdef OXICUDA_DETAIL_UNDEF_NOMINMAX_
 #undef NOMINMAX
-#undef OXICUDA_UNDEF_NOMINMAX_
+#undef OXICUDA_DETAIL_UNDEF_NOMINMAX_
 #endif
-#ifdef OXICUDA_UNDEF_LEAN_AND_MEAN_
+#ifdef OXICUDA_DETAIL_UNDEF_LEAN_AND_MEAN_
 #undef WIN32_LEAN_AND_MEAN
-#undef OXICUDA_UNDEF_LEAN_AND_MEAN_
+#undef OXICUDA_DETAIL_UNDEF_LEAN_AND_MEAN_
 #endif
 #else
 #include <dlfcn.h>
 #include <unistd.h>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // What the first use of a lazily loaded library (NVRTC, nvJitLink) found.
 // Filled once; read-only afterwards.
@@ -1495,7 +1495,7 @@ inline std::string cat(std::initializer_list<std::string_view> parts) {
   return s;
 }
 
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 using LibHandle = HMODULE;
 inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
 // The library if this process has it loaded already (then held for good).
@@ -1649,7 +1649,7 @@ inline Opened open_library(const LibrarySpec& spec) {
       }
     if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty())
       for (const char* const* f = files; f != end; ++f)
-        if (attempt(cat({conda, path_separator, OXICUDA_WINDOWS ? "Library\\bin" : "lib",
+        if (attempt(cat({conda, path_separator, OXICUDA_DETAIL_WINDOWS ? "Library\\bin" : "lib",
                          path_separator, *f}),
                     "$CONDA_PREFIX"))
           return o;
@@ -1663,7 +1663,7 @@ inline Opened open_library(const LibrarySpec& spec) {
     };
     const Root roots[] = {{env_string("CUDA_HOME"), "$CUDA_HOME"},
                           {env_string("CUDA_PATH"), "$CUDA_PATH"},
-                          {cat({OXICUDA_WINDOWS ? "" : "/usr/local/cuda"}), "/usr/local/cuda"}};
+                          {cat({OXICUDA_DETAIL_WINDOWS ? "" : "/usr/local/cuda"}), "/usr/local/cuda"}};
     for (const Root& r : roots) {
       if (r.dir.empty()) continue;
       for (const char* sub : toolkit_lib_dirs)
@@ -1706,7 +1706,7 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
 }
 
 }  // namespace detail
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 
 // A table's stand-ins (namespace `missing`, one per entry, answering the
 // library's LibraryTraits<>::not_found so that a wrapper never tests a
@@ -1715,28 +1715,28 @@ OXICUDA_NAMESPACE_END
 // library's traits; the struct is standard-layout, one pointer-sized slot per
 // entry in entry order (TableSlots relies on it).
 #if defined(__GNUC__) || defined(__clang__)
-#define OXICUDA_UNUSED_PARAMETERS_PUSH \
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
-#define OXICUDA_UNUSED_PARAMETERS_POP _Pragma("GCC diagnostic pop")
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_POP _Pragma("GCC diagnostic pop")
 #elif defined(_MSC_VER)
-#define OXICUDA_UNUSED_PARAMETERS_PUSH __pragma(warning(push)) __pragma(warning(disable : 4100))
-#define OXICUDA_UNUSED_PARAMETERS_POP __pragma(warning(pop))
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH __pragma(warning(push)) __pragma(warning(disable : 4100))
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_POP __pragma(warning(pop))
 #else
-#define OXICUDA_UNUSED_PARAMETERS_PUSH
-#define OXICUDA_UNUSED_PARAMETERS_POP
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_POP
 #endif
-#define OXICUDA_X_STAND_IN(member, version, symbol, params)                              \
-  inline OXICUDA_TABLE_TRAITS::result OXICUDA_CUDAAPI member params noexcept {           \
-    return OXICUDA_TABLE_TRAITS::not_found;                                              \
+#define OXICUDA_DETAIL_X_STAND_IN(member, version, symbol, params)                              \
+  inline OXICUDA_DETAIL_TABLE_TRAITS::result OXICUDA_DETAIL_CUDAAPI member params noexcept {           \
+    return OXICUDA_DETAIL_TABLE_TRAITS::not_found;                                              \
   }
-#define OXICUDA_X_SLOT(member, version, symbol, params) \
-  OXICUDA_TABLE_TRAITS::result(OXICUDA_CUDAAPI * member) params = &missing::member;
-#define OXICUDA_LIBRARY_API(TABLE, Api)                                                     \
+#define OXICUDA_DETAIL_X_SLOT(member, version, symbol, params) \
+  OXICUDA_DETAIL_TABLE_TRAITS::result(OXICUDA_DETAIL_CUDAAPI * member) params = &missing::member;
+#define OXICUDA_DETAIL_LIBRARY_API(TABLE, Api)                                                     \
   namespace missing {                                                                       \
-  OXICUDA_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_X_STAND_IN) OXICUDA_UNUSED_PARAMETERS_POP \
+  OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_DETAIL_X_STAND_IN) OXICUDA_DETAIL_UNUSED_PARAMETERS_POP \
   }                                                                                         \
   struct Api {                                                                              \
-    TABLE(OXICUDA_X_SLOT)                                                                   \
+    TABLE(OXICUDA_DETAIL_X_SLOT)                                                                   \
   };                                                                                        \
   static_assert(sizeof(Api) == entry_count * sizeof(void*));
 // ---- end oxicuda/core/library.hpp ----
@@ -1752,11 +1752,11 @@ OXICUDA_NAMESPACE_END
 #include <type_traits>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <pthread.h>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Why the driver is, or is not, usable.
 enum class DriverStatus {
@@ -1788,9 +1788,9 @@ namespace ffi {
 // The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
 // detail::fail turns into the error that explains why) and DriverApi, one
 // function pointer per table entry: the driver's, or its stand-in.
-#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::driver>
-OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
-#undef OXICUDA_TABLE_TRAITS
+#define OXICUDA_DETAIL_TABLE_TRAITS LibraryTraits<Library::driver>
+OXICUDA_DETAIL_LIBRARY_API(OXICUDA_DETAIL_DRIVER_API, DriverApi)
+#undef OXICUDA_DETAIL_TABLE_TRAITS
 
 }  // namespace ffi
 
@@ -1819,7 +1819,7 @@ static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
 // The files to try, and the driver's file as messages name it.
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 inline constexpr const char* driver_file = "nvcuda.dll";
 inline const char* const default_candidates[] = {driver_file};
 #else
@@ -1855,7 +1855,7 @@ inline void resolve(Driver& d, LibHandle h) {
   d.info.via_get_proc_address = any_from_gpa;
 }
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // The driver loaded in this process, for the fork handler.
 inline Driver* loaded_driver = nullptr;
 // In a child forked after the driver was loaded, the driver serves nothing
@@ -1876,7 +1876,7 @@ inline void on_fork_child() noexcept {
 inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   loaded_driver = d;
   ::pthread_atfork(nullptr, nullptr, &on_fork_child);
 #endif
@@ -1944,7 +1944,7 @@ inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[stati
 
 inline const DriverInfo& driver_info() noexcept { return detail::driver().info; }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/core/loader.hpp ----
 
 // ---- begin oxicuda/core/toolkit.hpp ----
@@ -1956,7 +1956,7 @@ OXICUDA_NAMESPACE_END
 #include <cstddef>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Loads NVRTC on first use (thread-safe, once per process, never unloaded)
 // and says what happened. The search (README, "Runtime compilation"):
@@ -1969,21 +1969,21 @@ OXICUDA_NAMESPACE_BEGIN
 [[nodiscard]] const LibraryInfo& nvjitlink_info() noexcept;
 
 namespace ffi::nvrtc {
-#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvrtc>
-OXICUDA_LIBRARY_API(OXICUDA_NVRTC_API, NvrtcApi)
-#undef OXICUDA_TABLE_TRAITS
+#define OXICUDA_DETAIL_TABLE_TRAITS LibraryTraits<Library::nvrtc>
+OXICUDA_DETAIL_LIBRARY_API(OXICUDA_DETAIL_NVRTC_API, NvrtcApi)
+#undef OXICUDA_DETAIL_TABLE_TRAITS
 }  // namespace ffi::nvrtc
 
 namespace ffi::nvjitlink {
-#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvjitlink>
-OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
-#undef OXICUDA_TABLE_TRAITS
+#define OXICUDA_DETAIL_TABLE_TRAITS LibraryTraits<Library::nvjitlink>
+OXICUDA_DETAIL_LIBRARY_API(OXICUDA_DETAIL_NVJITLINK_API, NvJitLinkApi)
+#undef OXICUDA_DETAIL_TABLE_TRAITS
 }  // namespace ffi::nvjitlink
 
 namespace detail {
 
 // The file names to try, newest first, and what to do when none is found.
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 inline const char* const nvrtc_files[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"};
 inline const char* const nvjitlink_files[] = {"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"};
 inline constexpr const char* nvrtc_hint =
@@ -2060,7 +2060,7 @@ inline bool missing(ffi::nvjitlink::Entry e) noexcept { return !nvjitlink().prov
 inline const LibraryInfo& nvrtc_info() noexcept { return detail::nvrtc().info; }
 inline const LibraryInfo& nvjitlink_info() noexcept { return detail::nvjitlink().info; }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/core/toolkit.hpp ----
 
 // ---- begin oxicuda/core/error.hpp ----
@@ -2080,7 +2080,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Every operation takes the caller's source line as a defaulted last
 // argument: SourceLocation where the standard library has it, else
@@ -2264,7 +2264,7 @@ inline std::string result_description(int code) {
 }
 
 // Throws e, or (without exceptions) hands it to the error handler and aborts.
-[[noreturn]] OXICUDA_COLD inline void raise(const Error& e) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void raise(const Error& e) {
 #if OXICUDA_EXCEPTIONS
   throw e;
 #else
@@ -2281,14 +2281,14 @@ inline std::string result_description(int code) {
 // has no source line: the failure is oxicuda's cleanup, not a line of the
 // caller's; `during` says what was being done ("destroying an oxicuda::Stream").
 template <class Result>
-OXICUDA_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
+OXICUDA_DETAIL_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
-#if OXICUDA_HAS_EXCEPTIONS
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
   try {
 #endif
     (h ? h : default_diagnostic_hook)(Error(r, call, cat({"while ", during, detail.empty() ? "" : "; ", detail}),
                                             SourceLocation()));
-#if OXICUDA_HAS_EXCEPTIONS
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
   } catch (...) {
     std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
   }
@@ -2344,7 +2344,7 @@ inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
   return detail::diagnostic_hook_slot().exchange(hook, std::memory_order_acq_rel);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};
@@ -2367,13 +2367,13 @@ struct std::is_error_code_enum<oxicuda::ffi::nvJitLinkResult> : std::true_type {
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace detail {
 
 // The error for an entry point the driver does not provide: either no usable
 // driver at all (the loader's reason), or this one symbol is missing from an
 // older driver.
-[[noreturn]] OXICUDA_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
   const DriverInfo& info = driver_info();
   const ffi::EntryInfo& e = ffi::entry_info(entry);
   switch (info.status) {
@@ -2463,10 +2463,10 @@ using NvJitLinkOutcome = CallOutcome<Library::nvjitlink>;
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
-[[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
   // In a forked child no call reaches the driver (loader.hpp's on_fork_child):
   // what the driver would answer there.
-  if (OXICUDA_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
+  if (OXICUDA_DETAIL_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
   if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
       o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
@@ -2485,7 +2485,7 @@ inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return 
 // library or this entry point of it is missing) says why.
 template <Library L>
   requires(L != Library::driver)
-[[noreturn]] OXICUDA_COLD void fail(CallOutcome<L> o, SourceLocation where, std::string detail = {}) {
+[[noreturn]] OXICUDA_DETAIL_COLD void fail(CallOutcome<L> o, SourceLocation where, std::string detail = {}) {
   const ffi::EntryInfo& e = entry_info(o.entry);
   if (o.result == LibraryTraits<L>::not_found && missing(o.entry)) {
     const LibraryInfo& info = library_info(o.entry);
@@ -2503,7 +2503,7 @@ template <Library L>
 // fail() for check(): the result and the entry apart, so that the hot path
 // does not build an outcome it only needs when the call failed.
 template <class Result, class EntryT>
-[[noreturn]] OXICUDA_COLD void fail_call(Result r, EntryT entry, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD void fail_call(Result r, EntryT entry, SourceLocation where) {
   fail(CallOutcome<LibraryOf<Result>::value>{r, entry}, where);
 }
 
@@ -2513,7 +2513,7 @@ template <class Result, class EntryT>
 // which is the driver call, one compare and nothing else on success.
 template <Library L>
 inline void check(CallOutcome<L> o, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
@@ -2521,7 +2521,7 @@ inline void check(CallOutcome<L> o, SourceLocation where) {
 // oxicuda::Stream"). Returns whether the call succeeded.
 template <Library L>
 inline bool check_nothrow(CallOutcome<L> o, const char* during) noexcept {
-  if (OXICUDA_LIKELY(o.ok())) return true;
+  if (OXICUDA_DETAIL_LIKELY(o.ok())) return true;
   if constexpr (L == Library::driver) {
     if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
     report(o.result, entry_info(o.entry).name, during,
@@ -2533,7 +2533,7 @@ inline bool check_nothrow(CallOutcome<L> o, const char* during) noexcept {
 }
 
 // The error for using an empty handle (default-constructed or moved-from).
-[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
               cat({"this ", type, " is empty (default-constructed or moved-from); it has no driver handle"}), where));
 }
@@ -2590,7 +2590,7 @@ inline void* driver_entry_point(const char* symbol, int version, SourceLocation 
                       where));
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
 // without its `cu`) with the arguments that follow, and pairs the result with
@@ -2633,7 +2633,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace detail {
 
 // A boxed callable, linked into the list of finished ones once it is done.
@@ -2656,7 +2656,7 @@ struct HostCallOf final : HostCall {
   // A callable that throws goes to the diagnostic hook, and the driver's
   // thread carries on (where the compiler has exceptions at all).
   static void run_it(HostCall* c) noexcept {
-#if OXICUDA_HAS_EXCEPTIONS
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
     try {
       static_cast<HostCallOf*>(c)->fn();
     } catch (const std::exception& e) {
@@ -2697,7 +2697,7 @@ inline void retire(HostCall* c) noexcept {
 // relaxed (cuThreadExchangeStreamCaptureMode, the driver's way for a
 // library to free during someone's capture), and the mode restored. Where
 // the driver will not relax it, the callables wait for the next reclaim.
-OXICUDA_COLD inline void reclaim_all() noexcept {
+OXICUDA_DETAIL_COLD inline void reclaim_all() noexcept {
   ffi::CUstreamCaptureMode mode = ffi::CU_STREAM_CAPTURE_MODE_RELAXED;
   if (!OXICUDA_DRIVER(ThreadExchangeStreamCaptureMode, &mode).ok()) return;
   HostCall* c = finished_host_calls.exchange(nullptr, std::memory_order_acquire);
@@ -2713,7 +2713,7 @@ OXICUDA_COLD inline void reclaim_all() noexcept {
 // Destroys every finished callable, here and now: on a thread where CUDA
 // calls are allowed (never inside a host function). One load when there are none.
 inline void reclaim() noexcept {
-  if (OXICUDA_UNLIKELY(finished_host_calls.load(std::memory_order_relaxed) != nullptr) && !in_host_function)
+  if (OXICUDA_DETAIL_UNLIKELY(finished_host_calls.load(std::memory_order_relaxed) != nullptr) && !in_host_function)
     reclaim_all();
 }
 
@@ -2726,7 +2726,7 @@ inline void run_host_call(HostCall* c) noexcept {
 }
 
 // For work that runs once (cuLaunchHostFunc): run, then retire the box.
-inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
+inline void OXICUDA_DETAIL_CUDAAPI run_host_call_once(void* data) noexcept {
   auto* c = static_cast<HostCall*>(data);
   run_host_call(c);
   retire(c);
@@ -2736,8 +2736,8 @@ inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
 // captured into a graph): run, and keep the box. A driver user object owns
 // it; its destructor, which the driver runs on its own thread once the last
 // graph and exec holding the object are gone, retires the box.
-inline void OXICUDA_CUDAAPI run_host_call_many(void* data) noexcept { run_host_call(static_cast<HostCall*>(data)); }
-inline void OXICUDA_CUDAAPI retire_host_call(void* data) noexcept { retire(static_cast<HostCall*>(data)); }
+inline void OXICUDA_DETAIL_CUDAAPI run_host_call_many(void* data) noexcept { run_host_call(static_cast<HostCall*>(data)); }
+inline void OXICUDA_DETAIL_CUDAAPI retire_host_call(void* data) noexcept { retire(static_cast<HostCall*>(data)); }
 
 // Gives `graph` the ownership of `boxed`: a user object whose destructor
 // retires the box, retained by the graph (and so by its clones and execs).
@@ -2762,7 +2762,7 @@ inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* objec
 }
 
 }  // namespace detail
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/callback.hpp ----
 
 // ---- begin oxicuda/driver/device.hpp ----
@@ -2773,7 +2773,7 @@ OXICUDA_NAMESPACE_END
 #include <compare>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // The driver's CUDA version, e.g. 13000 for CUDA 13.0.
 [[nodiscard]] inline int driver_version(SourceLocation where = SourceLocation::current()) {
@@ -2897,7 +2897,7 @@ inline std::string Device::pci_bus_id(SourceLocation where) const {
   return std::string(static_cast<const char*>(buf));
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/device.hpp ----
 
 // ---- begin oxicuda/driver/handle.hpp ----
@@ -2912,7 +2912,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -3003,7 +3003,7 @@ inline void free_block_slow(void* b) noexcept {
 
 inline void free_block(void* b) noexcept {
   BlockCache& c = block_cache;
-  if (OXICUDA_UNLIKELY(c.count >= c.room)) return free_block_slow(b);
+  if (OXICUDA_DETAIL_UNLIKELY(c.count >= c.room)) return free_block_slow(b);
   *static_cast<void**>(b) = c.head;
   c.head = b;
   ++c.count;
@@ -3050,7 +3050,7 @@ class Shared {
   [[nodiscard]] static Shared make(A&&... args) {
     BlockCache& c = block_cache;
     void* block = c.head;
-    if (OXICUDA_LIKELY(block != nullptr)) {  // the cache's pop
+    if (OXICUDA_DETAIL_LIKELY(block != nullptr)) {  // the cache's pop
       c.head = *static_cast<void**>(block);
       --c.count;
     } else {
@@ -3086,12 +3086,12 @@ class Shared {
   // destroyed at once gives back what they hand it. The T takes the
   // arguments as make_in would (moved, never copied: a copy of a string
   // could itself fail for want of memory, and the driver object would leak).
-  // OXICUDA_HAS_EXCEPTIONS, not OXICUDA_EXCEPTIONS: operator new throws
+  // OXICUDA_DETAIL_HAS_EXCEPTIONS, not OXICUDA_EXCEPTIONS: operator new throws
   // wherever the compiler has exceptions, also where oxicuda reports its own
   // errors by handler.
   template <class... B>
-  OXICUDA_COLD static void* new_block(B&&... args) {
-#if OXICUDA_HAS_EXCEPTIONS
+  OXICUDA_DETAIL_COLD static void* new_block(B&&... args) {
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
     try {
       return ::operator new(state_bytes);
     } catch (...) {
@@ -3119,13 +3119,13 @@ class Shared {
 template <class Handle>
 [[nodiscard]] auto checked(const Handle& handle, const char* type, const char* operation, SourceLocation where) {
   auto raw = handle.raw();
-  if (OXICUDA_UNLIKELY(!raw)) empty_handle(type, operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!raw)) empty_handle(type, operation, where);
   return raw;
 }
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/handle.hpp ----
 
 // ---- begin oxicuda/driver/context.hpp ----
@@ -3137,7 +3137,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 enum class Schedule : unsigned {
   automatic = ffi::CU_CTX_SCHED_AUTO,
@@ -3207,7 +3207,7 @@ inline void note_context_created(CUcontext c) noexcept {
 }
 inline bool context_destroyed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
-  if (OXICUDA_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
+  if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
   DestroyedLock lock(d);
   for (CUcontext x : d.list)
     if (x == c) return true;
@@ -3309,7 +3309,7 @@ class Context {
 
 namespace detail {
 
-[[noreturn]] OXICUDA_COLD inline void current_context_destroyed(SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void current_context_destroyed(SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED, "oxicuda::ScopedCurrent",
               "the calling thread's current context was destroyed while it was current here: its last "
               "oxicuda::Context handle was dropped (on another thread, or after make_current(), which keeps no "
@@ -3326,7 +3326,7 @@ inline CUcontext switch_current(CUcontext ctx, bool& switched, SourceLocation wh
   check(OXICUDA_DRIVER(CtxGetCurrent, &previous), where);
   switched = false;
   if (previous != ctx) {
-    if (OXICUDA_UNLIKELY(context_destroyed(previous))) current_context_destroyed(where);
+    if (OXICUDA_DETAIL_UNLIKELY(context_destroyed(previous))) current_context_destroyed(where);
     check(OXICUDA_DRIVER(CtxSetCurrent, ctx), where);
     switched = true;
   }
@@ -3381,7 +3381,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   detail::note_context_created(raw);
   CUcontext popped = nullptr;
   const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
-  if (OXICUDA_UNLIKELY(!pop.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!pop.ok())) {
     detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                           "destroying the context of a failed oxicuda::Context::create");
     detail::fail(pop, where);
@@ -3436,7 +3436,7 @@ inline MemoryInfo Context::memory_info(SourceLocation where) const {
   return m;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/context.hpp ----
 
 // ---- begin oxicuda/driver/current.hpp ----
@@ -3447,7 +3447,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Makes a context current on the calling thread for the guard's lifetime and
 // then restores whatever was current before, in every case: also when that
@@ -3482,7 +3482,7 @@ class ScopedCurrent {
 
  private:
   CUcontext enter(CUcontext ctx, SourceLocation where, const char* empty_type) {
-    if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
+    if (OXICUDA_DETAIL_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
     made_ = detail::make_current_count;
     return detail::switch_current(ctx, switched_, where);
   }
@@ -3521,7 +3521,7 @@ class ScopedCurrentNothrow {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/current.hpp ----
 
 // ---- begin oxicuda/driver/in_context.hpp ----
@@ -3533,7 +3533,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -3595,7 +3595,7 @@ class SharedHandle {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/in_context.hpp ----
 
 // ---- begin oxicuda/driver/event.hpp ----
@@ -3606,7 +3606,7 @@ OXICUDA_NAMESPACE_END
 #include <chrono>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Options for an Event, taken by designated initializers:
 //   Event e{ctx, {.timing = false}}
@@ -3655,6 +3655,26 @@ class Event {
   detail::SharedHandle<CUevent_st, detail::destroy_event, bool> event_;  // extra: timing
 };
 
+// A non-owning view of an event, as StreamRef is of a stream: what
+// Stream::record and Stream::wait take. An Event converts to it for free;
+// EventRef(raw) views an event other code owns (another library's
+// CUevent), allocating nothing and never destroying it. It must not outlive
+// the event it views. An empty view (a moved-from Event's) is an Error where
+// it is used.
+class EventRef {
+ public:
+  constexpr EventRef() noexcept = default;
+  constexpr explicit EventRef(CUevent raw) noexcept : raw_(raw) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
+  EventRef(const Event& event) noexcept : raw_(event.raw()) {}
+  [[nodiscard]] constexpr CUevent raw() const noexcept { return raw_; }
+  [[nodiscard]] constexpr explicit operator bool() const noexcept { return raw_ != nullptr; }
+  friend constexpr bool operator==(EventRef a, EventRef b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  CUevent raw_ = nullptr;
+};
+
 namespace detail {
 // A new driver event in `ctx` (made current around the call, as
 // cuEventCreate creates in the current context).
@@ -3682,7 +3702,7 @@ inline void Event::synchronize(SourceLocation where) const {
 
 inline bool Event::ready(SourceLocation where) const {
   const detail::Outcome r = OXICUDA_DRIVER(EventQuery, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::ready", where));
-  if (OXICUDA_LIKELY(r.ok())) return true;
+  if (OXICUDA_DETAIL_LIKELY(r.ok())) return true;
   if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(r, where);
 }
@@ -3692,7 +3712,7 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   CUevent e = detail::checked(end, "oxicuda::Event", "oxicuda::Event::elapsed", where);
   float ms = 0.0f;
   const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     const char* why = "";
     if (!start.timing())
       why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
@@ -3707,7 +3727,7 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   return Milliseconds(ms);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/event.hpp ----
 
 // ---- begin oxicuda/driver/stream_ref.hpp ----
@@ -3719,7 +3739,7 @@ OXICUDA_NAMESPACE_END
 #include <type_traits>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A stream by its raw handle and, beside it, a pointer to the Context it
 // lives in: two words, trivially copyable, no count, no allocation. An
@@ -3766,8 +3786,8 @@ class StreamRef {
   // As Stream's members of the same names (stream.hpp).
   void synchronize(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
-  void record(const Event& event, SourceLocation where = SourceLocation::current()) const;
-  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void record(EventRef event, SourceLocation where = SourceLocation::current()) const;
+  void wait(EventRef event, SourceLocation where = SourceLocation::current()) const;
 
  private:
   friend class Stream;
@@ -3793,7 +3813,7 @@ inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std:
 // (The call is taken by value so that the hot path, which calls it in
 // place, need not give its captures an address.)
 template <class Call>
-OXICUDA_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, SourceLocation where, Call call) {
+OXICUDA_DETAIL_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, SourceLocation where, Call call) {
   if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
   SwitchCurrent current(stream.context().raw(), where);
   return call(q);
@@ -3811,7 +3831,7 @@ inline decltype(auto) on_stream(const S& stream, const char* operation, SourceLo
   static_assert(std::is_nothrow_convertible_v<const S&, StreamRef>, "on_stream takes a StreamRef or a Stream");
   reclaim();  // (one load when no host function's callable is waiting)
   CUstream q = stream.raw();
-  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
+  if (OXICUDA_DETAIL_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
     return on_default_stream(StreamRef(stream), q, where, call);
   }
@@ -3830,24 +3850,24 @@ template <class S>
 bool ready_on(const S& stream, SourceLocation where) {
   return on_stream(stream, "oxicuda::Stream::ready", where, [where](CUstream q) {
     const Outcome r = OXICUDA_DRIVER(StreamQuery, q);
-    if (OXICUDA_LIKELY(r.ok())) return true;
+    if (OXICUDA_DETAIL_LIKELY(r.ok())) return true;
     if (r.result != ffi::CUDA_ERROR_NOT_READY) fail(r, where);
     return false;
   });
 }
 
 template <class S>
-void record_on(const S& stream, const Event& event, SourceLocation where) {
+void record_on(const S& stream, EventRef event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
+  if (OXICUDA_DETAIL_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
   on_stream(stream, "oxicuda::Stream::record", where,
             [e, where](CUstream q) { check(OXICUDA_DRIVER(EventRecord, e, q), where); });
 }
 
 template <class S>
-void wait_on(const S& stream, const Event& event, SourceLocation where) {
+void wait_on(const S& stream, EventRef event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
+  if (OXICUDA_DETAIL_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
   on_stream(stream, "oxicuda::Stream::wait", where,
             [e, where](CUstream q) { check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where); });
 }
@@ -3856,12 +3876,12 @@ void wait_on(const S& stream, const Event& event, SourceLocation where) {
 
 inline void StreamRef::synchronize(SourceLocation where) const { detail::synchronize_on(*this, where); }
 inline bool StreamRef::ready(SourceLocation where) const { return detail::ready_on(*this, where); }
-inline void StreamRef::record(const Event& event, SourceLocation where) const {
+inline void StreamRef::record(EventRef event, SourceLocation where) const {
   detail::record_on(*this, event, where);
 }
-inline void StreamRef::wait(const Event& event, SourceLocation where) const { detail::wait_on(*this, event, where); }
+inline void StreamRef::wait(EventRef event, SourceLocation where) const { detail::wait_on(*this, event, where); }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/stream_ref.hpp ----
 
 // ---- begin oxicuda/driver/stream.hpp ----
@@ -3872,12 +3892,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-// A Stream finds its deleter with std::get_deleter, which needs RTTI.
-#if !defined(__cpp_rtti) && !defined(__GXX_RTTI) && !defined(_CPPRTTI)
-#error "oxicuda: oxicuda::Stream finds its deleter with std::get_deleter, which needs RTTI (remove -fno-rtti / /GR-)"
-#endif
-
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Options for a new stream, taken by designated initializers:
 //   Stream s{ctx, {.priority = -1}}
@@ -3905,6 +3920,21 @@ class StreamDeleter {
  public:
   StreamDeleter(Context ctx, bool owns, std::shared_ptr<CUstream_st> adopted = {}) noexcept
       : context_(std::move(ctx)), adopted_(std::move(adopted)), owns_(owns) {}
+  // The std::shared_ptr constructor copies or moves the deleter into its
+  // control block; while a Stream is being made, each copy reports where it
+  // now stands, so the Stream learns where its deleter settled without
+  // std::get_deleter (which needs RTTI: oxicuda builds with -fno-rtti).
+  StreamDeleter(StreamDeleter&& o) noexcept
+      : context_(std::move(o.context_)), adopted_(std::move(o.adopted_)), owns_(o.owns_), settled_(o.settled_) {
+    if (settled_) *settled_ = this;
+  }
+  StreamDeleter(const StreamDeleter& o) noexcept
+      : context_(o.context_), adopted_(o.adopted_), owns_(o.owns_), settled_(o.settled_) {
+    if (settled_) *settled_ = this;
+  }
+  StreamDeleter& operator=(const StreamDeleter&) = delete;
+  StreamDeleter& operator=(StreamDeleter&&) = delete;
+  ~StreamDeleter() = default;
 
   void operator()(CUstream_st* s) noexcept {
     if (owns_) {
@@ -3920,9 +3950,11 @@ class StreamDeleter {
   [[nodiscard]] bool owns() const noexcept { return owns_; }
 
  private:
-  Context context_;
+  friend class Stream;
+  Context context_;  // first: a Stream's StreamRef points here
   std::shared_ptr<CUstream_st> adopted_;  // Stream::adopt's pointer, else empty
   bool owns_;
+  StreamDeleter** settled_ = nullptr;  // only while a Stream is being made
 };
 
 // A CUDA stream (a GPU command queue).
@@ -3935,8 +3967,7 @@ class StreamDeleter {
 // std::shared_ptr<CUstream_st> (shared(): keep a std::weak_ptr to it, or
 // hand it to code that takes one) whose deleter, a StreamDeleter, destroys
 // the queue and keeps its context alive; beside it, a pointer to that
-// context inside the deleter, so that context() reads no further (the
-// deleter is found once, by std::get_deleter, when the handle is made). A
+// deleter (inside the control block), so that context() reads no further. A
 // copy costs the shared_ptr's atomic increment; raw() is the shared_ptr's
 // stored pointer, a plain load.
 //
@@ -3958,10 +3989,10 @@ class Stream {
   Stream(const Stream&) noexcept = default;
   Stream& operator=(const Stream&) noexcept = default;
   // A moved-from Stream is empty: using it is an Error.
-  Stream(Stream&& o) noexcept : queue_(std::move(o.queue_)), context_(std::exchange(o.context_, nullptr)) {}
+  Stream(Stream&& o) noexcept : queue_(std::move(o.queue_)), deleter_(std::exchange(o.deleter_, nullptr)) {}
   Stream& operator=(Stream&& o) noexcept {
     queue_ = std::move(o.queue_);
-    context_ = std::exchange(o.context_, nullptr);
+    deleter_ = std::exchange(o.deleter_, nullptr);
     return *this;
   }
 
@@ -4003,10 +4034,7 @@ class Stream {
   // alive as a Stream does.
   [[nodiscard]] const std::shared_ptr<CUstream_st>& shared() const noexcept { return queue_; }
   // Whether the queue is destroyed when its last handle drops (false: borrowed or adopted).
-  [[nodiscard]] bool owns() const noexcept {
-    const StreamDeleter* d = std::get_deleter<StreamDeleter>(queue_);
-    return d && d->owns();
-  }
+  [[nodiscard]] bool owns() const noexcept { return deleter_ && deleter_->owns(); }
   // How many handles share the queue (0 for an empty stream); copies of
   // shared() count too.
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
@@ -4019,7 +4047,9 @@ class Stream {
 
   // The non-owning view, for free: valid while this stream (any copy) lives.
   // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
-  operator StreamRef() const noexcept { return {queue_.get(), context_, StreamRef::Exact{}}; }
+  operator StreamRef() const noexcept {
+    return {queue_.get(), deleter_ ? &deleter_->context_ : nullptr, StreamRef::Exact{}};
+  }
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
@@ -4029,11 +4059,11 @@ class Stream {
     return detail::ready_on(*this, where);
   }
   // Records `event` at this point of the queue (cuEventRecord).
-  void record(const Event& event, SourceLocation where = SourceLocation::current()) const {
+  void record(EventRef event, SourceLocation where = SourceLocation::current()) const {
     detail::record_on(*this, event, where);
   }
   // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
-  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const {
+  void wait(EventRef event, SourceLocation where = SourceLocation::current()) const {
     detail::wait_on(*this, event, where);
   }
   // Runs `fn()` on a driver thread once the work before it has completed
@@ -4053,12 +4083,19 @@ class Stream {
   [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
 
  private:
-  // The handle over `queue`, whose deleter is a StreamDeleter.
-  explicit Stream(std::shared_ptr<CUstream_st> queue) noexcept
-      : queue_(std::move(queue)), context_(&std::get_deleter<StreamDeleter>(queue_)->context()) {}
+  // The handle over `raw` with `deleter`, and where the deleter settled. If
+  // the control block cannot be allocated, the shared_ptr constructor runs
+  // the deleter (an owned stream is destroyed) and rethrows.
+  Stream(CUstream_st* raw, StreamDeleter deleter) {
+    StreamDeleter* settled = nullptr;
+    deleter.settled_ = &settled;
+    queue_ = std::shared_ptr<CUstream_st>(raw, std::move(deleter));
+    settled->settled_ = nullptr;
+    deleter_ = settled;
+  }
   std::shared_ptr<CUstream_st> queue_;
-  // The context inside queue_'s deleter: alive as long as queue_ is.
-  const Context* context_ = nullptr;
+  // queue_'s deleter, in its control block: alive as long as queue_ is.
+  const StreamDeleter* deleter_ = nullptr;
 };
 
 namespace detail {
@@ -4081,10 +4118,10 @@ inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceL
 // (If the shared_ptr's control block cannot be allocated, its constructor
 // calls the deleter: the new stream is destroyed before the error leaves.)
 inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
-    : Stream(std::shared_ptr<CUstream_st>(detail::create_stream(ctx, options, where), StreamDeleter(ctx, true))) {}
+    : Stream(detail::create_stream(ctx, options, where), StreamDeleter(ctx, true)) {}
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
-  return Stream(std::shared_ptr<CUstream_st>(raw ? raw : ffi::stream_legacy(), StreamDeleter(std::move(ctx), false)));
+  return Stream(raw ? raw : ffi::stream_legacy(), StreamDeleter(std::move(ctx), false));
 }
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
@@ -4096,7 +4133,7 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
 inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, Context ctx, SourceLocation where) {
   if (!queue) detail::empty_handle("std::shared_ptr<CUstream_st>", "oxicuda::Stream::adopt", where);
   CUstream raw = queue.get();
-  return Stream(std::shared_ptr<CUstream_st>(raw, StreamDeleter(std::move(ctx), false, std::move(queue))));
+  return Stream(raw, StreamDeleter(std::move(ctx), false, std::move(queue)));
 }
 
 inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, SourceLocation where) {
@@ -4129,7 +4166,7 @@ namespace detail {
 inline CUgraph capture_graph(CUstream q, const char* operation, SourceLocation where) {
   ffi::CUstreamCaptureStatus status = ffi::CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph graph = nullptr;
-  if (OXICUDA_UNLIKELY(missing(ffi::Entry::StreamGetCaptureInfo))) {
+  if (OXICUDA_DETAIL_UNLIKELY(missing(ffi::Entry::StreamGetCaptureInfo))) {
     check(OXICUDA_DRIVER(StreamIsCapturing, q, &status), where);
     if (status != ffi::CU_STREAM_CAPTURE_STATUS_NONE)
       raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
@@ -4161,14 +4198,14 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
       return;
     }
     const detail::Outcome r = OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_once, boxed);
-    if (OXICUDA_UNLIKELY(!r.ok())) {
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
       boxed->destroy(boxed);
       detail::fail(r, where);
     }
   });
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/stream.hpp ----
 
 // ---- begin oxicuda/memory/span.hpp ----
@@ -4181,7 +4218,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A view of `size()` elements of T in device memory. Passes to a typed
 // kernel parameter `T*` (and converts to T* wherever one is wanted). It may
@@ -4258,7 +4295,7 @@ using device_element_t = typename decltype(std::declval<const R&>().device_span(
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/span.hpp ----
 
 // ---- begin oxicuda/memory/copy.hpp ----
@@ -4272,7 +4309,7 @@ OXICUDA_NAMESPACE_END
 #include <type_traits>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // copy(dst, src) and copy_async(stream, dst, src) copy between host memory
 // (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
@@ -4297,7 +4334,7 @@ using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>
 template <class A, class B>
 inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
 
-[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
                                                     std::size_t element_size, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
               cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
@@ -4308,7 +4345,7 @@ inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::
 
 inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
                         SourceLocation where) {
-  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+  if (OXICUDA_DETAIL_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
 }
 
 }  // namespace detail
@@ -4328,14 +4365,14 @@ concept owning_device_buffer = device_range<R> && requires(const R& r) {
 template <class R>
 void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
   if constexpr (owning_device_buffer<R>)
-    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
 }
 
 // A span's size in bytes, or an Error when size() * sizeof(T) does not fit
 // a size_t (a span made from a raw pointer and a wrong count).
 template <class T>
 std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!s.size_fits()))
+  if (OXICUDA_DETAIL_UNLIKELY(!s.size_fits()))
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
                 cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
                      " bytes: more bytes than a size_t holds; its count is wrong"}),
@@ -4584,7 +4621,7 @@ void fill_bytes_async(StreamRef stream, Dst&& dst, unsigned char byte,
                     [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/copy.hpp ----
 
 // ---- begin oxicuda/memory/buffer.hpp ----
@@ -4599,7 +4636,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 template <class T>
 class DeviceBuffer {
@@ -4777,7 +4814,7 @@ namespace detail {
 // The per-thread default stream names the calling thread's queue: a
 // stream-ordered buffer's stream must be one queue for every thread.
 inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+  if (OXICUDA_DETAIL_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
                 "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
                 "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
@@ -4859,7 +4896,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
   if (options.device_map) {
     const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
-    if (OXICUDA_UNLIKELY(!r.ok())) {
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
       detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
       device_ptr_ = 0;
       detail::fail(r, where);
@@ -4871,7 +4908,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
 
 template <class T>
 DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
-  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
+  if (OXICUDA_DETAIL_UNLIKELY(device_ptr_ == 0)) {
     if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
     if (count_ != 0)
       detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
@@ -4892,7 +4929,7 @@ void PinnedBuffer<T>::release() noexcept {
   device_ptr_ = 0;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/buffer.hpp ----
 
 // ---- begin oxicuda/memory/pool.hpp ----
@@ -4903,7 +4940,7 @@ OXICUDA_NAMESPACE_END
 #include <cstdint>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // The device's default memory pool, which stream-ordered allocations draw
 // from. Not owned: the driver keeps it for the device's lifetime.
@@ -4956,7 +4993,7 @@ inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocati
   return v;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/pool.hpp ----
 
 // ---- begin oxicuda/kernel/image.hpp ----
@@ -4972,7 +5009,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -5061,7 +5098,7 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/image.hpp ----
 
 // ---- begin oxicuda/kernel/module.hpp ----
@@ -5077,7 +5114,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Options for the driver's JIT, taken by designated initializers:
 //   Module::from_ptx(ctx, ptx, {.max_registers = 64, .line_info = true})
@@ -5249,7 +5286,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
     ScopedCurrent current(ctx, where);
     r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
   }
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                               jit.error_log()}));
@@ -5345,7 +5382,7 @@ struct ModuleAccess {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/module.hpp ----
 
 // ---- begin oxicuda/kernel/function.hpp ----
@@ -5360,7 +5397,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 struct FunctionAccess;
@@ -5479,7 +5516,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
       break;
     }
   }
-  if (OXICUDA_UNLIKELY(name.find('\0') != std::string_view::npos))
+  if (OXICUDA_DETAIL_UNLIKELY(name.find('\0') != std::string_view::npos))
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
                         detail::cat({"the kernel name of ", std::to_string(name.size()),
                                      " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
@@ -5492,7 +5529,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
     ScopedCurrent current(state_->ctx, where);
     r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  r.result == ffi::CUDA_ERROR_NOT_FOUND
                      ? detail::cat({"the module has no kernel named '", n,
@@ -5554,7 +5591,7 @@ struct FunctionAccess {
   // read and cached. The driver's answer when reading fails.
   static Outcome allowed(const Function& fn, unsigned& bytes) noexcept {
     bytes = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
-    if (OXICUDA_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
+    if (OXICUDA_DETAIL_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
     return read_allowed(fn, bytes);
   }
   // Reads the kernel's limit from the driver, and caches it.
@@ -5579,10 +5616,10 @@ struct FunctionAccess {
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
   const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/function.hpp ----
 
 // ---- begin oxicuda/kernel/kernel.hpp ----
@@ -5596,7 +5633,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Whether T may be a kernel parameter type: passed to the kernel by copying
 // its bytes. True for trivially copyable types; specialize it to
@@ -5670,7 +5707,7 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 // declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
 // or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
 // query is an Error.
-[[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
                                                       const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
                                                       std::size_t n_got, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
@@ -5679,7 +5716,7 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
               where));
 }
 
-[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
   fail(r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
@@ -5730,7 +5767,7 @@ Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) co
   return Kernel<Signature>(std::move(fn));
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/kernel.hpp ----
 
 // ---- begin oxicuda/kernel/kernel_args.hpp ----
@@ -5747,7 +5784,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Grid, block or cluster dimensions; `Dim3{256}` is 256 x 1 x 1.
 struct Dim3 {
@@ -5818,7 +5855,7 @@ inline std::string dims(Dim3 d) {
 // A cluster (any dimension non-zero) must have every dimension non-zero and
 // divide the grid in each: checked before the driver sees it (a zero
 // dimension beside a non-zero one would otherwise be a plain launch).
-[[noreturn]] OXICUDA_COLD inline void bad_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation,
                                                   SourceLocation where) {
   const Dim3 c = cfg.cluster, g = cfg.grid;
   const bool zero = c.x == 0 || c.y == 0 || c.z == 0;
@@ -5842,7 +5879,7 @@ inline constexpr bool is_device_buffer_v = false;
 template <class T>
 inline constexpr bool is_device_buffer_v<DeviceBuffer<T>> = true;
 
-[[noreturn]] OXICUDA_COLD inline void empty_buffer_argument(const Function& fn, std::size_t position,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void empty_buffer_argument(const Function& fn, std::size_t position,
                                                             std::size_t count, std::string_view type,
                                                             const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
@@ -5863,7 +5900,7 @@ inline void check_arguments(const Function& fn, const char* operation, SourceLoc
     auto check = [&]<class A>(const A& a) {
       ++position;
       if constexpr (is_device_buffer_v<A>)
-        if (OXICUDA_UNLIKELY(a.device_ptr() == 0 && !a.context()))
+        if (OXICUDA_DETAIL_UNLIKELY(a.device_ptr() == 0 && !a.context()))
           empty_buffer_argument(fn, position, sizeof...(Args), type_name<A>(), operation, where);
     };
     (check(args), ...);
@@ -5911,7 +5948,7 @@ class PackedArgs<> {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/kernel_args.hpp ----
 
 // ---- begin oxicuda/kernel/launch.hpp ----
@@ -5921,12 +5958,12 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
                                                     SourceLocation where) {
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
@@ -5974,7 +6011,7 @@ namespace detail {
 // One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
 // clusters and cooperative launches. Returns the driver's answer.
 inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
-  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
+  if (OXICUDA_DETAIL_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
     return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
                           cfg.shared_bytes, s, params, nullptr);
   ffi::CUlaunchAttribute attrs[2] = {};
@@ -6005,22 +6042,22 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
                                SourceLocation where) {
   const CUfunction f = fn.raw();
   unsigned allowed = 0;
-  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_UNLIKELY(!read.ok()))
+  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_DETAIL_UNLIKELY(!read.ok()))
     fail(read, where, cat({"reading the dynamic shared memory limit of kernel '", fn.name(), "'"}));
   auto raise_limit = [&] {
     const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
     if (!raised.ok()) launch_failed(raised, fn, cfg, where);
   };
-  if (OXICUDA_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
+  if (OXICUDA_DETAIL_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
   Outcome r = launch_once(s, f, cfg, params);
-  if (OXICUDA_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
+  if (OXICUDA_DETAIL_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
     unsigned limit = 0;
     if (FunctionAccess::read_allowed(fn, limit).ok() && limit < cfg.shared_bytes) {
       raise_limit();
       r = launch_once(s, f, cfg, params);
     }
   }
-  if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
 
 // Enqueues the kernel with its packed arguments: one driver call on the
@@ -6029,13 +6066,13 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 template <class S>
 inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
-  if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
+  if (OXICUDA_DETAIL_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
     check_cluster(fn, cfg, "oxicuda::launch", where);
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);
-    if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
 }
 
@@ -6115,7 +6152,7 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
   detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/launch.hpp ----
 
 // ---- begin oxicuda/graph/node.hpp ----
@@ -6131,7 +6168,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 class GraphNodes;
 
@@ -6320,7 +6357,7 @@ inline GraphNodes GraphNode::dependents(SourceLocation where) const {
   }, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/node.hpp ----
 
 // ---- begin oxicuda/graph/keep.hpp ----
@@ -6337,7 +6374,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -6592,7 +6629,7 @@ struct GraphAccess {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/keep.hpp ----
 
 // ---- begin oxicuda/graph/node_kind.hpp ----
@@ -6606,7 +6643,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -6619,7 +6656,7 @@ namespace detail {
 // refuses the whole graph at instantiation (CUDA_ERROR_INVALID_VALUE,
 // naming no node), so oxicuda refuses them when they are added.
 // clang-format off
-#define OXICUDA_GRAPH_NODE_KINDS(X)                                                      \
+#define OXICUDA_DETAIL_GRAPH_NODE_KINDS(X)                                                      \
   X(KERNEL,           "kernel",                    ffi::CUDA_KERNEL_NODE_PARAMS_v2,   true)  \
   X(MEMCPY,           "memcpy",                    ffi::CUDA_MEMCPY3D,                true)  \
   X(MEMSET,           "memset",                    ffi::CUDA_MEMSET_NODE_PARAMS,      true)  \
@@ -6654,11 +6691,11 @@ struct NodeKind;
     using params = PARAMS;                                                                                  \
     static constexpr NodeKindRow row{ffi::CU_GRAPH_NODE_TYPE_##K, NAME, "CU_GRAPH_NODE_TYPE_" #K, BODY}; \
   };
-OXICUDA_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND)
+OXICUDA_DETAIL_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND)
 #undef OXICUDA_NODE_KIND
 
 #define OXICUDA_NODE_KIND_ROW(K, NAME, PARAMS, BODY) NodeKind<ffi::CU_GRAPH_NODE_TYPE_##K>::row,
-inline constexpr NodeKindRow node_kinds[] = {OXICUDA_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND_ROW)};
+inline constexpr NodeKindRow node_kinds[] = {OXICUDA_DETAIL_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND_ROW)};
 #undef OXICUDA_NODE_KIND_ROW
 
 // The row of kind `t`, or null for a kind the table does not know (a newer driver's).
@@ -6747,7 +6784,7 @@ inline void refuse_child_in_body(CUgraph child, const KeepList* keep, const char
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/node_kind.hpp ----
 
 // ---- begin oxicuda/graph/node_params.hpp ----
@@ -6760,7 +6797,7 @@ OXICUDA_NAMESPACE_END
 #include <type_traits>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -6846,7 +6883,7 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/node_params.hpp ----
 
 // ---- begin oxicuda/graph/add_node.hpp ----
@@ -6859,7 +6896,7 @@ OXICUDA_NAMESPACE_END
 #include <string>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A handle that a conditional node reads and a kernel sets on the device
 // (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
@@ -7024,7 +7061,7 @@ inline CUgraph add_conditional_node(const Shared<GraphState>& s, CUgraph g, Depe
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/add_node.hpp ----
 
 // ---- begin oxicuda/graph/dot.hpp ----
@@ -7037,7 +7074,7 @@ OXICUDA_NAMESPACE_END
 #include <string>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -7090,7 +7127,7 @@ inline std::string dot(CUgraph graph, unsigned flags, SourceLocation where) {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/dot.hpp ----
 
 // ---- begin oxicuda/graph/graph.hpp ----
@@ -7106,7 +7143,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A conditional node and the graph it runs (its body): add the body's nodes
 // through `body`, which shares the ownership of the graph it belongs to.
@@ -7432,7 +7469,7 @@ inline std::string Graph::dot(unsigned flags, SourceLocation where) const {
   return detail::dot(checked("oxicuda::Graph::dot", where), flags, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/graph.hpp ----
 
 // ---- begin oxicuda/graph/graph_exec.hpp ----
@@ -7444,7 +7481,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // How to instantiate, taken by designated initializers:
 //   GraphExec exec{graph, {.auto_free_on_launch = true}}
@@ -7742,7 +7779,7 @@ inline const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/graph_exec.hpp ----
 
 // ---- begin oxicuda/graph/capture.hpp ----
@@ -7757,7 +7794,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Which calls of other code a capture forbids (cuStreamBeginCapture's mode).
 enum class CaptureMode {
@@ -7940,7 +7977,7 @@ inline ScopedCapture::~ScopedCapture() {
   if (graph) detail::destroy_graph(graph);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/capture.hpp ----
 
 // ---- begin oxicuda/graph/graphed_step.hpp ----
@@ -7956,7 +7993,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 struct StepOptions {
   CaptureMode mode = CaptureMode::global;
@@ -8113,7 +8150,7 @@ class GraphedStep {
   detail::StepCore core_;
 };
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/graphed_step.hpp ----
 
 // ---- begin oxicuda/compile/size_then_fill.hpp ----
@@ -8126,7 +8163,7 @@ OXICUDA_NAMESPACE_END
 #include <string>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -8151,7 +8188,7 @@ auto size_then_fill(Size size, Fill fill, std::string& out, bool text) -> declty
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/size_then_fill.hpp ----
 
 // ---- begin oxicuda/compile/program.hpp ----
@@ -8168,7 +8205,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A list of strings kept in one std::string, each followed by a NUL (so an
 // entry cannot hold a NUL byte, as NVRTC's C strings cannot): NVRTC's
@@ -8184,7 +8221,7 @@ class StringList {
   // An entry holding a NUL byte is an Error (NVRTC would read it as two, or
   // cut it short), and the list is left as it was.
   StringList& add(std::string_view s, SourceLocation where = SourceLocation::current()) {
-    if (OXICUDA_UNLIKELY(s.find('\0') != std::string_view::npos))
+    if (OXICUDA_DETAIL_UNLIKELY(s.find('\0') != std::string_view::npos))
       detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::StringList::add",
                           detail::cat({"an entry holds a NUL byte at offset ", std::to_string(s.find('\0')),
                                        " (of ", std::to_string(s.size()),
@@ -8411,7 +8448,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const StringList args = options.arguments();
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     const std::string log = detail::nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
@@ -8450,7 +8487,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
                                          [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, c.code, true),
                   where);
   }
-  if (OXICUDA_UNLIKELY(c.code.empty()))
+  if (OXICUDA_DETAIL_UNLIKELY(c.code.empty()))
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
                         detail::cat({"compiling '", name_, "' succeeded but NVRTC produced no code (no LTO-IR, cubin "
                                      "or PTX; options: ", args.spaced(),
@@ -8466,7 +8503,7 @@ inline int nvrtc_version(SourceLocation where) {
   return major * 1000 + minor * 10;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/program.hpp ----
 
 // ---- begin oxicuda/compile/arch.hpp ----
@@ -8479,7 +8516,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // NVRTC's real architectures (75, 80, ..., 120), ascending.
 struct ArchList {
@@ -8569,7 +8606,7 @@ inline ArchChoice arch_for(const Device& device, SourceLocation where) {
   return arch_for(device.compute_capability(where), supported_archs(where), where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/arch.hpp ----
 
 // ---- begin oxicuda/compile/lto.hpp ----
@@ -8584,7 +8621,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // One nvJitLink link. Move-only; the nvJitLink handle is destroyed with it.
 // A failed add or complete is an Error whose detail holds nvJitLink's error log.
@@ -8663,7 +8700,7 @@ class LtoLinker {
 
 namespace detail {
 
-[[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
   raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
               cat({what, " holds a NUL byte at offset ", std::to_string(s.find('\0')), " (of ",
                    std::to_string(s.size()), "); nvJitLink's options are C strings"}),
@@ -8702,7 +8739,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   all.add(options);
   const detail::CStrings argv(all);
   const auto r = OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get());
-  if (OXICUDA_LIKELY(r.ok())) return;
+  if (OXICUDA_DETAIL_LIKELY(r.ok())) return;
   // A refused create still hands back a handle holding the reason (nvJitLink
   // 13: "unrecognized option"): read it, then destroy the handle, which the
   // destructor of a throwing constructor would not.
@@ -8723,7 +8760,7 @@ inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data,
     size = text.size() + 1;
   }
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_detail()}));
   return *this;
 }
@@ -8738,7 +8775,7 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
 inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
   std::string cubin;
   detail::check(
       detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetLinkedCubinSize, h, n); },
@@ -8780,7 +8817,7 @@ inline int nvjitlink_version(SourceLocation where) {
   return static_cast<int>(major * 1000 + minor * 10);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/lto.hpp ----
 
 // ---- begin oxicuda/compile/link.hpp ----
@@ -8793,7 +8830,7 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // What an input to the linker is.
 enum class LinkInput {
@@ -8910,7 +8947,7 @@ inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation whe
   jit_.make(options, "oxicuda::Linker::Linker", where);
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     state_ = nullptr;
     fail_with_log(r, "creating a link", where);
   }
@@ -8933,7 +8970,7 @@ inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, s
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
                                            const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     fail_with_log(r,
                   detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)",
                                kind == LinkInput::cubin && (r.result == ffi::CUDA_ERROR_NO_BINARY_FOR_GPU ||
@@ -8954,7 +8991,7 @@ inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceL
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r =
       OXICUDA_DRIVER(LinkAddFile, s, static_cast<ffi::CUjitInputType>(kind), path.c_str(), 0u, nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
   return *this;
 }
 
@@ -8964,7 +9001,7 @@ inline std::string Linker::complete(SourceLocation where) {
   std::size_t size = 0;
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkComplete, s, &cubin, &size);
-  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
   return std::string(static_cast<const char*>(cubin), size);
 }
 
@@ -8973,7 +9010,7 @@ inline Module Linker::load(SourceLocation where) {
   return Module::from_image(ctx_, cubin.data(), cubin.size(), {}, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/link.hpp ----
 
 // ---- begin oxicuda/compile/cache_key.hpp ----
@@ -8988,7 +9025,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -9078,7 +9115,7 @@ inline bool entry_name(std::string_view name) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_key.hpp ----
 
 // ---- begin oxicuda/compile/cache_dir.hpp ----
@@ -9088,7 +9125,6 @@ OXICUDA_NAMESPACE_END
 // checks that the directory is the user's own and private before anything
 // is read from it or written to it.
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -9096,13 +9132,13 @@ OXICUDA_NAMESPACE_END
 #include <utility>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -9170,12 +9206,12 @@ inline std::uint64_t cache_limit() {
 }
 
 // The most an entry's file may take under `limit`.
-inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return std::min(limit, cache_entry_cap); }
+inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return limit < cache_entry_cap ? limit : cache_entry_cap; }
 
 // The cache's directory as the environment names it; empty (and why in
 // `note`) when it names none. `note` also tells of a setting ignored.
 inline std::string cache_location(std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   note = "the kernel cache is not available on Windows";
   return {};
 #else
@@ -9218,7 +9254,7 @@ inline std::string cache_location(std::string& note) {
 // is created.
 // `create` false: looks only (kernel_cache_info); a directory still to be
 // created is named, not created.
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // What cache_directory verified last on this thread.
 struct VerifiedCacheDir {
   std::string dir;
@@ -9231,7 +9267,7 @@ inline thread_local VerifiedCacheDir verified_cache_dir;
 #endif
 
 inline std::string cache_directory(std::string& note, bool create) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)create;
   return cache_location(note);
 #else
@@ -9343,7 +9379,7 @@ inline std::string cache_directory(std::string& note) { return cache_directory(n
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_dir.hpp ----
 
 // ---- begin oxicuda/compile/cache_file.hpp ----
@@ -9360,7 +9396,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -9368,7 +9404,7 @@ OXICUDA_NAMESPACE_END
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -9380,7 +9416,7 @@ inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
 // The most a record (cache_record_write) may take.
 inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // Writes all of `data` to fd.
 inline bool write_all(int fd, std::string_view data) noexcept {
   while (!data.empty()) {
@@ -9591,7 +9627,7 @@ inline bool record_file_name(std::string_view name) noexcept {
 // Read: false when it is missing, refused or corrupt (`note` says which,
 // but for missing); a corrupt record is left to be written over.
 inline bool cache_record_read(const std::string& dir, std::string_view name, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
@@ -9606,7 +9642,7 @@ inline bool cache_record_read(const std::string& dir, std::string_view name, std
 }
 inline bool cache_record_write(const std::string& dir, std::string_view name, std::string_view payload,
                                std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
@@ -9625,7 +9661,7 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
 
 // Whether the file at `path` begins as an entry does (cache_magic).
 inline bool starts_as_entry(const std::string& path) noexcept {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   char head[sizeof cache_magic] = {};
@@ -9641,7 +9677,7 @@ inline bool starts_as_entry(const std::string& path) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_file.hpp ----
 
 // ---- begin oxicuda/compile/cache_evict.hpp ----
@@ -9651,8 +9687,8 @@ OXICUDA_NAMESPACE_END
 // writer's temporary files and evicts the entries used longest ago when the
 // total passes the limit.
 
-#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -9661,7 +9697,7 @@ OXICUDA_NAMESPACE_END
 #include <vector>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9670,7 +9706,7 @@ OXICUDA_NAMESPACE_END
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -9685,7 +9721,7 @@ inline bool temporary_name(std::string_view name) noexcept {
   return entry_name(name.substr(0, at)) || record_file_name(name.substr(0, at));
 }
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // Removes `name` in `dir_fd` only when it is still the file `expected` (by
 // device and inode): another process may have renamed a new entry there.
 inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expected) noexcept {
@@ -9707,7 +9743,7 @@ inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expe
 // cannot be read.
 inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64_t& total) {
   total = 0;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct File {
     std::int64_t time;
     std::uint64_t size;
@@ -9739,8 +9775,21 @@ inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64
     total += static_cast<std::uint64_t>(st.st_size);
   }
   if (total > limit) {
-    std::sort(files.begin(), files.end(), [](const File& x, const File& y) { return x.time < y.time; });
-    for (const File& f : files) {
+    // Oldest first. std::qsort over (time, index) pairs rather than
+    // std::sort: <algorithm> alone costs a translation unit 0.12x of a
+    // typical unit's compile (BENCHMARKS.md, "Include cost").
+    struct Order {
+      std::int64_t time;
+      std::size_t index;
+    };
+    std::vector<Order> order(files.size());
+    for (std::size_t i = 0; i < files.size(); ++i) order[i] = {files[i].time, i};
+    std::qsort(order.data(), order.size(), sizeof(Order), [](const void* x, const void* y) {
+      const std::int64_t a = static_cast<const Order*>(x)->time, b = static_cast<const Order*>(y)->time;
+      return a < b ? -1 : a > b ? 1 : 0;
+    });
+    for (const Order& o : order) {
+      const File& f = files[o.index];
       if (total <= limit) break;
       const int fd = ::openat(dfd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0) {
@@ -9782,7 +9831,7 @@ inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 inline constexpr char cache_counter_name[] = "total.counter";
 
 inline void cache_account(const std::string& dir, std::int64_t delta, std::uint64_t limit) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   const std::string path = cat({dir, "/", cache_counter_name});
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
   struct stat st {};
@@ -9825,7 +9874,7 @@ inline void cache_account(const std::string& dir, std::int64_t delta, std::uint6
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_evict.hpp ----
 
 // ---- begin oxicuda/compile/cache.hpp ----
@@ -9861,14 +9910,14 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // How this process has used the kernel cache so far.
 struct KernelCacheStats {
@@ -9917,7 +9966,7 @@ struct CacheFileId {
 // miss.
 inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note,
                        CacheFileId* found = nullptr) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note, (void)found;
   return false;
 #else
@@ -9947,7 +9996,7 @@ inline std::string cache_discard(const std::string& dir, std::string_view key, c
                                  std::string_view why) {
   const std::string path = cat({dir, "/", key, ".bin"});
   bool removed = false;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct stat expected {};
   expected.st_dev = static_cast<dev_t>(read.dev);
   expected.st_ino = static_cast<ino_t>(read.ino);
@@ -9965,7 +10014,7 @@ inline std::string cache_discard(const std::string& dir, std::string_view key, c
 // (cache_entry_bound) or past RLIMIT_FSIZE is not stored. Returns false
 // (and says why in `note`) when it could not.
 inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
   return false;
 #else
@@ -10003,7 +10052,7 @@ inline KernelCacheInfo kernel_cache_info() {
   info.enabled = !info.directory.empty() && !detail::cache_directory(why, false).empty();
   if (!why.empty()) info.note = why;
   if (!limit_note.empty()) add_note(limit_note);
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   // Looks only: every file named like an entry, and its first bytes.
   DIR* d = info.enabled ? ::opendir(info.directory.c_str()) : nullptr;
   if (!d) return info;
@@ -10043,7 +10092,7 @@ inline KernelCacheStats kernel_cache_stats() noexcept {
   return {c.hits.load(std::memory_order_relaxed), c.misses.load(std::memory_order_relaxed)};
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache.hpp ----
 
 // ---- begin oxicuda/compile/cache_entry.hpp ----
@@ -10058,7 +10107,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -10192,7 +10241,7 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_entry.hpp ----
 
 // ---- begin oxicuda/compile/device_runtime.hpp ----
@@ -10216,14 +10265,14 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -10236,7 +10285,7 @@ struct DeviceRuntimeLibrary {
 
 // The identity of the regular file `path`, or empty when there is none.
 inline std::string device_runtime_identity(const std::string& path) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
   return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
@@ -10290,7 +10339,7 @@ inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
 // made): then the result is not cached under that key.
 inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
   std::string bytes;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
   bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
@@ -10324,7 +10373,7 @@ inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::str
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/device_runtime.hpp ----
 
 // ---- begin oxicuda/compile/source_rules.hpp ----
@@ -10338,14 +10387,14 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 struct SourceOptions {
   // NVRTC's options. An empty arch is picked for the context's device
@@ -10610,7 +10659,7 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
     for (std::string_view name : given)
       if (k++ % 2 == 0 && name == h) in_memory = true;
     if (!in_memory) return cat({"NVRTC read \"", h, "\" from disk (it is not among the headers given)"});
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
     // NVRTC resolves an include relative to the including file's name, on
     // disk: a header given as "d/x.h" that includes "y.h" reads the file
     // d/y.h when there is one, and the trace then names "d/y.h", as it names
@@ -10625,7 +10674,7 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
   return {};
 }
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // A private name for NVRTC's trace in the cache directory (0700): a file
 // made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
 // writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
@@ -10673,7 +10722,7 @@ struct TraceFile {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/source_rules.hpp ----
 
 // ---- begin oxicuda/compile/compiler_identity.hpp ----
@@ -10685,7 +10734,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -10698,7 +10747,7 @@ OXICUDA_NAMESPACE_END
 #include <mutex>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -10718,7 +10767,7 @@ namespace detail {
 // library is loaded and asked (a copy already in the process is asked
 // without loading anything), and the record rewritten when it changed.
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // "dev ino size mtime" of `path` (stat follows links), or "-" when missing.
 inline std::string file_fingerprint(const char* path) {
   struct stat st {};
@@ -10774,7 +10823,7 @@ inline std::string loader_search_dirs(void* h) {
 }
 #endif
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // What of the search is fixed for the life of the process, found once: the
 // object that calls dlopen (its file and fingerprint), and the directories
 // the dynamic loader searches for it (it read LD_LIBRARY_PATH at start-up).
@@ -10799,7 +10848,7 @@ inline const CallerSearch& caller_search() {
 inline std::string search_inputs(const char* tag, const char* env) {
   return cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
               "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
                                                           ,
               "\n", caller_search().caller
 #endif
@@ -10810,7 +10859,7 @@ inline std::string search_inputs(const char* tag, const char* env) {
 // file or directory ("path dev ino size mtime", or "path -").
 inline std::string search_fingerprints(const char* env) {
   std::string out;
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)env;
 #else
   // The file the variable names, through any links on its way (a directory
@@ -10865,7 +10914,7 @@ inline std::string search_fingerprints(const char* env) {
 // loader: libnvrtc-builtins.so.13.0 for 13.0), which holds its builtin
 // header. (Files, one a line.)
 inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   char* real = ::realpath(info.path.c_str(), nullptr);
   const std::string path = real ? std::string(real) : info.path.empty() ? info.library : info.path;
   std::free(real);
@@ -10894,7 +10943,7 @@ inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins)
 
 // Whether the files an identity names (loaded_identity) are unchanged.
 inline bool identity_files_unchanged(std::string_view id) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   std::string_view line[5];
   int n = 0;
   for (std::string_view rest = id; n < 5 && !rest.empty(); ++n) {
@@ -10917,7 +10966,7 @@ inline bool identity_files_unchanged(std::string_view id) {
 // (dl_iterate_phdr): dlopen with RTLD_NOLOAD would search the disk for a
 // library that is not loaded, which costs a hit far more.
 inline bool loaded_in_process(const char* const* files, std::size_t file_count, const std::string& named) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct Look {
     const char* const* files;
     std::size_t count;
@@ -10959,7 +11008,7 @@ struct LoadedIdentity {
   std::string id, dir;
 };
 struct LoadedIdentities {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   std::mutex mu;
 #endif
   LoadedIdentity nvrtc, nvjitlink, other;
@@ -10972,7 +11021,7 @@ inline LoadedIdentities& loaded_identities() {
 inline std::string library_identity_for_cache(const std::string& dir, const char* tag, const char* env,
                                               const char* const* files, std::size_t file_count,
                                               const LibraryInfo& (*info_of)() noexcept) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)tag, (void)env, (void)files, (void)file_count;
   const LibraryInfo& info = info_of();
   return info.found ? loaded_identity(info, false) : std::string();
@@ -11023,7 +11072,7 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/compiler_identity.hpp ----
 
 // ---- begin oxicuda/compile/source.hpp ----
@@ -11051,7 +11100,7 @@ OXICUDA_NAMESPACE_END
 #include <string_view>
 
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -11064,7 +11113,7 @@ OXICUDA_NAMESPACE_END
 #include <mutex>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
 // module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
@@ -11209,7 +11258,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
   bool compiled = false;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct rlimit fsize {};
   const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
   if (!trace_dir.empty() && size_limited) {
@@ -11239,7 +11288,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
   (void)trace_dir, (void)key;
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     const std::string log = nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     fail(r, where,
          cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
@@ -11350,5 +11399,5 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
                                     std::move(b.names), log);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/source.hpp ----

@@ -204,7 +204,7 @@ TEST_CASE("host-to-device copy of 256 MiB") {
   const ffi::CUdeviceptr d = device.device_ptr();
   // The raw side is the driver's own synchronous copy, which oxicuda does not
   // use (its copy() is a stream-ordered copy and a wait; see memory.hpp).
-  using MemcpyHtoD = ffi::CUresult(OXICUDA_CUDAAPI*)(ffi::CUdeviceptr, const void*, std::size_t);
+  using MemcpyHtoD = ffi::CUresult(OXICUDA_DETAIL_CUDAAPI*)(ffi::CUdeviceptr, const void*, std::size_t);
   void* lib = dlopen(driver_info().library.c_str(), RTLD_NOW | RTLD_NOLOAD);
   auto memcpy_htod = reinterpret_cast<MemcpyHtoD>(lib ? dlsym(lib, "cuMemcpyHtoD_v2") : nullptr);
   REQUIRE(memcpy_htod);

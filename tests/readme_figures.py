@@ -5,18 +5,18 @@ count, so they cannot drift when an entry point is added.
   readme_figures.py ROOT
 
 The fault-injection line README quotes ("fault injection: driver N/N, NVRTC
-M/M, nvJitLink K/K entry points", what tests/cpu/test_fault_injection.cpp
+M/M, nvJitLink K/K entry points", what tests/cpu/core/test_fault_injection.cpp
 prints at full coverage) must give, for each library, the number of entries
-of its X-macro table: OXICUDA_DRIVER_API in include/oxicuda/core/ffi.hpp,
-OXICUDA_NVRTC_API in nvrtc_ffi.hpp, OXICUDA_NVJITLINK_API in
+of its X-macro table: OXICUDA_DETAIL_DRIVER_API in include/oxicuda/core/ffi.hpp,
+OXICUDA_DETAIL_NVRTC_API in nvrtc_ffi.hpp, OXICUDA_DETAIL_NVJITLINK_API in
 nvjitlink_ffi.hpp. On a mismatch it prints the line README must hold.
 """
 import os
 import re
 import sys
 
-TABLES = (("driver", "core/ffi.hpp", "OXICUDA_DRIVER_API"), ("NVRTC", "core/nvrtc_ffi.hpp", "OXICUDA_NVRTC_API"),
-          ("nvJitLink", "core/nvjitlink_ffi.hpp", "OXICUDA_NVJITLINK_API"))
+TABLES = (("driver", "core/ffi.hpp", "OXICUDA_DETAIL_DRIVER_API"), ("NVRTC", "core/nvrtc_ffi.hpp", "OXICUDA_DETAIL_NVRTC_API"),
+          ("nvJitLink", "core/nvjitlink_ffi.hpp", "OXICUDA_DETAIL_NVJITLINK_API"))
 
 
 def table_size(path, macro):

@@ -40,7 +40,7 @@ def main():
         lines.append(f"template <> struct abi::mapped<oxicuda::ffi::{name}> {{ using type = ::{name}; }};")
         structs += 1
     entries = 0
-    table = re.search(r"#define OXICUDA_DRIVER_API\(X\)(.*?)\n\n", text, re.S).group(1)
+    table = re.search(r"#define OXICUDA_DETAIL_DRIVER_API\(X\)(.*?)\n\n", text, re.S).group(1)
     for e in re.finditer(r"X\((\w+),\s*(\d+),", table):
         member, version = e.group(1), e.group(2)
         lines.append(f"static_assert(abi::same<decltype(oxicuda::ffi::DriverApi::{member}), "

@@ -42,11 +42,11 @@ static_assert(sizeof(oxicuda::ffi::nvJitLinkResult) == sizeof(::nvJitLinkResult)
 #define ABI_NVRTC_ENTRY(member, version, symbol, params)                                              \
   static_assert(abi::same<decltype(oxicuda::ffi::nvrtc::NvrtcApi::member), decltype(&::nvrtc##member)>, \
                 symbol ": signature differs from nvrtc.h");
-OXICUDA_NVRTC_API(ABI_NVRTC_ENTRY)
+OXICUDA_DETAIL_NVRTC_API(ABI_NVRTC_ENTRY)
 #define ABI_NVJITLINK_ENTRY(member, version, symbol, params)                                                     \
   static_assert(abi::same<decltype(oxicuda::ffi::nvjitlink::NvJitLinkApi::member), decltype(&::nvJitLink##member)>, \
                 symbol ": signature differs from nvJitLink.h");
-OXICUDA_NVJITLINK_API(ABI_NVJITLINK_ENTRY)
+OXICUDA_DETAIL_NVJITLINK_API(ABI_NVJITLINK_ENTRY)
 
 // Every enumerator, by name (both lists as the parts declare them).
 static_assert(static_cast<int>(oxicuda::ffi::NVRTC_SUCCESS) == static_cast<int>(::NVRTC_SUCCESS));

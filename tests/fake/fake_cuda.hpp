@@ -42,7 +42,7 @@ CUresult enter(Entry e) noexcept;
 // definition below must have exactly the table's signature.
 #define FAKE_DECLARE(member, version, symbol, params) \
   extern "C" __attribute__((visibility("default"))) CUresult fake_##member params __asm__(symbol);
-OXICUDA_DRIVER_API(FAKE_DECLARE)
+OXICUDA_DETAIL_DRIVER_API(FAKE_DECLARE)
 #undef FAKE_DECLARE
 
 #define FAKE_ENTRY(member)                                                          \

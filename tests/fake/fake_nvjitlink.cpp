@@ -43,7 +43,7 @@ nvJitLinkResult enter(nvjitlink::Entry e) {
 #endif
 #define FAKE_DECLARE(member, version, symbol, params) \
   extern "C" __attribute__((visibility("default"))) nvJitLinkResult fake_nvjitlink_##member params __asm__(FAKE_SYMBOL(symbol));
-OXICUDA_NVJITLINK_API(FAKE_DECLARE)
+OXICUDA_DETAIL_NVJITLINK_API(FAKE_DECLARE)
 #undef FAKE_DECLARE
 
 #define FAKE_ENTRY(member)                                                                         \

@@ -54,7 +54,7 @@ nvrtcResult enter(nvrtc::Entry e) { return static_cast<nvrtcResult>(counters.ent
 
 #define FAKE_DECLARE(member, version, symbol, params) \
   extern "C" __attribute__((visibility("default"))) nvrtcResult fake_nvrtc_##member params __asm__(symbol);
-OXICUDA_NVRTC_API(FAKE_DECLARE)
+OXICUDA_DETAIL_NVRTC_API(FAKE_DECLARE)
 #undef FAKE_DECLARE
 
 #define FAKE_ENTRY(member) \

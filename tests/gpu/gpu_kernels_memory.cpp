@@ -687,8 +687,8 @@ TEST_CASE("issue 30.5 (H200): zero-copy: a kernel reads and writes mapped pinned
 
 namespace {
 // cudaTypedefs.h's PFN_cuCtxGetApiVersion_v3020 and PFN_cuDevicePrimaryCtxGetState_v7000.
-using PfnCtxGetApiVersion = ffi::CUresult(OXICUDA_CUDAAPI*)(CUcontext, unsigned*);
-using PfnPrimaryCtxGetState = ffi::CUresult(OXICUDA_CUDAAPI*)(ffi::CUdevice, unsigned*, int*);
+using PfnCtxGetApiVersion = ffi::CUresult(OXICUDA_DETAIL_CUDAAPI*)(CUcontext, unsigned*);
+using PfnPrimaryCtxGetState = ffi::CUresult(OXICUDA_DETAIL_CUDAAPI*)(ffi::CUdevice, unsigned*, int*);
 }  // namespace
 
 TEST_CASE("issue 30.5 (H200): driver entry points that oxicuda does not wrap, through its loader") {

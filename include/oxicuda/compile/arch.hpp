@@ -9,7 +9,7 @@
 
 #include "../driver/device.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // NVRTC's real architectures (75, 80, ..., 120), ascending.
 struct ArchList {
@@ -99,4 +99,4 @@ inline ArchChoice arch_for(const Device& device, SourceLocation where) {
   return arch_for(device.compute_capability(where), supported_archs(where), where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -34,14 +34,14 @@
 #include "cache_evict.hpp"
 #include "cache_file.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // How this process has used the kernel cache so far.
 struct KernelCacheStats {
@@ -90,7 +90,7 @@ struct CacheFileId {
 // miss.
 inline bool cache_read(const std::string& dir, const std::string& key, std::string& payload, std::string& note,
                        CacheFileId* found = nullptr) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note, (void)found;
   return false;
 #else
@@ -120,7 +120,7 @@ inline std::string cache_discard(const std::string& dir, std::string_view key, c
                                  std::string_view why) {
   const std::string path = cat({dir, "/", key, ".bin"});
   bool removed = false;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct stat expected {};
   expected.st_dev = static_cast<dev_t>(read.dev);
   expected.st_ino = static_cast<ino_t>(read.ino);
@@ -138,7 +138,7 @@ inline std::string cache_discard(const std::string& dir, std::string_view key, c
 // (cache_entry_bound) or past RLIMIT_FSIZE is not stored. Returns false
 // (and says why in `note`) when it could not.
 inline bool cache_write(const std::string& dir, const std::string& key, std::string_view payload, std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)key, (void)payload, (void)note;
   return false;
 #else
@@ -176,7 +176,7 @@ inline KernelCacheInfo kernel_cache_info() {
   info.enabled = !info.directory.empty() && !detail::cache_directory(why, false).empty();
   if (!why.empty()) info.note = why;
   if (!limit_note.empty()) add_note(limit_note);
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   // Looks only: every file named like an entry, and its first bytes.
   DIR* d = info.enabled ? ::opendir(info.directory.c_str()) : nullptr;
   if (!d) return info;
@@ -216,5 +216,5 @@ inline KernelCacheStats kernel_cache_stats() noexcept {
   return {c.hits.load(std::memory_order_relaxed), c.misses.load(std::memory_order_relaxed)};
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 

@@ -5,7 +5,6 @@
 // is read from it or written to it.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -14,13 +13,13 @@
 
 #include "../core/error.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -88,12 +87,12 @@ inline std::uint64_t cache_limit() {
 }
 
 // The most an entry's file may take under `limit`.
-inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return std::min(limit, cache_entry_cap); }
+inline std::uint64_t cache_entry_bound(std::uint64_t limit) noexcept { return limit < cache_entry_cap ? limit : cache_entry_cap; }
 
 // The cache's directory as the environment names it; empty (and why in
 // `note`) when it names none. `note` also tells of a setting ignored.
 inline std::string cache_location(std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   note = "the kernel cache is not available on Windows";
   return {};
 #else
@@ -136,7 +135,7 @@ inline std::string cache_location(std::string& note) {
 // is created.
 // `create` false: looks only (kernel_cache_info); a directory still to be
 // created is named, not created.
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // What cache_directory verified last on this thread.
 struct VerifiedCacheDir {
   std::string dir;
@@ -149,7 +148,7 @@ inline thread_local VerifiedCacheDir verified_cache_dir;
 #endif
 
 inline std::string cache_directory(std::string& note, bool create) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)create;
   return cache_location(note);
 #else
@@ -261,4 +260,4 @@ inline std::string cache_directory(std::string& note) { return cache_directory(n
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

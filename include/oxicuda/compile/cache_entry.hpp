@@ -13,7 +13,7 @@
 #include "../kernel/module.hpp"
 #include "program.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -147,4 +147,4 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

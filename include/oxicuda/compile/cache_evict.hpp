@@ -5,8 +5,8 @@
 // total passes the limit.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -16,7 +16,7 @@
 
 #include "cache_file.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -25,7 +25,7 @@
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -40,7 +40,7 @@ inline bool temporary_name(std::string_view name) noexcept {
   return entry_name(name.substr(0, at)) || record_file_name(name.substr(0, at));
 }
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // Removes `name` in `dir_fd` only when it is still the file `expected` (by
 // device and inode): another process may have renamed a new entry there.
 inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expected) noexcept {
@@ -62,7 +62,7 @@ inline bool remove_if_same(int dir_fd, const char* name, const struct stat& expe
 // cannot be read.
 inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64_t& total) {
   total = 0;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct File {
     std::int64_t time;
     std::uint64_t size;
@@ -94,8 +94,21 @@ inline bool cache_evict(const std::string& dir, std::uint64_t limit, std::uint64
     total += static_cast<std::uint64_t>(st.st_size);
   }
   if (total > limit) {
-    std::sort(files.begin(), files.end(), [](const File& x, const File& y) { return x.time < y.time; });
-    for (const File& f : files) {
+    // Oldest first. std::qsort over (time, index) pairs rather than
+    // std::sort: <algorithm> alone costs a translation unit 0.12x of a
+    // typical unit's compile (BENCHMARKS.md, "Include cost").
+    struct Order {
+      std::int64_t time;
+      std::size_t index;
+    };
+    std::vector<Order> order(files.size());
+    for (std::size_t i = 0; i < files.size(); ++i) order[i] = {files[i].time, i};
+    std::qsort(order.data(), order.size(), sizeof(Order), [](const void* x, const void* y) {
+      const std::int64_t a = static_cast<const Order*>(x)->time, b = static_cast<const Order*>(y)->time;
+      return a < b ? -1 : a > b ? 1 : 0;
+    });
+    for (const Order& o : order) {
+      const File& f = files[o.index];
       if (total <= limit) break;
       const int fd = ::openat(dfd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0) {
@@ -137,7 +150,7 @@ inline void cache_evict(const std::string& dir, std::uint64_t limit) {
 inline constexpr char cache_counter_name[] = "total.counter";
 
 inline void cache_account(const std::string& dir, std::int64_t delta, std::uint64_t limit) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   const std::string path = cat({dir, "/", cache_counter_name});
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
   struct stat st {};
@@ -180,4 +193,4 @@ inline void cache_account(const std::string& dir, std::int64_t delta, std::uint6
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

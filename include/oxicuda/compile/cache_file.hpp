@@ -13,7 +13,7 @@
 
 #include "cache_key.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -21,7 +21,7 @@
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -33,7 +33,7 @@ inline constexpr std::size_t cache_header_size = sizeof cache_magic + 16;
 // The most a record (cache_record_write) may take.
 inline constexpr std::uint64_t cache_record_cap = 1ull << 20;
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // Writes all of `data` to fd.
 inline bool write_all(int fd, std::string_view data) noexcept {
   while (!data.empty()) {
@@ -244,7 +244,7 @@ inline bool record_file_name(std::string_view name) noexcept {
 // Read: false when it is missing, refused or corrupt (`note` says which,
 // but for missing); a corrupt record is left to be written over.
 inline bool cache_record_read(const std::string& dir, std::string_view name, std::string& payload, std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
@@ -259,7 +259,7 @@ inline bool cache_record_read(const std::string& dir, std::string_view name, std
 }
 inline bool cache_record_write(const std::string& dir, std::string_view name, std::string_view payload,
                                std::string& note) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
@@ -278,7 +278,7 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
 
 // Whether the file at `path` begins as an entry does (cache_magic).
 inline bool starts_as_entry(const std::string& path) noexcept {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   char head[sizeof cache_magic] = {};
@@ -294,4 +294,4 @@ inline bool starts_as_entry(const std::string& path) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

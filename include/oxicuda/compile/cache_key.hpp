@@ -11,7 +11,7 @@
 
 #include "../core/error.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -101,4 +101,4 @@ inline bool entry_name(std::string_view name) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

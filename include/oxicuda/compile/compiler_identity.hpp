@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "cache.hpp"
-#include "../core/library.hpp"
+#include "../core/toolkit.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include <mutex>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -42,7 +42,7 @@ namespace detail {
 // library is loaded and asked (a copy already in the process is asked
 // without loading anything), and the record rewritten when it changed.
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // "dev ino size mtime" of `path` (stat follows links), or "-" when missing.
 inline std::string file_fingerprint(const char* path) {
   struct stat st {};
@@ -98,7 +98,7 @@ inline std::string loader_search_dirs(void* h) {
 }
 #endif
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // What of the search is fixed for the life of the process, found once: the
 // object that calls dlopen (its file and fingerprint), and the directories
 // the dynamic loader searches for it (it read LD_LIBRARY_PATH at start-up).
@@ -123,7 +123,7 @@ inline const CallerSearch& caller_search() {
 inline std::string search_inputs(const char* tag, const char* env) {
   return cat({tag, "\n", env_string(env), "\n", env_string("CONDA_PREFIX"), "\n", env_string("LD_LIBRARY_PATH"),
               "\n", env_string("CUDA_HOME"), "\n", env_string("CUDA_PATH")
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
                                                           ,
               "\n", caller_search().caller
 #endif
@@ -134,7 +134,7 @@ inline std::string search_inputs(const char* tag, const char* env) {
 // file or directory ("path dev ino size mtime", or "path -").
 inline std::string search_fingerprints(const char* env) {
   std::string out;
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)env;
 #else
   // The file the variable names, through any links on its way (a directory
@@ -189,7 +189,7 @@ inline std::string search_fingerprints(const char* env) {
 // loader: libnvrtc-builtins.so.13.0 for 13.0), which holds its builtin
 // header. (Files, one a line.)
 inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   char* real = ::realpath(info.path.c_str(), nullptr);
   const std::string path = real ? std::string(real) : info.path.empty() ? info.library : info.path;
   std::free(real);
@@ -218,7 +218,7 @@ inline std::string loaded_identity(const LibraryInfo& info, bool nvrtc_builtins)
 
 // Whether the files an identity names (loaded_identity) are unchanged.
 inline bool identity_files_unchanged(std::string_view id) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   std::string_view line[5];
   int n = 0;
   for (std::string_view rest = id; n < 5 && !rest.empty(); ++n) {
@@ -241,7 +241,7 @@ inline bool identity_files_unchanged(std::string_view id) {
 // (dl_iterate_phdr): dlopen with RTLD_NOLOAD would search the disk for a
 // library that is not loaded, which costs a hit far more.
 inline bool loaded_in_process(const char* const* files, std::size_t file_count, const std::string& named) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct Look {
     const char* const* files;
     std::size_t count;
@@ -283,7 +283,7 @@ struct LoadedIdentity {
   std::string id, dir;
 };
 struct LoadedIdentities {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   std::mutex mu;
 #endif
   LoadedIdentity nvrtc, nvjitlink, other;
@@ -296,7 +296,7 @@ inline LoadedIdentities& loaded_identities() {
 inline std::string library_identity_for_cache(const std::string& dir, const char* tag, const char* env,
                                               const char* const* files, std::size_t file_count,
                                               const LibraryInfo& (*info_of)() noexcept) {
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
   (void)dir, (void)tag, (void)env, (void)files, (void)file_count;
   const LibraryInfo& info = info_of();
   return info.found ? loaded_identity(info, false) : std::string();
@@ -347,4 +347,4 @@ inline std::string library_identity_for_cache(const std::string& dir, const char
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

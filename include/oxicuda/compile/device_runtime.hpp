@@ -19,15 +19,16 @@
 #include <string_view>
 
 #include "../core/toolkit.hpp"
+#include "../core/check.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -40,7 +41,7 @@ struct DeviceRuntimeLibrary {
 
 // The identity of the regular file `path`, or empty when there is none.
 inline std::string device_runtime_identity(const std::string& path) {
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
   return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
@@ -94,7 +95,7 @@ inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
 // made): then the result is not cached under that key.
 inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
   std::string bytes;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
   bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
@@ -128,4 +129,4 @@ inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::str
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -9,7 +9,7 @@
 
 #include "../kernel/module.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // What an input to the linker is.
 enum class LinkInput {
@@ -126,7 +126,7 @@ inline Linker::Linker(const Context& ctx, JitOptions options, SourceLocation whe
   jit_.make(options, "oxicuda::Linker::Linker", where);
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkCreate, jit_->count, jit_->keys, jit_->values, &state_);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     state_ = nullptr;
     fail_with_log(r, "creating a link", where);
   }
@@ -149,7 +149,7 @@ inline Linker& Linker::add(LinkInput kind, const void* data, std::size_t size, s
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkAddData, s, static_cast<ffi::CUjitInputType>(kind),
                                            const_cast<void*>(data), size, n.c_str(), 0u, nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     fail_with_log(r,
                   detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)",
                                kind == LinkInput::cubin && (r.result == ffi::CUDA_ERROR_NO_BINARY_FOR_GPU ||
@@ -170,7 +170,7 @@ inline Linker& Linker::add_file(LinkInput kind, const std::string& path, SourceL
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r =
       OXICUDA_DRIVER(LinkAddFile, s, static_cast<ffi::CUjitInputType>(kind), path.c_str(), 0u, nullptr, nullptr);
-  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) fail_with_log(r, detail::cat({"adding the file '", path, "'"}), where);
   return *this;
 }
 
@@ -180,7 +180,7 @@ inline std::string Linker::complete(SourceLocation where) {
   std::size_t size = 0;
   ScopedCurrent current(ctx_, where);
   const detail::Outcome r = OXICUDA_DRIVER(LinkComplete, s, &cubin, &size);
-  if (OXICUDA_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) fail_with_log(r, "completing the link", where);
   return std::string(static_cast<const char*>(cubin), size);
 }
 
@@ -189,4 +189,4 @@ inline Module Linker::load(SourceLocation where) {
   return Module::from_image(ctx_, cubin.data(), cubin.size(), {}, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -13,7 +13,7 @@
 #include "arch.hpp"
 #include "program.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // One nvJitLink link. Move-only; the nvJitLink handle is destroyed with it.
 // A failed add or complete is an Error whose detail holds nvJitLink's error log.
@@ -92,7 +92,7 @@ class LtoLinker {
 
 namespace detail {
 
-[[noreturn]] OXICUDA_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void nul_in_option(std::string_view what, std::string_view s, SourceLocation where) {
   raise(Error(ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION, "oxicuda::LtoLinker::LtoLinker",
               cat({what, " holds a NUL byte at offset ", std::to_string(s.find('\0')), " (of ",
                    std::to_string(s.size()), "); nvJitLink's options are C strings"}),
@@ -131,7 +131,7 @@ inline LtoLinker::LtoLinker(std::string_view arch, const StringList& options, bo
   all.add(options);
   const detail::CStrings argv(all);
   const auto r = OXICUDA_NVJITLINK(Create, &raw_, static_cast<std::uint32_t>(all.size()), argv.get());
-  if (OXICUDA_LIKELY(r.ok())) return;
+  if (OXICUDA_DETAIL_LIKELY(r.ok())) return;
   // A refused create still hands back a handle holding the reason (nvJitLink
   // 13: "unrecognized option"): read it, then destroy the handle, which the
   // destructor of a throwing constructor would not.
@@ -152,7 +152,7 @@ inline LtoLinker& LtoLinker::add(ffi::nvJitLinkInputType kind, const void* data,
     size = text.size() + 1;
   }
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(AddData, h, kind, data, size, n.c_str());
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     detail::fail(r, where, detail::cat({"adding '", n, "' (", std::to_string(size), " bytes)", error_detail()}));
   return *this;
 }
@@ -167,7 +167,7 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
 inline std::string LtoLinker::complete(SourceLocation where) {
   nvJitLinkHandle h = checked("oxicuda::LtoLinker::complete", where);
   const detail::NvJitLinkOutcome r = OXICUDA_NVJITLINK(Complete, h);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"linking", error_detail()}));
   std::string cubin;
   detail::check(
       detail::size_then_fill([&](std::size_t* n) { return OXICUDA_NVJITLINK(GetLinkedCubinSize, h, n); },
@@ -209,4 +209,4 @@ inline int nvjitlink_version(SourceLocation where) {
   return static_cast<int>(major * 1000 + minor * 10);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -14,7 +14,7 @@
 #include "../driver/device.hpp"
 #include "size_then_fill.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A list of strings kept in one std::string, each followed by a NUL (so an
 // entry cannot hold a NUL byte, as NVRTC's C strings cannot): NVRTC's
@@ -30,7 +30,7 @@ class StringList {
   // An entry holding a NUL byte is an Error (NVRTC would read it as two, or
   // cut it short), and the list is left as it was.
   StringList& add(std::string_view s, SourceLocation where = SourceLocation::current()) {
-    if (OXICUDA_UNLIKELY(s.find('\0') != std::string_view::npos))
+    if (OXICUDA_DETAIL_UNLIKELY(s.find('\0') != std::string_view::npos))
       detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::StringList::add",
                           detail::cat({"an entry holds a NUL byte at offset ", std::to_string(s.find('\0')),
                                        " (of ", std::to_string(s.size()),
@@ -257,7 +257,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   const StringList args = options.arguments();
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     const std::string log = detail::nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     detail::fail(r, where,
                  detail::cat({"compiling '", name_, "' (", std::to_string(source_.size()), " bytes of source",
@@ -296,7 +296,7 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
                                          [&](char* out) { return OXICUDA_NVRTC(GetPTX, p, out); }, c.code, true),
                   where);
   }
-  if (OXICUDA_UNLIKELY(c.code.empty()))
+  if (OXICUDA_DETAIL_UNLIKELY(c.code.empty()))
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, "oxicuda::Program::compile",
                         detail::cat({"compiling '", name_, "' succeeded but NVRTC produced no code (no LTO-IR, cubin "
                                      "or PTX; options: ", args.spaced(),
@@ -312,4 +312,4 @@ inline int nvrtc_version(SourceLocation where) {
   return major * 1000 + minor * 10;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

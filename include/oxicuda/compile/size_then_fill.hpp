@@ -9,7 +9,7 @@
 
 #include "../core/error.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -34,4 +34,4 @@ auto size_then_fill(Size size, Fill fill, std::string& out, bool text) -> declty
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

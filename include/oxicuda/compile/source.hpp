@@ -31,7 +31,7 @@
 #include "lto.hpp"
 #include "source_rules.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -44,7 +44,7 @@
 #include <mutex>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Compiles `source` (or finds it in the cache) and loads it into `ctx`. The
 // module's info_log() holds NVRTC's log, oxicuda's notes (an architecture
@@ -189,7 +189,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
   bool compiled = false;
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   struct rlimit fsize {};
   const bool size_limited = ::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY;
   if (!trace_dir.empty() && size_limited) {
@@ -219,7 +219,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
   (void)trace_dir, (void)key;
 #endif
   if (!compiled) r = nvrtc_compile(program, source, options, args, where);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     const std::string log = nvrtc_log(program.raw, where, false);  // the compile's failure is the error
     fail(r, where,
          cat({"compiling '", options.name, "' (", std::to_string(source.size()), " bytes of source",
@@ -330,4 +330,4 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
                                     std::move(b.names), log);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

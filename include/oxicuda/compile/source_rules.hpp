@@ -11,14 +11,14 @@
 #include "../kernel/module.hpp"
 #include "program.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 struct SourceOptions {
   // NVRTC's options. An empty arch is picked for the context's device
@@ -283,7 +283,7 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
     for (std::string_view name : given)
       if (k++ % 2 == 0 && name == h) in_memory = true;
     if (!in_memory) return cat({"NVRTC read \"", h, "\" from disk (it is not among the headers given)"});
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
     // NVRTC resolves an include relative to the including file's name, on
     // disk: a header given as "d/x.h" that includes "y.h" reads the file
     // d/y.h when there is one, and the trace then names "d/y.h", as it names
@@ -298,7 +298,7 @@ inline std::string disk_header(std::string_view trace, const StringList& given) 
   return {};
 }
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // A private name for NVRTC's trace in the cache directory (0700): a file
 // made by mkstemp, which NVRTC's own ("<name>.json") sits beside. Named as a
 // writer's temporary file of the entry (<key>.bin.tmp.XXXXXX), so that the
@@ -346,4 +346,4 @@ struct TraceFile {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

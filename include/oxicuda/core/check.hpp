@@ -13,13 +13,13 @@
 #include "error.hpp"
 #include "toolkit.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace detail {
 
 // The error for an entry point the driver does not provide: either no usable
 // driver at all (the loader's reason), or this one symbol is missing from an
 // older driver.
-[[noreturn]] OXICUDA_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void unavailable(ffi::Entry entry, SourceLocation where) {
   const DriverInfo& info = driver_info();
   const ffi::EntryInfo& e = ffi::entry_info(entry);
   switch (info.status) {
@@ -109,10 +109,10 @@ using NvJitLinkOutcome = CallOutcome<Library::nvjitlink>;
 // The error for a failed driver call. An entry point the driver lacks
 // answers CUDA_ERROR_NOT_FOUND through its stand-in (loader.hpp), which is
 // explained here rather than on the hot path.
-[[noreturn]] OXICUDA_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void fail(Outcome o, SourceLocation where, std::string detail = {}) {
   // In a forked child no call reaches the driver (loader.hpp's on_fork_child):
   // what the driver would answer there.
-  if (OXICUDA_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
+  if (OXICUDA_DETAIL_UNLIKELY(forked_after_load())) o.result = ffi::CUDA_ERROR_NOT_INITIALIZED;
   if (o.result == ffi::CUDA_ERROR_NOT_FOUND && missing(o.entry)) unavailable(o.entry, where);
   if (o.result == ffi::CUDA_ERROR_NOT_INITIALIZED || o.result == ffi::CUDA_ERROR_NOT_PERMITTED ||
       o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || o.result == ffi::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) {
@@ -131,7 +131,7 @@ inline const LibraryInfo& library_info(ffi::nvjitlink::Entry) noexcept { return 
 // library or this entry point of it is missing) says why.
 template <Library L>
   requires(L != Library::driver)
-[[noreturn]] OXICUDA_COLD void fail(CallOutcome<L> o, SourceLocation where, std::string detail = {}) {
+[[noreturn]] OXICUDA_DETAIL_COLD void fail(CallOutcome<L> o, SourceLocation where, std::string detail = {}) {
   const ffi::EntryInfo& e = entry_info(o.entry);
   if (o.result == LibraryTraits<L>::not_found && missing(o.entry)) {
     const LibraryInfo& info = library_info(o.entry);
@@ -149,7 +149,7 @@ template <Library L>
 // fail() for check(): the result and the entry apart, so that the hot path
 // does not build an outcome it only needs when the call failed.
 template <class Result, class EntryT>
-[[noreturn]] OXICUDA_COLD void fail_call(Result r, EntryT entry, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD void fail_call(Result r, EntryT entry, SourceLocation where) {
   fail(CallOutcome<LibraryOf<Result>::value>{r, entry}, where);
 }
 
@@ -159,7 +159,7 @@ template <class Result, class EntryT>
 // which is the driver call, one compare and nothing else on success.
 template <Library L>
 inline void check(CallOutcome<L> o, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) fail_call(o.result, o.entry, where);
 }
 
 // The same for a call made by a destructor: never throws; a failure goes to
@@ -167,7 +167,7 @@ inline void check(CallOutcome<L> o, SourceLocation where) {
 // oxicuda::Stream"). Returns whether the call succeeded.
 template <Library L>
 inline bool check_nothrow(CallOutcome<L> o, const char* during) noexcept {
-  if (OXICUDA_LIKELY(o.ok())) return true;
+  if (OXICUDA_DETAIL_LIKELY(o.ok())) return true;
   if constexpr (L == Library::driver) {
     if (forked_after_load()) return false;  // a forked child leaks what its parent owns, as the driver requires
     report(o.result, entry_info(o.entry).name, during,
@@ -179,7 +179,7 @@ inline bool check_nothrow(CallOutcome<L> o, const char* during) noexcept {
 }
 
 // The error for using an empty handle (default-constructed or moved-from).
-[[noreturn]] OXICUDA_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void empty_handle(const char* type, const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
               cat({"this ", type, " is empty (default-constructed or moved-from); it has no driver handle"}), where));
 }
@@ -236,7 +236,7 @@ inline void* driver_entry_point(const char* symbol, int version, SourceLocation 
                       where));
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 
 // Calls the driver's entry point `member` (a name of the table in ffi.hpp,
 // without its `cu`) with the arguments that follow, and pairs the result with

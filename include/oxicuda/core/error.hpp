@@ -16,7 +16,7 @@
 
 #include "loader.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Every operation takes the caller's source line as a defaulted last
 // argument: SourceLocation where the standard library has it, else
@@ -200,7 +200,7 @@ inline std::string result_description(int code) {
 }
 
 // Throws e, or (without exceptions) hands it to the error handler and aborts.
-[[noreturn]] OXICUDA_COLD inline void raise(const Error& e) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void raise(const Error& e) {
 #if OXICUDA_EXCEPTIONS
   throw e;
 #else
@@ -217,14 +217,14 @@ inline std::string result_description(int code) {
 // has no source line: the failure is oxicuda's cleanup, not a line of the
 // caller's; `during` says what was being done ("destroying an oxicuda::Stream").
 template <class Result>
-OXICUDA_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
+OXICUDA_DETAIL_COLD void report(Result r, const char* call, std::string_view during, std::string_view detail = {}) noexcept {
   DiagnosticHook h = diagnostic_hook_slot().load(std::memory_order_acquire);
-#if OXICUDA_HAS_EXCEPTIONS
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
   try {
 #endif
     (h ? h : default_diagnostic_hook)(Error(r, call, cat({"while ", during, detail.empty() ? "" : "; ", detail}),
                                             SourceLocation()));
-#if OXICUDA_HAS_EXCEPTIONS
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
   } catch (...) {
     std::fputs("oxicuda: a destructor's driver call failed, and reporting it failed too\n", stderr);
   }
@@ -280,7 +280,7 @@ inline DiagnosticHook set_diagnostic_hook(DiagnosticHook hook) noexcept {
   return detail::diagnostic_hook_slot().exchange(hook, std::memory_order_acq_rel);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 
 template <>
 struct std::is_error_code_enum<oxicuda::ffi::CUresult> : std::true_type {};

@@ -29,14 +29,14 @@ typedef struct CUuserObject_st* CUuserObject;
 typedef struct CUarray_st* CUarray;
 typedef struct CUkern_st* CUkernel;
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
 
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using cuuint64_t = std::uint64_t;
-using CUhostFn = void(OXICUDA_CUDAAPI*)(void* user_data);
-using CUoccupancyB2DSize = std::size_t(OXICUDA_CUDAAPI*)(int block_size);
+using CUhostFn = void(OXICUDA_DETAIL_CUDAAPI*)(void* user_data);
+using CUoccupancyB2DSize = std::size_t(OXICUDA_DETAIL_CUDAAPI*)(int block_size);
 using CUgraphConditionalHandle = cuuint64_t;
 
 // CUresult: every value of the toolkit's enum (tools/gen_ffi.py).
@@ -807,7 +807,7 @@ struct CUgraphExecUpdateResultInfo {
 // hands us a newer ABI; the exported symbol is the dlsym fallback, spelled out
 // per entry because it cannot be derived from the name (cuGraphInstantiate).
 // Expand it inside namespace oxicuda::ffi.
-#define OXICUDA_DRIVER_API(X)                                                                                          \
+#define OXICUDA_DETAIL_DRIVER_API(X)                                                                                          \
   X(GetProcAddress, 12000, "cuGetProcAddress_v2",                                                                      \
     (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult* symbolStatus)) \
   X(Init, 2000, "cuInit", (unsigned int Flags))                                                                        \
@@ -983,17 +983,17 @@ struct EntryInfo {
 // its EntryInfo array, named OXICUDA_TABLE_PREFIX + member. Every library's
 // table (the driver's here, NVRTC's and nvJitLink's in their own parts) is
 // expanded by this one macro, in the library's namespace.
-#define OXICUDA_X_ENUM(member, version, symbol, params) member,
-#define OXICUDA_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
-#define OXICUDA_TABLE_ENTRIES(TABLE)                                                  \
-  enum class Entry : int { TABLE(OXICUDA_X_ENUM) };                                   \
-  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_X_INFO)};     \
+#define OXICUDA_DETAIL_X_ENUM(member, version, symbol, params) member,
+#define OXICUDA_DETAIL_X_INFO(member, version, symbol, params) {OXICUDA_TABLE_PREFIX #member, version, symbol},
+#define OXICUDA_DETAIL_TABLE_ENTRIES(TABLE)                                                  \
+  enum class Entry : int { TABLE(OXICUDA_DETAIL_X_ENUM) };                                   \
+  inline constexpr ::oxicuda::ffi::EntryInfo entries[] = {TABLE(OXICUDA_DETAIL_X_INFO)};     \
   inline constexpr std::size_t entry_count = sizeof(entries) / sizeof(entries[0]);   \
   constexpr const ::oxicuda::ffi::EntryInfo& entry_info(Entry e) noexcept { return entries[static_cast<int>(e)]; }
 
 #define OXICUDA_TABLE_PREFIX "cu"
-OXICUDA_TABLE_ENTRIES(OXICUDA_DRIVER_API)
+OXICUDA_DETAIL_TABLE_ENTRIES(OXICUDA_DETAIL_DRIVER_API)
 #undef OXICUDA_TABLE_PREFIX
 
 }  // namespace ffi
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

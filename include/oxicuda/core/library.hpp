@@ -17,30 +17,30 @@
 
 #include "traits.hpp"
 
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 #ifndef NOMINMAX
 #define NOMINMAX
-#define OXICUDA_UNDEF_NOMINMAX_
+#define OXICUDA_DETAIL_UNDEF_NOMINMAX_
 #endif
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
-#define OXICUDA_UNDEF_LEAN_AND_MEAN_
+#define OXICUDA_DETAIL_UNDEF_LEAN_AND_MEAN_
 #endif
 #include <windows.h>
-#ifdef OXICUDA_UNDEF_NOMINMAX_
+#ifdef OXICUDA_DETAIL_UNDEF_NOMINMAX_
 #undef NOMINMAX
-#undef OXICUDA_UNDEF_NOMINMAX_
+#undef OXICUDA_DETAIL_UNDEF_NOMINMAX_
 #endif
-#ifdef OXICUDA_UNDEF_LEAN_AND_MEAN_
+#ifdef OXICUDA_DETAIL_UNDEF_LEAN_AND_MEAN_
 #undef WIN32_LEAN_AND_MEAN
-#undef OXICUDA_UNDEF_LEAN_AND_MEAN_
+#undef OXICUDA_DETAIL_UNDEF_LEAN_AND_MEAN_
 #endif
 #else
 #include <dlfcn.h>
 #include <unistd.h>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // What the first use of a lazily loaded library (NVRTC, nvJitLink) found.
 // Filled once; read-only afterwards.
@@ -73,7 +73,7 @@ inline std::string cat(std::initializer_list<std::string_view> parts) {
   return s;
 }
 
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 using LibHandle = HMODULE;
 inline LibHandle lib_open(const char* path) noexcept { return ::LoadLibraryA(path); }
 // The library if this process has it loaded already (then held for good).
@@ -227,7 +227,7 @@ inline Opened open_library(const LibrarySpec& spec) {
       }
     if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty())
       for (const char* const* f = files; f != end; ++f)
-        if (attempt(cat({conda, path_separator, OXICUDA_WINDOWS ? "Library\\bin" : "lib",
+        if (attempt(cat({conda, path_separator, OXICUDA_DETAIL_WINDOWS ? "Library\\bin" : "lib",
                          path_separator, *f}),
                     "$CONDA_PREFIX"))
           return o;
@@ -241,7 +241,7 @@ inline Opened open_library(const LibrarySpec& spec) {
     };
     const Root roots[] = {{env_string("CUDA_HOME"), "$CUDA_HOME"},
                           {env_string("CUDA_PATH"), "$CUDA_PATH"},
-                          {cat({OXICUDA_WINDOWS ? "" : "/usr/local/cuda"}), "/usr/local/cuda"}};
+                          {cat({OXICUDA_DETAIL_WINDOWS ? "" : "/usr/local/cuda"}), "/usr/local/cuda"}};
     for (const Root& r : roots) {
       if (r.dir.empty()) continue;
       for (const char* sub : toolkit_lib_dirs)
@@ -284,7 +284,7 @@ inline LibHandle load_library(const LibrarySpec& spec, const TableSlots& table, 
 }
 
 }  // namespace detail
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END
 
 // A table's stand-ins (namespace `missing`, one per entry, answering the
 // library's LibraryTraits<>::not_found so that a wrapper never tests a
@@ -293,27 +293,27 @@ OXICUDA_NAMESPACE_END
 // library's traits; the struct is standard-layout, one pointer-sized slot per
 // entry in entry order (TableSlots relies on it).
 #if defined(__GNUC__) || defined(__clang__)
-#define OXICUDA_UNUSED_PARAMETERS_PUSH \
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")
-#define OXICUDA_UNUSED_PARAMETERS_POP _Pragma("GCC diagnostic pop")
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_POP _Pragma("GCC diagnostic pop")
 #elif defined(_MSC_VER)
-#define OXICUDA_UNUSED_PARAMETERS_PUSH __pragma(warning(push)) __pragma(warning(disable : 4100))
-#define OXICUDA_UNUSED_PARAMETERS_POP __pragma(warning(pop))
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH __pragma(warning(push)) __pragma(warning(disable : 4100))
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_POP __pragma(warning(pop))
 #else
-#define OXICUDA_UNUSED_PARAMETERS_PUSH
-#define OXICUDA_UNUSED_PARAMETERS_POP
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH
+#define OXICUDA_DETAIL_UNUSED_PARAMETERS_POP
 #endif
-#define OXICUDA_X_STAND_IN(member, version, symbol, params)                              \
-  inline OXICUDA_TABLE_TRAITS::result OXICUDA_CUDAAPI member params noexcept {           \
-    return OXICUDA_TABLE_TRAITS::not_found;                                              \
+#define OXICUDA_DETAIL_X_STAND_IN(member, version, symbol, params)                              \
+  inline OXICUDA_DETAIL_TABLE_TRAITS::result OXICUDA_DETAIL_CUDAAPI member params noexcept {           \
+    return OXICUDA_DETAIL_TABLE_TRAITS::not_found;                                              \
   }
-#define OXICUDA_X_SLOT(member, version, symbol, params) \
-  OXICUDA_TABLE_TRAITS::result(OXICUDA_CUDAAPI * member) params = &missing::member;
-#define OXICUDA_LIBRARY_API(TABLE, Api)                                                     \
+#define OXICUDA_DETAIL_X_SLOT(member, version, symbol, params) \
+  OXICUDA_DETAIL_TABLE_TRAITS::result(OXICUDA_DETAIL_CUDAAPI * member) params = &missing::member;
+#define OXICUDA_DETAIL_LIBRARY_API(TABLE, Api)                                                     \
   namespace missing {                                                                       \
-  OXICUDA_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_X_STAND_IN) OXICUDA_UNUSED_PARAMETERS_POP \
+  OXICUDA_DETAIL_UNUSED_PARAMETERS_PUSH TABLE(OXICUDA_DETAIL_X_STAND_IN) OXICUDA_DETAIL_UNUSED_PARAMETERS_POP \
   }                                                                                         \
   struct Api {                                                                              \
-    TABLE(OXICUDA_X_SLOT)                                                                   \
+    TABLE(OXICUDA_DETAIL_X_SLOT)                                                                   \
   };                                                                                        \
   static_assert(sizeof(Api) == entry_count * sizeof(void*));

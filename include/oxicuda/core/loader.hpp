@@ -10,11 +10,11 @@
 
 #include "library.hpp"
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 #include <pthread.h>
 #endif
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Why the driver is, or is not, usable.
 enum class DriverStatus {
@@ -46,9 +46,9 @@ namespace ffi {
 // The driver's stand-ins (each answers CUDA_ERROR_NOT_FOUND, which
 // detail::fail turns into the error that explains why) and DriverApi, one
 // function pointer per table entry: the driver's, or its stand-in.
-#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::driver>
-OXICUDA_LIBRARY_API(OXICUDA_DRIVER_API, DriverApi)
-#undef OXICUDA_TABLE_TRAITS
+#define OXICUDA_DETAIL_TABLE_TRAITS LibraryTraits<Library::driver>
+OXICUDA_DETAIL_LIBRARY_API(OXICUDA_DETAIL_DRIVER_API, DriverApi)
+#undef OXICUDA_DETAIL_TABLE_TRAITS
 
 }  // namespace ffi
 
@@ -77,7 +77,7 @@ static_assert(sizeof(void*) == sizeof(ffi::DriverApi{}.Init));
 static_assert(sizeof(ffi::DriverApi) == ffi::entry_count * sizeof(void*));
 
 // The files to try, and the driver's file as messages name it.
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 inline constexpr const char* driver_file = "nvcuda.dll";
 inline const char* const default_candidates[] = {driver_file};
 #else
@@ -113,7 +113,7 @@ inline void resolve(Driver& d, LibHandle h) {
   d.info.via_get_proc_address = any_from_gpa;
 }
 
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
 // The driver loaded in this process, for the fork handler.
 inline Driver* loaded_driver = nullptr;
 // In a child forked after the driver was loaded, the driver serves nothing
@@ -134,7 +134,7 @@ inline void on_fork_child() noexcept {
 inline Driver* load_driver() {
   auto* d = new Driver{};
   d->pid = process_id();
-#if !OXICUDA_WINDOWS
+#if !OXICUDA_DETAIL_WINDOWS
   loaded_driver = d;
   ::pthread_atfork(nullptr, nullptr, &on_fork_child);
 #endif
@@ -202,4 +202,4 @@ inline bool missing(ffi::Entry entry) noexcept { return !driver().provided[stati
 
 inline const DriverInfo& driver_info() noexcept { return detail::driver().info; }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -11,7 +11,7 @@
 // nvJitLink.h's handle type, spelled as nvJitLink.h spells it.
 typedef struct nvJitLink* nvJitLinkHandle;
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
 
 enum nvJitLinkResult : int {
@@ -77,7 +77,7 @@ enum nvJitLinkInputType : int {
 // nvJitLink's table of entry points, in the driver table's shape (the
 // version is unused: 0). Every entry returns nvJitLinkResult; the first one
 // tells nvJitLink from another library.
-#define OXICUDA_NVJITLINK_API(X)                                                                                 \
+#define OXICUDA_DETAIL_NVJITLINK_API(X)                                                                                 \
   X(Create, 0, "nvJitLinkCreate", (nvJitLinkHandle * handle, std::uint32_t numOptions, const char** options))    \
   X(Destroy, 0, "nvJitLinkDestroy", (nvJitLinkHandle * handle))                                                  \
   X(AddData, 0, "nvJitLinkAddData",                                                                              \
@@ -93,9 +93,9 @@ enum nvJitLinkInputType : int {
 
 namespace nvjitlink {
 #define OXICUDA_TABLE_PREFIX "nvJitLink"
-OXICUDA_TABLE_ENTRIES(OXICUDA_NVJITLINK_API)
+OXICUDA_DETAIL_TABLE_ENTRIES(OXICUDA_DETAIL_NVJITLINK_API)
 #undef OXICUDA_TABLE_PREFIX
 }  // namespace nvjitlink
 
 }  // namespace ffi
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

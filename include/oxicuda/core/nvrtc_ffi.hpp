@@ -10,7 +10,7 @@
 // nvrtc.h's handle type, spelled as nvrtc.h spells it.
 typedef struct _nvrtcProgram* nvrtcProgram;
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
 
 enum nvrtcResult : int {
@@ -65,7 +65,7 @@ inline constexpr ResultText nvrtc_result_texts[] = {
 //   X(member, version (unused: 0), exported symbol, parameters)
 // Every entry returns nvrtcResult. The first entry is the one that tells
 // NVRTC from another library (library.hpp).
-#define OXICUDA_NVRTC_API(X)                                                                                  \
+#define OXICUDA_DETAIL_NVRTC_API(X)                                                                                  \
   X(Version, 0, "nvrtcVersion", (int* major, int* minor))                                                      \
   X(GetNumSupportedArchs, 0, "nvrtcGetNumSupportedArchs", (int* numArchs))                                     \
   X(GetSupportedArchs, 0, "nvrtcGetSupportedArchs", (int* supportedArchs))                                     \
@@ -88,9 +88,9 @@ inline constexpr ResultText nvrtc_result_texts[] = {
 
 namespace nvrtc {
 #define OXICUDA_TABLE_PREFIX "nvrtc"
-OXICUDA_TABLE_ENTRIES(OXICUDA_NVRTC_API)
+OXICUDA_DETAIL_TABLE_ENTRIES(OXICUDA_DETAIL_NVRTC_API)
 #undef OXICUDA_TABLE_PREFIX
 }  // namespace nvrtc
 
 }  // namespace ffi
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -8,7 +8,7 @@
 
 #include "library.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Loads NVRTC on first use (thread-safe, once per process, never unloaded)
 // and says what happened. The search (README, "Runtime compilation"):
@@ -21,21 +21,21 @@ OXICUDA_NAMESPACE_BEGIN
 [[nodiscard]] const LibraryInfo& nvjitlink_info() noexcept;
 
 namespace ffi::nvrtc {
-#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvrtc>
-OXICUDA_LIBRARY_API(OXICUDA_NVRTC_API, NvrtcApi)
-#undef OXICUDA_TABLE_TRAITS
+#define OXICUDA_DETAIL_TABLE_TRAITS LibraryTraits<Library::nvrtc>
+OXICUDA_DETAIL_LIBRARY_API(OXICUDA_DETAIL_NVRTC_API, NvrtcApi)
+#undef OXICUDA_DETAIL_TABLE_TRAITS
 }  // namespace ffi::nvrtc
 
 namespace ffi::nvjitlink {
-#define OXICUDA_TABLE_TRAITS LibraryTraits<Library::nvjitlink>
-OXICUDA_LIBRARY_API(OXICUDA_NVJITLINK_API, NvJitLinkApi)
-#undef OXICUDA_TABLE_TRAITS
+#define OXICUDA_DETAIL_TABLE_TRAITS LibraryTraits<Library::nvjitlink>
+OXICUDA_DETAIL_LIBRARY_API(OXICUDA_DETAIL_NVJITLINK_API, NvJitLinkApi)
+#undef OXICUDA_DETAIL_TABLE_TRAITS
 }  // namespace ffi::nvjitlink
 
 namespace detail {
 
 // The file names to try, newest first, and what to do when none is found.
-#if OXICUDA_WINDOWS
+#if OXICUDA_DETAIL_WINDOWS
 inline const char* const nvrtc_files[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"};
 inline const char* const nvjitlink_files[] = {"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"};
 inline constexpr const char* nvrtc_hint =
@@ -112,4 +112,4 @@ inline bool missing(ffi::nvjitlink::Entry e) noexcept { return !nvjitlink().prov
 inline const LibraryInfo& nvrtc_info() noexcept { return detail::nvrtc().info; }
 inline const LibraryInfo& nvjitlink_info() noexcept { return detail::nvjitlink().info; }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

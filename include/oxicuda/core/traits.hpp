@@ -14,7 +14,7 @@
 #include "nvjitlink_ffi.hpp"
 #include "nvrtc_ffi.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // The libraries whose results an Error may carry.
 enum class Library { driver, nvrtc, nvjitlink };
@@ -144,4 +144,4 @@ constexpr const char* result_name(int code) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -21,7 +21,7 @@
 
 #include "../core/check.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace detail {
 
 // A boxed callable, linked into the list of finished ones once it is done.
@@ -44,7 +44,7 @@ struct HostCallOf final : HostCall {
   // A callable that throws goes to the diagnostic hook, and the driver's
   // thread carries on (where the compiler has exceptions at all).
   static void run_it(HostCall* c) noexcept {
-#if OXICUDA_HAS_EXCEPTIONS
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
     try {
       static_cast<HostCallOf*>(c)->fn();
     } catch (const std::exception& e) {
@@ -85,7 +85,7 @@ inline void retire(HostCall* c) noexcept {
 // relaxed (cuThreadExchangeStreamCaptureMode, the driver's way for a
 // library to free during someone's capture), and the mode restored. Where
 // the driver will not relax it, the callables wait for the next reclaim.
-OXICUDA_COLD inline void reclaim_all() noexcept {
+OXICUDA_DETAIL_COLD inline void reclaim_all() noexcept {
   ffi::CUstreamCaptureMode mode = ffi::CU_STREAM_CAPTURE_MODE_RELAXED;
   if (!OXICUDA_DRIVER(ThreadExchangeStreamCaptureMode, &mode).ok()) return;
   HostCall* c = finished_host_calls.exchange(nullptr, std::memory_order_acquire);
@@ -101,7 +101,7 @@ OXICUDA_COLD inline void reclaim_all() noexcept {
 // Destroys every finished callable, here and now: on a thread where CUDA
 // calls are allowed (never inside a host function). One load when there are none.
 inline void reclaim() noexcept {
-  if (OXICUDA_UNLIKELY(finished_host_calls.load(std::memory_order_relaxed) != nullptr) && !in_host_function)
+  if (OXICUDA_DETAIL_UNLIKELY(finished_host_calls.load(std::memory_order_relaxed) != nullptr) && !in_host_function)
     reclaim_all();
 }
 
@@ -114,7 +114,7 @@ inline void run_host_call(HostCall* c) noexcept {
 }
 
 // For work that runs once (cuLaunchHostFunc): run, then retire the box.
-inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
+inline void OXICUDA_DETAIL_CUDAAPI run_host_call_once(void* data) noexcept {
   auto* c = static_cast<HostCall*>(data);
   run_host_call(c);
   retire(c);
@@ -124,8 +124,8 @@ inline void OXICUDA_CUDAAPI run_host_call_once(void* data) noexcept {
 // captured into a graph): run, and keep the box. A driver user object owns
 // it; its destructor, which the driver runs on its own thread once the last
 // graph and exec holding the object are gone, retires the box.
-inline void OXICUDA_CUDAAPI run_host_call_many(void* data) noexcept { run_host_call(static_cast<HostCall*>(data)); }
-inline void OXICUDA_CUDAAPI retire_host_call(void* data) noexcept { retire(static_cast<HostCall*>(data)); }
+inline void OXICUDA_DETAIL_CUDAAPI run_host_call_many(void* data) noexcept { run_host_call(static_cast<HostCall*>(data)); }
+inline void OXICUDA_DETAIL_CUDAAPI retire_host_call(void* data) noexcept { retire(static_cast<HostCall*>(data)); }
 
 // Gives `graph` the ownership of `boxed`: a user object whose destructor
 // retires the box, retained by the graph (and so by its clones and execs).
@@ -150,4 +150,4 @@ inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* objec
 }
 
 }  // namespace detail
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

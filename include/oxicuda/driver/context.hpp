@@ -10,7 +10,7 @@
 #include "device.hpp"
 #include "handle.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 enum class Schedule : unsigned {
   automatic = ffi::CU_CTX_SCHED_AUTO,
@@ -80,7 +80,7 @@ inline void note_context_created(CUcontext c) noexcept {
 }
 inline bool context_destroyed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
-  if (OXICUDA_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
+  if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
   DestroyedLock lock(d);
   for (CUcontext x : d.list)
     if (x == c) return true;
@@ -182,7 +182,7 @@ class Context {
 
 namespace detail {
 
-[[noreturn]] OXICUDA_COLD inline void current_context_destroyed(SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void current_context_destroyed(SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED, "oxicuda::ScopedCurrent",
               "the calling thread's current context was destroyed while it was current here: its last "
               "oxicuda::Context handle was dropped (on another thread, or after make_current(), which keeps no "
@@ -199,7 +199,7 @@ inline CUcontext switch_current(CUcontext ctx, bool& switched, SourceLocation wh
   check(OXICUDA_DRIVER(CtxGetCurrent, &previous), where);
   switched = false;
   if (previous != ctx) {
-    if (OXICUDA_UNLIKELY(context_destroyed(previous))) current_context_destroyed(where);
+    if (OXICUDA_DETAIL_UNLIKELY(context_destroyed(previous))) current_context_destroyed(where);
     check(OXICUDA_DRIVER(CtxSetCurrent, ctx), where);
     switched = true;
   }
@@ -254,7 +254,7 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
   detail::note_context_created(raw);
   CUcontext popped = nullptr;
   const detail::Outcome pop = OXICUDA_DRIVER(CtxPopCurrent, &popped);
-  if (OXICUDA_UNLIKELY(!pop.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!pop.ok())) {
     detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw),
                           "destroying the context of a failed oxicuda::Context::create");
     detail::fail(pop, where);
@@ -309,4 +309,4 @@ inline MemoryInfo Context::memory_info(SourceLocation where) const {
   return m;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

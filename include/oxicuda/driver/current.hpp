@@ -7,7 +7,7 @@
 
 #include "context.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Makes a context current on the calling thread for the guard's lifetime and
 // then restores whatever was current before, in every case: also when that
@@ -42,7 +42,7 @@ class ScopedCurrent {
 
  private:
   CUcontext enter(CUcontext ctx, SourceLocation where, const char* empty_type) {
-    if (OXICUDA_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
+    if (OXICUDA_DETAIL_UNLIKELY(ctx == nullptr)) detail::empty_handle(empty_type, "oxicuda::ScopedCurrent", where);
     made_ = detail::make_current_count;
     return detail::switch_current(ctx, switched_, where);
   }
@@ -81,4 +81,4 @@ class ScopedCurrentNothrow {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -7,7 +7,7 @@
 
 #include "../core/check.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // The driver's CUDA version, e.g. 13000 for CUDA 13.0.
 [[nodiscard]] inline int driver_version(SourceLocation where = SourceLocation::current()) {
@@ -131,4 +131,4 @@ inline std::string Device::pci_bus_id(SourceLocation where) const {
   return std::string(static_cast<const char*>(buf));
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

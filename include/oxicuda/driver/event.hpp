@@ -7,7 +7,7 @@
 
 #include "in_context.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Options for an Event, taken by designated initializers:
 //   Event e{ctx, {.timing = false}}
@@ -56,6 +56,26 @@ class Event {
   detail::SharedHandle<CUevent_st, detail::destroy_event, bool> event_;  // extra: timing
 };
 
+// A non-owning view of an event, as StreamRef is of a stream: what
+// Stream::record and Stream::wait take. An Event converts to it for free;
+// EventRef(raw) views an event other code owns (another library's
+// CUevent), allocating nothing and never destroying it. It must not outlive
+// the event it views. An empty view (a moved-from Event's) is an Error where
+// it is used.
+class EventRef {
+ public:
+  constexpr EventRef() noexcept = default;
+  constexpr explicit EventRef(CUevent raw) noexcept : raw_(raw) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
+  EventRef(const Event& event) noexcept : raw_(event.raw()) {}
+  [[nodiscard]] constexpr CUevent raw() const noexcept { return raw_; }
+  [[nodiscard]] constexpr explicit operator bool() const noexcept { return raw_ != nullptr; }
+  friend constexpr bool operator==(EventRef a, EventRef b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  CUevent raw_ = nullptr;
+};
+
 namespace detail {
 // A new driver event in `ctx` (made current around the call, as
 // cuEventCreate creates in the current context).
@@ -83,7 +103,7 @@ inline void Event::synchronize(SourceLocation where) const {
 
 inline bool Event::ready(SourceLocation where) const {
   const detail::Outcome r = OXICUDA_DRIVER(EventQuery, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::ready", where));
-  if (OXICUDA_LIKELY(r.ok())) return true;
+  if (OXICUDA_DETAIL_LIKELY(r.ok())) return true;
   if (r.result == ffi::CUDA_ERROR_NOT_READY) return false;
   detail::fail(r, where);
 }
@@ -93,7 +113,7 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   CUevent e = detail::checked(end, "oxicuda::Event", "oxicuda::Event::elapsed", where);
   float ms = 0.0f;
   const detail::Outcome r = OXICUDA_DRIVER(EventElapsedTime, &ms, s, e);
-  if (OXICUDA_UNLIKELY(!r.ok())) {
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
     const char* why = "";
     if (!start.timing())
       why = "the start event was created with {.timing = false}; elapsed time needs timing on both events";
@@ -108,4 +128,4 @@ inline Milliseconds Event::elapsed(const Event& start, const Event& end, SourceL
   return Milliseconds(ms);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -11,7 +11,7 @@
 
 #include "../core/check.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -102,7 +102,7 @@ inline void free_block_slow(void* b) noexcept {
 
 inline void free_block(void* b) noexcept {
   BlockCache& c = block_cache;
-  if (OXICUDA_UNLIKELY(c.count >= c.room)) return free_block_slow(b);
+  if (OXICUDA_DETAIL_UNLIKELY(c.count >= c.room)) return free_block_slow(b);
   *static_cast<void**>(b) = c.head;
   c.head = b;
   ++c.count;
@@ -149,7 +149,7 @@ class Shared {
   [[nodiscard]] static Shared make(A&&... args) {
     BlockCache& c = block_cache;
     void* block = c.head;
-    if (OXICUDA_LIKELY(block != nullptr)) {  // the cache's pop
+    if (OXICUDA_DETAIL_LIKELY(block != nullptr)) {  // the cache's pop
       c.head = *static_cast<void**>(block);
       --c.count;
     } else {
@@ -185,12 +185,12 @@ class Shared {
   // destroyed at once gives back what they hand it. The T takes the
   // arguments as make_in would (moved, never copied: a copy of a string
   // could itself fail for want of memory, and the driver object would leak).
-  // OXICUDA_HAS_EXCEPTIONS, not OXICUDA_EXCEPTIONS: operator new throws
+  // OXICUDA_DETAIL_HAS_EXCEPTIONS, not OXICUDA_EXCEPTIONS: operator new throws
   // wherever the compiler has exceptions, also where oxicuda reports its own
   // errors by handler.
   template <class... B>
-  OXICUDA_COLD static void* new_block(B&&... args) {
-#if OXICUDA_HAS_EXCEPTIONS
+  OXICUDA_DETAIL_COLD static void* new_block(B&&... args) {
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
     try {
       return ::operator new(state_bytes);
     } catch (...) {
@@ -218,10 +218,10 @@ class Shared {
 template <class Handle>
 [[nodiscard]] auto checked(const Handle& handle, const char* type, const char* operation, SourceLocation where) {
   auto raw = handle.raw();
-  if (OXICUDA_UNLIKELY(!raw)) empty_handle(type, operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!raw)) empty_handle(type, operation, where);
   return raw;
 }
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -7,12 +7,7 @@
 
 #include "stream_ref.hpp"
 
-// A Stream finds its deleter with std::get_deleter, which needs RTTI.
-#if !defined(__cpp_rtti) && !defined(__GXX_RTTI) && !defined(_CPPRTTI)
-#error "oxicuda: oxicuda::Stream finds its deleter with std::get_deleter, which needs RTTI (remove -fno-rtti / /GR-)"
-#endif
-
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Options for a new stream, taken by designated initializers:
 //   Stream s{ctx, {.priority = -1}}
@@ -40,6 +35,21 @@ class StreamDeleter {
  public:
   StreamDeleter(Context ctx, bool owns, std::shared_ptr<CUstream_st> adopted = {}) noexcept
       : context_(std::move(ctx)), adopted_(std::move(adopted)), owns_(owns) {}
+  // The std::shared_ptr constructor copies or moves the deleter into its
+  // control block; while a Stream is being made, each copy reports where it
+  // now stands, so the Stream learns where its deleter settled without
+  // std::get_deleter (which needs RTTI: oxicuda builds with -fno-rtti).
+  StreamDeleter(StreamDeleter&& o) noexcept
+      : context_(std::move(o.context_)), adopted_(std::move(o.adopted_)), owns_(o.owns_), settled_(o.settled_) {
+    if (settled_) *settled_ = this;
+  }
+  StreamDeleter(const StreamDeleter& o) noexcept
+      : context_(o.context_), adopted_(o.adopted_), owns_(o.owns_), settled_(o.settled_) {
+    if (settled_) *settled_ = this;
+  }
+  StreamDeleter& operator=(const StreamDeleter&) = delete;
+  StreamDeleter& operator=(StreamDeleter&&) = delete;
+  ~StreamDeleter() = default;
 
   void operator()(CUstream_st* s) noexcept {
     if (owns_) {
@@ -55,9 +65,11 @@ class StreamDeleter {
   [[nodiscard]] bool owns() const noexcept { return owns_; }
 
  private:
-  Context context_;
+  friend class Stream;
+  Context context_;  // first: a Stream's StreamRef points here
   std::shared_ptr<CUstream_st> adopted_;  // Stream::adopt's pointer, else empty
   bool owns_;
+  StreamDeleter** settled_ = nullptr;  // only while a Stream is being made
 };
 
 // A CUDA stream (a GPU command queue).
@@ -70,8 +82,7 @@ class StreamDeleter {
 // std::shared_ptr<CUstream_st> (shared(): keep a std::weak_ptr to it, or
 // hand it to code that takes one) whose deleter, a StreamDeleter, destroys
 // the queue and keeps its context alive; beside it, a pointer to that
-// context inside the deleter, so that context() reads no further (the
-// deleter is found once, by std::get_deleter, when the handle is made). A
+// deleter (inside the control block), so that context() reads no further. A
 // copy costs the shared_ptr's atomic increment; raw() is the shared_ptr's
 // stored pointer, a plain load.
 //
@@ -93,10 +104,10 @@ class Stream {
   Stream(const Stream&) noexcept = default;
   Stream& operator=(const Stream&) noexcept = default;
   // A moved-from Stream is empty: using it is an Error.
-  Stream(Stream&& o) noexcept : queue_(std::move(o.queue_)), context_(std::exchange(o.context_, nullptr)) {}
+  Stream(Stream&& o) noexcept : queue_(std::move(o.queue_)), deleter_(std::exchange(o.deleter_, nullptr)) {}
   Stream& operator=(Stream&& o) noexcept {
     queue_ = std::move(o.queue_);
-    context_ = std::exchange(o.context_, nullptr);
+    deleter_ = std::exchange(o.deleter_, nullptr);
     return *this;
   }
 
@@ -138,10 +149,7 @@ class Stream {
   // alive as a Stream does.
   [[nodiscard]] const std::shared_ptr<CUstream_st>& shared() const noexcept { return queue_; }
   // Whether the queue is destroyed when its last handle drops (false: borrowed or adopted).
-  [[nodiscard]] bool owns() const noexcept {
-    const StreamDeleter* d = std::get_deleter<StreamDeleter>(queue_);
-    return d && d->owns();
-  }
+  [[nodiscard]] bool owns() const noexcept { return deleter_ && deleter_->owns(); }
   // How many handles share the queue (0 for an empty stream); copies of
   // shared() count too.
   [[nodiscard]] long use_count() const noexcept { return queue_.use_count(); }
@@ -154,7 +162,9 @@ class Stream {
 
   // The non-owning view, for free: valid while this stream (any copy) lives.
   // NOLINTNEXTLINE(google-explicit-constructor): converting on purpose
-  operator StreamRef() const noexcept { return {queue_.get(), context_, StreamRef::Exact{}}; }
+  operator StreamRef() const noexcept {
+    return {queue_.get(), deleter_ ? &deleter_->context_ : nullptr, StreamRef::Exact{}};
+  }
 
   // Blocks until all work enqueued so far has completed; then destroys the
   // host functions' callables that have run (see callback.hpp).
@@ -164,11 +174,11 @@ class Stream {
     return detail::ready_on(*this, where);
   }
   // Records `event` at this point of the queue (cuEventRecord).
-  void record(const Event& event, SourceLocation where = SourceLocation::current()) const {
+  void record(EventRef event, SourceLocation where = SourceLocation::current()) const {
     detail::record_on(*this, event, where);
   }
   // Makes later work on this queue wait for `event`'s last record (cuStreamWaitEvent).
-  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const {
+  void wait(EventRef event, SourceLocation where = SourceLocation::current()) const {
     detail::wait_on(*this, event, where);
   }
   // Runs `fn()` on a driver thread once the work before it has completed
@@ -188,12 +198,19 @@ class Stream {
   [[nodiscard]] bool non_blocking(SourceLocation where = SourceLocation::current()) const;
 
  private:
-  // The handle over `queue`, whose deleter is a StreamDeleter.
-  explicit Stream(std::shared_ptr<CUstream_st> queue) noexcept
-      : queue_(std::move(queue)), context_(&std::get_deleter<StreamDeleter>(queue_)->context()) {}
+  // The handle over `raw` with `deleter`, and where the deleter settled. If
+  // the control block cannot be allocated, the shared_ptr constructor runs
+  // the deleter (an owned stream is destroyed) and rethrows.
+  Stream(CUstream_st* raw, StreamDeleter deleter) {
+    StreamDeleter* settled = nullptr;
+    deleter.settled_ = &settled;
+    queue_ = std::shared_ptr<CUstream_st>(raw, std::move(deleter));
+    settled->settled_ = nullptr;
+    deleter_ = settled;
+  }
   std::shared_ptr<CUstream_st> queue_;
-  // The context inside queue_'s deleter: alive as long as queue_ is.
-  const Context* context_ = nullptr;
+  // queue_'s deleter, in its control block: alive as long as queue_ is.
+  const StreamDeleter* deleter_ = nullptr;
 };
 
 namespace detail {
@@ -216,10 +233,10 @@ inline CUstream create_stream(const Context& ctx, StreamOptions options, SourceL
 // (If the shared_ptr's control block cannot be allocated, its constructor
 // calls the deleter: the new stream is destroyed before the error leaves.)
 inline Stream::Stream(const Context& ctx, StreamOptions options, SourceLocation where)
-    : Stream(std::shared_ptr<CUstream_st>(detail::create_stream(ctx, options, where), StreamDeleter(ctx, true))) {}
+    : Stream(detail::create_stream(ctx, options, where), StreamDeleter(ctx, true)) {}
 
 inline Stream Stream::borrow(CUstream raw, Context ctx) {
-  return Stream(std::shared_ptr<CUstream_st>(raw ? raw : ffi::stream_legacy(), StreamDeleter(std::move(ctx), false)));
+  return Stream(raw ? raw : ffi::stream_legacy(), StreamDeleter(std::move(ctx), false));
 }
 
 inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
@@ -231,7 +248,7 @@ inline Stream Stream::borrow(CUstream raw, SourceLocation where) {
 inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, Context ctx, SourceLocation where) {
   if (!queue) detail::empty_handle("std::shared_ptr<CUstream_st>", "oxicuda::Stream::adopt", where);
   CUstream raw = queue.get();
-  return Stream(std::shared_ptr<CUstream_st>(raw, StreamDeleter(std::move(ctx), false, std::move(queue))));
+  return Stream(raw, StreamDeleter(std::move(ctx), false, std::move(queue)));
 }
 
 inline Stream Stream::adopt(std::shared_ptr<CUstream_st> queue, SourceLocation where) {
@@ -264,7 +281,7 @@ namespace detail {
 inline CUgraph capture_graph(CUstream q, const char* operation, SourceLocation where) {
   ffi::CUstreamCaptureStatus status = ffi::CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph graph = nullptr;
-  if (OXICUDA_UNLIKELY(missing(ffi::Entry::StreamGetCaptureInfo))) {
+  if (OXICUDA_DETAIL_UNLIKELY(missing(ffi::Entry::StreamGetCaptureInfo))) {
     check(OXICUDA_DRIVER(StreamIsCapturing, q, &status), where);
     if (status != ffi::CU_STREAM_CAPTURE_STATUS_NONE)
       raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
@@ -296,11 +313,11 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
       return;
     }
     const detail::Outcome r = OXICUDA_DRIVER(LaunchHostFunc, q, &detail::run_host_call_once, boxed);
-    if (OXICUDA_UNLIKELY(!r.ok())) {
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
       boxed->destroy(boxed);
       detail::fail(r, where);
     }
   });
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

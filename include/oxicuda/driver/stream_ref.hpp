@@ -8,7 +8,7 @@
 
 #include "event.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A stream by its raw handle and, beside it, a pointer to the Context it
 // lives in: two words, trivially copyable, no count, no allocation. An
@@ -55,8 +55,8 @@ class StreamRef {
   // As Stream's members of the same names (stream.hpp).
   void synchronize(SourceLocation where = SourceLocation::current()) const;
   [[nodiscard]] bool ready(SourceLocation where = SourceLocation::current()) const;
-  void record(const Event& event, SourceLocation where = SourceLocation::current()) const;
-  void wait(const Event& event, SourceLocation where = SourceLocation::current()) const;
+  void record(EventRef event, SourceLocation where = SourceLocation::current()) const;
+  void wait(EventRef event, SourceLocation where = SourceLocation::current()) const;
 
  private:
   friend class Stream;
@@ -82,7 +82,7 @@ inline bool default_or_empty(CUstream q) noexcept { return reinterpret_cast<std:
 // (The call is taken by value so that the hot path, which calls it in
 // place, need not give its captures an address.)
 template <class Call>
-OXICUDA_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, SourceLocation where, Call call) {
+OXICUDA_DETAIL_COLD decltype(auto) on_default_stream(StreamRef stream, CUstream q, SourceLocation where, Call call) {
   if (!stream.context()) return call(q);  // no context known: the driver's own rule (the current one)
   SwitchCurrent current(stream.context().raw(), where);
   return call(q);
@@ -100,7 +100,7 @@ inline decltype(auto) on_stream(const S& stream, const char* operation, SourceLo
   static_assert(std::is_nothrow_convertible_v<const S&, StreamRef>, "on_stream takes a StreamRef or a Stream");
   reclaim();  // (one load when no host function's callable is waiting)
   CUstream q = stream.raw();
-  if (OXICUDA_UNLIKELY(default_or_empty(q))) {
+  if (OXICUDA_DETAIL_UNLIKELY(default_or_empty(q))) {
     if (q == nullptr) empty_handle("oxicuda::Stream", operation, where);
     return on_default_stream(StreamRef(stream), q, where, call);
   }
@@ -119,24 +119,24 @@ template <class S>
 bool ready_on(const S& stream, SourceLocation where) {
   return on_stream(stream, "oxicuda::Stream::ready", where, [where](CUstream q) {
     const Outcome r = OXICUDA_DRIVER(StreamQuery, q);
-    if (OXICUDA_LIKELY(r.ok())) return true;
+    if (OXICUDA_DETAIL_LIKELY(r.ok())) return true;
     if (r.result != ffi::CUDA_ERROR_NOT_READY) fail(r, where);
     return false;
   });
 }
 
 template <class S>
-void record_on(const S& stream, const Event& event, SourceLocation where) {
+void record_on(const S& stream, EventRef event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
+  if (OXICUDA_DETAIL_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::record", where);
   on_stream(stream, "oxicuda::Stream::record", where,
             [e, where](CUstream q) { check(OXICUDA_DRIVER(EventRecord, e, q), where); });
 }
 
 template <class S>
-void wait_on(const S& stream, const Event& event, SourceLocation where) {
+void wait_on(const S& stream, EventRef event, SourceLocation where) {
   CUevent e = event.raw();
-  if (OXICUDA_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
+  if (OXICUDA_DETAIL_UNLIKELY(e == nullptr)) empty_handle("oxicuda::Event", "oxicuda::Stream::wait", where);
   on_stream(stream, "oxicuda::Stream::wait", where,
             [e, where](CUstream q) { check(OXICUDA_DRIVER(StreamWaitEvent, q, e, 0u), where); });
 }
@@ -145,9 +145,9 @@ void wait_on(const S& stream, const Event& event, SourceLocation where) {
 
 inline void StreamRef::synchronize(SourceLocation where) const { detail::synchronize_on(*this, where); }
 inline bool StreamRef::ready(SourceLocation where) const { return detail::ready_on(*this, where); }
-inline void StreamRef::record(const Event& event, SourceLocation where) const {
+inline void StreamRef::record(EventRef event, SourceLocation where) const {
   detail::record_on(*this, event, where);
 }
-inline void StreamRef::wait(const Event& event, SourceLocation where) const { detail::wait_on(*this, event, where); }
+inline void StreamRef::wait(EventRef event, SourceLocation where) const { detail::wait_on(*this, event, where); }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -9,7 +9,7 @@
 
 #include "node_params.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A handle that a conditional node reads and a kernel sets on the device
 // (cudaGraphSetConditional(handle, value) in CUDA C++). Passed to a kernel
@@ -174,4 +174,4 @@ inline CUgraph add_conditional_node(const Shared<GraphState>& s, CUgraph g, Depe
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

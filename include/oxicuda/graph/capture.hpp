@@ -11,7 +11,7 @@
 
 #include "graph_exec.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Which calls of other code a capture forbids (cuStreamBeginCapture's mode).
 enum class CaptureMode {
@@ -194,4 +194,4 @@ inline ScopedCapture::~ScopedCapture() {
   if (graph) detail::destroy_graph(graph);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -9,7 +9,7 @@
 
 #include "node.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -62,4 +62,4 @@ inline std::string dot(CUgraph graph, unsigned flags, SourceLocation where) {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -13,7 +13,7 @@
 #include "add_node.hpp"
 #include "dot.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A conditional node and the graph it runs (its body): add the body's nodes
 // through `body`, which shares the ownership of the graph it belongs to.
@@ -339,4 +339,4 @@ inline std::string Graph::dot(unsigned flags, SourceLocation where) const {
   return detail::dot(checked("oxicuda::Graph::dot", where), flags, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -8,7 +8,7 @@
 
 #include "graph.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // How to instantiate, taken by designated initializers:
 //   GraphExec exec{graph, {.auto_free_on_launch = true}}
@@ -306,4 +306,4 @@ inline const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -12,7 +12,7 @@
 
 #include "capture.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 struct StepOptions {
   CaptureMode mode = CaptureMode::global;
@@ -169,4 +169,4 @@ class GraphedStep {
   detail::StepCore core_;
 };
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -12,10 +12,10 @@
 #include <utility>
 
 #include "node.hpp"
-#include "../kernel/module.hpp"
+#include "../kernel/function.hpp"
 #include "../driver/callback.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -270,4 +270,4 @@ struct GraphAccess {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -12,7 +12,7 @@
 
 #include "../driver/handle.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 class GraphNodes;
 
@@ -201,4 +201,4 @@ inline GraphNodes GraphNode::dependents(SourceLocation where) const {
   }, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -10,7 +10,7 @@
 
 #include "keep.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -23,7 +23,7 @@ namespace detail {
 // refuses the whole graph at instantiation (CUDA_ERROR_INVALID_VALUE,
 // naming no node), so oxicuda refuses them when they are added.
 // clang-format off
-#define OXICUDA_GRAPH_NODE_KINDS(X)                                                      \
+#define OXICUDA_DETAIL_GRAPH_NODE_KINDS(X)                                                      \
   X(KERNEL,           "kernel",                    ffi::CUDA_KERNEL_NODE_PARAMS_v2,   true)  \
   X(MEMCPY,           "memcpy",                    ffi::CUDA_MEMCPY3D,                true)  \
   X(MEMSET,           "memset",                    ffi::CUDA_MEMSET_NODE_PARAMS,      true)  \
@@ -58,11 +58,11 @@ struct NodeKind;
     using params = PARAMS;                                                                                  \
     static constexpr NodeKindRow row{ffi::CU_GRAPH_NODE_TYPE_##K, NAME, "CU_GRAPH_NODE_TYPE_" #K, BODY}; \
   };
-OXICUDA_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND)
+OXICUDA_DETAIL_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND)
 #undef OXICUDA_NODE_KIND
 
 #define OXICUDA_NODE_KIND_ROW(K, NAME, PARAMS, BODY) NodeKind<ffi::CU_GRAPH_NODE_TYPE_##K>::row,
-inline constexpr NodeKindRow node_kinds[] = {OXICUDA_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND_ROW)};
+inline constexpr NodeKindRow node_kinds[] = {OXICUDA_DETAIL_GRAPH_NODE_KINDS(OXICUDA_NODE_KIND_ROW)};
 #undef OXICUDA_NODE_KIND_ROW
 
 // The row of kind `t`, or null for a kind the table does not know (a newer driver's).
@@ -151,4 +151,4 @@ inline void refuse_child_in_body(CUgraph child, const KeepList* keep, const char
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

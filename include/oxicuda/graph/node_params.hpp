@@ -11,7 +11,7 @@
 #include "../memory/buffer.hpp"
 #include "../kernel/launch.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -97,4 +97,4 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

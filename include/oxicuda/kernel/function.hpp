@@ -12,7 +12,7 @@
 #include "../driver/current.hpp"
 #include "module.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 struct FunctionAccess;
@@ -131,7 +131,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
       break;
     }
   }
-  if (OXICUDA_UNLIKELY(name.find('\0') != std::string_view::npos))
+  if (OXICUDA_DETAIL_UNLIKELY(name.find('\0') != std::string_view::npos))
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
                         detail::cat({"the kernel name of ", std::to_string(name.size()),
                                      " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
@@ -144,7 +144,7 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
     ScopedCurrent current(state_->ctx, where);
     r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  r.result == ffi::CUDA_ERROR_NOT_FOUND
                      ? detail::cat({"the module has no kernel named '", n,
@@ -206,7 +206,7 @@ struct FunctionAccess {
   // read and cached. The driver's answer when reading fails.
   static Outcome allowed(const Function& fn, unsigned& bytes) noexcept {
     bytes = fn.state_->dynamic_shared_allowed.load(std::memory_order_relaxed);
-    if (OXICUDA_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
+    if (OXICUDA_DETAIL_LIKELY(bytes != Function::State::unknown_limit)) return Outcome{ffi::CUDA_SUCCESS, ffi::Entry{}};
     return read_allowed(fn, bytes);
   }
   // Reads the kernel's limit from the driver, and caches it.
@@ -231,7 +231,7 @@ struct FunctionAccess {
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
   const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
-  if (OXICUDA_UNLIKELY(!r.ok())) detail::fail(r, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -12,7 +12,7 @@
 
 #include "../core/check.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -101,4 +101,4 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -10,7 +10,7 @@
 
 #include "function.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Whether T may be a kernel parameter type: passed to the kernel by copying
 // its bytes. True for trivially copyable types; specialize it to
@@ -84,7 +84,7 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 // declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
 // or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
 // query is an Error.
-[[noreturn]] OXICUDA_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
                                                       const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
                                                       std::size_t n_got, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
@@ -93,7 +93,7 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
               where));
 }
 
-[[noreturn]] OXICUDA_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void layout_query_failed(const Function& fn, Outcome r, SourceLocation where) {
   fail(r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
@@ -144,4 +144,4 @@ Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) co
   return Kernel<Signature>(std::move(fn));
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

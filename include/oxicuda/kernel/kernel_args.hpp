@@ -15,7 +15,7 @@
 #include "kernel.hpp"
 #include "../memory/span.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Grid, block or cluster dimensions; `Dim3{256}` is 256 x 1 x 1.
 struct Dim3 {
@@ -86,7 +86,7 @@ inline std::string dims(Dim3 d) {
 // A cluster (any dimension non-zero) must have every dimension non-zero and
 // divide the grid in each: checked before the driver sees it (a zero
 // dimension beside a non-zero one would otherwise be a plain launch).
-[[noreturn]] OXICUDA_COLD inline void bad_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_cluster(const Function& fn, const LaunchConfig& cfg, const char* operation,
                                                   SourceLocation where) {
   const Dim3 c = cfg.cluster, g = cfg.grid;
   const bool zero = c.x == 0 || c.y == 0 || c.z == 0;
@@ -110,7 +110,7 @@ inline constexpr bool is_device_buffer_v = false;
 template <class T>
 inline constexpr bool is_device_buffer_v<DeviceBuffer<T>> = true;
 
-[[noreturn]] OXICUDA_COLD inline void empty_buffer_argument(const Function& fn, std::size_t position,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void empty_buffer_argument(const Function& fn, std::size_t position,
                                                             std::size_t count, std::string_view type,
                                                             const char* operation, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_HANDLE, operation,
@@ -131,7 +131,7 @@ inline void check_arguments(const Function& fn, const char* operation, SourceLoc
     auto check = [&]<class A>(const A& a) {
       ++position;
       if constexpr (is_device_buffer_v<A>)
-        if (OXICUDA_UNLIKELY(a.device_ptr() == 0 && !a.context()))
+        if (OXICUDA_DETAIL_UNLIKELY(a.device_ptr() == 0 && !a.context()))
           empty_buffer_argument(fn, position, sizeof...(Args), type_name<A>(), operation, where);
     };
     (check(args), ...);
@@ -179,4 +179,4 @@ class PackedArgs<> {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -7,12 +7,12 @@
 #include "kernel_args.hpp"
 #include "../driver/stream.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
                                                     SourceLocation where) {
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
@@ -60,7 +60,7 @@ namespace detail {
 // One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
 // clusters and cooperative launches. Returns the driver's answer.
 inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
-  if (OXICUDA_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
+  if (OXICUDA_DETAIL_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
     return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
                           cfg.shared_bytes, s, params, nullptr);
   ffi::CUlaunchAttribute attrs[2] = {};
@@ -91,22 +91,22 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
                                SourceLocation where) {
   const CUfunction f = fn.raw();
   unsigned allowed = 0;
-  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_UNLIKELY(!read.ok()))
+  if (const Outcome read = FunctionAccess::allowed(fn, allowed); OXICUDA_DETAIL_UNLIKELY(!read.ok()))
     fail(read, where, cat({"reading the dynamic shared memory limit of kernel '", fn.name(), "'"}));
   auto raise_limit = [&] {
     const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
     if (!raised.ok()) launch_failed(raised, fn, cfg, where);
   };
-  if (OXICUDA_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
+  if (OXICUDA_DETAIL_UNLIKELY(cfg.shared_bytes > allowed)) raise_limit();
   Outcome r = launch_once(s, f, cfg, params);
-  if (OXICUDA_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
+  if (OXICUDA_DETAIL_UNLIKELY(r.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
     unsigned limit = 0;
     if (FunctionAccess::read_allowed(fn, limit).ok() && limit < cfg.shared_bytes) {
       raise_limit();
       r = launch_once(s, f, cfg, params);
     }
   }
-  if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
 
 // Enqueues the kernel with its packed arguments: one driver call on the
@@ -115,13 +115,13 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 template <class S>
 inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
                     SourceLocation where) {
-  if (OXICUDA_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
+  if (OXICUDA_DETAIL_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0))
     check_cluster(fn, cfg, "oxicuda::launch", where);
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
     const Outcome r = launch_once(s, f, cfg, params);
-    if (OXICUDA_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
   });
 }
 
@@ -201,4 +201,4 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
   detail::enqueue(stream.value, kernel.function(), cfg, packed.get(), stream.where);
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

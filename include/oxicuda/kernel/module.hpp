@@ -13,7 +13,7 @@
 #include "../driver/current.hpp"
 #include "image.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // Options for the driver's JIT, taken by designated initializers:
 //   Module::from_ptx(ctx, ptx, {.max_registers = 64, .line_info = true})
@@ -185,7 +185,7 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
     ScopedCurrent current(ctx, where);
     r = OXICUDA_DRIVER(ModuleLoadDataEx, &raw, image, jit.count, jit.keys, jit.values);
   }
-  if (OXICUDA_UNLIKELY(!r.ok()))
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                               jit.error_log()}));
@@ -281,4 +281,4 @@ struct ModuleAccess {
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

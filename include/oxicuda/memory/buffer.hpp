@@ -11,7 +11,7 @@
 
 #include "copy.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 template <class T>
 class DeviceBuffer {
@@ -189,7 +189,7 @@ namespace detail {
 // The per-thread default stream names the calling thread's queue: a
 // stream-ordered buffer's stream must be one queue for every thread.
 inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+  if (OXICUDA_DETAIL_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
                 "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
                 "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
@@ -271,7 +271,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   detail::check(OXICUDA_DRIVER(MemHostAlloc, &p, bytes, flags), where);
   if (options.device_map) {
     const detail::Outcome r = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
-    if (OXICUDA_UNLIKELY(!r.ok())) {
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
       detail::check_nothrow(OXICUDA_DRIVER(MemFreeHost, p), "freeing the memory of a failed oxicuda::PinnedBuffer");
       device_ptr_ = 0;
       detail::fail(r, where);
@@ -283,7 +283,7 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
 
 template <class T>
 DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
-  if (OXICUDA_UNLIKELY(device_ptr_ == 0)) {
+  if (OXICUDA_DETAIL_UNLIKELY(device_ptr_ == 0)) {
     if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
     if (count_ != 0)
       detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
@@ -304,4 +304,4 @@ void PinnedBuffer<T>::release() noexcept {
   device_ptr_ = 0;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

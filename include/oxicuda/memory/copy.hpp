@@ -11,7 +11,7 @@
 #include "span.hpp"
 #include "../driver/stream.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // copy(dst, src) and copy_async(stream, dst, src) copy between host memory
 // (any contiguous range: std::vector, std::array, std::span, PinnedBuffer)
@@ -36,7 +36,7 @@ using host_element_t = std::remove_pointer_t<decltype(std::data(std::declval<R&>
 template <class A, class B>
 inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::remove_cv_t<B>>;
 
-[[noreturn]] OXICUDA_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void size_mismatch(const char* operation, std::size_t dst, std::size_t src,
                                                     std::size_t element_size, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
               cat({"size mismatch: the destination has ", std::to_string(dst), " elements, the source ",
@@ -47,7 +47,7 @@ inline constexpr bool same_element_v = std::is_same_v<std::remove_cv_t<A>, std::
 
 inline void check_sizes(const char* operation, std::size_t dst, std::size_t src, std::size_t element_size,
                         SourceLocation where) {
-  if (OXICUDA_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
+  if (OXICUDA_DETAIL_UNLIKELY(dst != src)) size_mismatch(operation, dst, src, element_size, where);
 }
 
 }  // namespace detail
@@ -67,14 +67,14 @@ concept owning_device_buffer = device_range<R> && requires(const R& r) {
 template <class R>
 void check_buffer_handle(const R& r, const char* operation, SourceLocation where) {
   if constexpr (owning_device_buffer<R>)
-    if (OXICUDA_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.context())) empty_handle("oxicuda::DeviceBuffer", operation, where);
 }
 
 // A span's size in bytes, or an Error when size() * sizeof(T) does not fit
 // a size_t (a span made from a raw pointer and a wrong count).
 template <class T>
 std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLocation where) {
-  if (OXICUDA_UNLIKELY(!s.size_fits()))
+  if (OXICUDA_DETAIL_UNLIKELY(!s.size_fits()))
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
                 cat({"the device span has ", std::to_string(s.size()), " elements of ", std::to_string(sizeof(T)),
                      " bytes: more bytes than a size_t holds; its count is wrong"}),
@@ -323,4 +323,4 @@ void fill_bytes_async(StreamRef stream, Dst&& dst, unsigned char byte,
                     [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

@@ -7,7 +7,7 @@
 
 #include "../driver/device.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // The device's default memory pool, which stream-ordered allocations draw
 // from. Not owned: the driver keeps it for the device's lifetime.
@@ -60,4 +60,4 @@ inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocati
   return v;
 }
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

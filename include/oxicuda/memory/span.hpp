@@ -9,7 +9,7 @@
 
 #include "../core/ffi.hpp"
 
-OXICUDA_NAMESPACE_BEGIN
+OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 // A view of `size()` elements of T in device memory. Passes to a typed
 // kernel parameter `T*` (and converts to T* wherever one is wanted). It may
@@ -86,4 +86,4 @@ using device_element_t = typename decltype(std::declval<const R&>().device_span(
 
 }  // namespace detail
 
-OXICUDA_NAMESPACE_END
+OXICUDA_DETAIL_NAMESPACE_END

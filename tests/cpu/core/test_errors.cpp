@@ -2,7 +2,7 @@
 // text, the std::error_code integration, and the diagnostic hook.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <string>
 #include <system_error>

@@ -1,7 +1,7 @@
 // Typed kernels, launch configuration and occupancy on the fake driver.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <cstring>
 #include <string>

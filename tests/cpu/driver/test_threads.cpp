@@ -3,7 +3,7 @@
 // different contexts leave each thread's current context intact.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <atomic>
 #include <thread>

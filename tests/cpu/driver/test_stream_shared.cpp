@@ -3,7 +3,7 @@
 // calls made on each stream handle.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <atomic>
 #include <memory>
@@ -205,4 +205,32 @@ TEST_CASE_FIXTURE(LaunchTest, "StreamRef: a raw stream and a context, launched a
   CHECK_THROWS_AS(launch(StreamRef(), dbl, 1, 64, 0, buf.data(), 64u), Error);
   REQUIRE(detail::api().StreamDestroy(foreign) == ffi::CUDA_SUCCESS);
   CHECK(fake.stream_destroys(foreign) == 1);
+}
+
+TEST_CASE_FIXTURE(LaunchTest, "EventRef: another library's event, recorded and waited on through a view, allocates nothing and is never destroyed") {
+  static_assert(std::is_trivially_copyable_v<EventRef>);
+  static_assert(sizeof(EventRef) == sizeof(void*));
+  static_assert(std::is_convertible_v<const Event&, EventRef>);
+  static_assert(!std::is_convertible_v<CUevent, EventRef>, "a raw event is viewed on purpose, EventRef(raw)");
+  CUevent raw = nullptr;
+  {
+    ScopedCurrent guard(ctx);
+    REQUIRE(detail::api().EventCreate(&raw, 0) == ffi::CUDA_SUCCESS);
+  }
+  s.record(EventRef(raw));  // warm
+  const long calls = fake.calls("*"), heap = heap_allocations();
+  s.record(EventRef(raw));
+  s.wait(EventRef(raw));
+  const StreamRef view = s;
+  view.record(EventRef(raw));
+  CHECK(fake.calls("*") - calls == 3);
+  CHECK(heap_allocations() - heap == 0);
+  // An Event is viewed for free; an empty view is an Error naming the type.
+  Event e(ctx);
+  CHECK(EventRef(e) == EventRef(e.raw()));
+  CHECK_THROWS_WITH_AS(s.record(EventRef()), doctest::Contains("oxicuda::Event"), Error);
+  Event taken = std::move(e);
+  CHECK_THROWS_WITH_AS(s.wait(e), doctest::Contains("oxicuda::Event"), Error);  // NOLINT(bugprone-use-after-move)
+  // Never destroyed by oxicuda: the owner's destroy still finds it.
+  CHECK(detail::api().EventDestroy(raw) == ffi::CUDA_SUCCESS);
 }

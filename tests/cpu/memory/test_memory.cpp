@@ -2,7 +2,7 @@
 // copies and the `dbl` kernel really move and change bytes).
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 #include "two_stream_check.hpp"
 
 #include <algorithm>

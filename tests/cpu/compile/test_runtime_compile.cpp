@@ -6,7 +6,7 @@
 // (OXICUDA_LIBNVRTC_PATH, OXICUDA_LIBNVJITLINK_PATH).
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <cstdio>
 #include <cstdlib>

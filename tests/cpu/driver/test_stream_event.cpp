@@ -2,7 +2,7 @@
 // context restored after creation, record/wait/query, borrowed streams.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <atomic>
 #include <memory>

@@ -2,7 +2,7 @@
 // declarations and runs a kernel called `dbl` on the host).
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -1,7 +1,7 @@
 // Device and Context on the fake driver.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 using namespace oxicuda;
 
@@ -193,7 +193,7 @@ TEST_CASE_FIXTURE(ContextTest, "issue 30.5: Context::reset_primary resets the de
 
 namespace {
 // As cudaTypedefs.h declares it (PFN_cuCtxGetApiVersion_v3020).
-using GetApiVersion = ffi::CUresult(OXICUDA_CUDAAPI*)(CUcontext, unsigned*);
+using GetApiVersion = ffi::CUresult(OXICUDA_DETAIL_CUDAAPI*)(CUcontext, unsigned*);
 }  // namespace
 
 TEST_CASE_FIXTURE(ContextTest, "issue 30.5: any driver entry point by name and version, also one not in oxicuda's table") {

@@ -5,7 +5,7 @@
 // host), so results are checked as they would be on a GPU.
 #include <doctest/doctest.h>
 
-#include "fixtures.hpp"
+#include "../fixtures.hpp"
 
 #include <algorithm>
 #include <bit>
