@@ -7432,8 +7432,8 @@ inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) c
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
   constexpr const char* op = "oxicuda::Graph::add_child";
   CUgraph g = checked(op, after.where());
-  return detail::add_child_node(state_, g, after, child.checked(op, after.where()), child.state_->keep,
-                                is_conditional_body(), op);
+  CUgraph c = child.checked(op, after.where());  // before child.state_ is read: an empty child has none
+  return detail::add_child_node(state_, g, after, c, child.state_->keep, is_conditional_body(), op);
 }
 
 template <class T>
@@ -9636,6 +9636,13 @@ inline bool record_file_name(std::string_view name) noexcept {
   return name.size() > 7 && name.substr(name.size() - 7) == ".record" && record_name(name.substr(0, name.size() - 7));
 }
 
+// Whether `name` is a record's name; else `note` says why.
+inline bool record_name(std::string_view name, std::string& note) {
+  if (record_name(name)) return true;
+  note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
+  return false;
+}
+
 // A record of the cache's own (which NVRTC made the entries, say): a small
 // file, not a kernel entry: not counted in kernel_cache_info().entries, never
 // evicted, written atomically and checksummed like an entry, at most 1 MiB.
@@ -9646,10 +9653,7 @@ inline bool cache_record_read(const std::string& dir, std::string_view name, std
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
-  if (!record_name(name)) {
-    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
-    return false;
-  }
+  if (!record_name(name, note)) return false;
   const std::string file = cat({name, ".record"});
   return read_checked(dir, file, record_magic, cat({"record:", name}), cache_record_cap, false, false, payload, note) ==
          CacheRead::ok;
@@ -9661,10 +9665,7 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
-  if (!record_name(name)) {
-    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
-    return false;
-  }
+  if (!record_name(name, note)) return false;
   if (cache_header_size + payload.size() > cache_record_cap) {
     note = cat({"oxicuda cache: the record ", name, " is not stored: ", std::to_string(payload.size()),
                 " bytes, more than a record may take (1 MiB)"});

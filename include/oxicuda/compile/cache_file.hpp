@@ -238,6 +238,13 @@ inline bool record_file_name(std::string_view name) noexcept {
   return name.size() > 7 && name.substr(name.size() - 7) == ".record" && record_name(name.substr(0, name.size() - 7));
 }
 
+// Whether `name` is a record's name; else `note` says why.
+inline bool record_name(std::string_view name, std::string& note) {
+  if (record_name(name)) return true;
+  note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
+  return false;
+}
+
 // A record of the cache's own (which NVRTC made the entries, say): a small
 // file, not a kernel entry: not counted in kernel_cache_info().entries, never
 // evicted, written atomically and checksummed like an entry, at most 1 MiB.
@@ -248,10 +255,7 @@ inline bool cache_record_read(const std::string& dir, std::string_view name, std
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
-  if (!record_name(name)) {
-    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
-    return false;
-  }
+  if (!record_name(name, note)) return false;
   const std::string file = cat({name, ".record"});
   return read_checked(dir, file, record_magic, cat({"record:", name}), cache_record_cap, false, false, payload, note) ==
          CacheRead::ok;
@@ -263,10 +267,7 @@ inline bool cache_record_write(const std::string& dir, std::string_view name, st
   (void)dir, (void)name, (void)payload, (void)note;
   return false;
 #else
-  if (!record_name(name)) {
-    note = cat({"oxicuda cache: '", name, "' is not a record's name ([a-z0-9-], 1 to 64 characters)"});
-    return false;
-  }
+  if (!record_name(name, note)) return false;
   if (cache_header_size + payload.size() > cache_record_cap) {
     note = cat({"oxicuda cache: the record ", name, " is not stored: ", std::to_string(payload.size()),
                 " bytes, more than a record may take (1 MiB)"});

@@ -287,8 +287,8 @@ inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) c
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
   constexpr const char* op = "oxicuda::Graph::add_child";
   CUgraph g = checked(op, after.where());
-  return detail::add_child_node(state_, g, after, child.checked(op, after.where()), child.state_->keep,
-                                is_conditional_body(), op);
+  CUgraph c = child.checked(op, after.where());  // before child.state_ is read: an empty child has none
+  return detail::add_child_node(state_, g, after, c, child.state_->keep, is_conditional_body(), op);
 }
 
 template <class T>
