@@ -78,12 +78,25 @@ inline void note_context_created(CUcontext c) noexcept {
   for (CUcontext& x : d.list)
     if (x == c) x = nullptr;
 }
-inline bool context_destroyed(CUcontext c) noexcept {
+inline bool context_destroyed_listed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
   if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
   DestroyedLock lock(d);
   for (CUcontext x : d.list)
     if (x == c) return true;
+  return false;
+}
+// Whether `current`, the calling thread's current context, is one oxicuda
+// destroyed. A listed handle is asked of the driver (cuCtxGetDevice, on
+// the current context: a destroyed one answers an error, and nothing is set
+// current): another library, or raw driver calls, may have created a
+// context that the driver gave the same handle, and that one is alive.
+// It is then taken off the list. Only on the cold path: a listed handle.
+inline bool context_destroyed(CUcontext current) noexcept {
+  if (OXICUDA_DETAIL_LIKELY(!context_destroyed_listed(current))) return false;
+  ffi::CUdevice device = -1;
+  if (OXICUDA_DRIVER(CtxGetDevice, &device).result != ffi::CUDA_SUCCESS) return true;
+  note_context_created(current);  // alive: a new context with a reused handle
   return false;
 }
 

@@ -101,3 +101,31 @@ TEST_CASE_FIXTURE(ContextTest, "issue 30.2: a context destroyed while current on
   CHECK_NOTHROW((void)Stream(ctx));
   REQUIRE(detail::api().CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
 }
+
+TEST_CASE_FIXTURE(ContextTest, "issue 30.2: a live context that another library created with a destroyed one's handle is not refused") {
+  // oxicuda destroys a context; a raw cuCtxCreate (another library's, say)
+  // is then given the same handle, as the driver may: it is alive, current
+  // here, and a guard over it must work (a CPU suite run under load found
+  // the guard refusing it as destroyed).
+  Context created = Context::create(Device::get(0));
+  const CUcontext old = created.raw();
+  REQUIRE(Context::current().raw() == nullptr);  // (Context::create leaves the current one alone)
+  created = Context();  // the last handle: cuCtxDestroy; oxicuda lists it
+  std::vector<CUcontext> made;
+  for (int i = 0; i < 16 && (made.empty() || made.back() != old); ++i) {
+    CUcontext c = nullptr;
+    REQUIRE(detail::api().CtxCreate(&c, 0, 0) == ffi::CUDA_SUCCESS);
+    made.push_back(c);
+  }
+  REQUIRE_MESSAGE(made.back() == old, "the fake's allocator gave no context the destroyed one's handle");
+  REQUIRE(Context::current().raw() == old);  // the new one, current (created contexts are pushed)
+  CHECK_NOTHROW((void)Stream(ctx));  // a guard over it: ctx current for the call, the new one restored
+  CHECK(Context::current().raw() == old);
+  {
+    ScopedCurrent guard(ctx);
+    CHECK(Context::current() == ctx);
+  }
+  CHECK(Context::current().raw() == old);
+  for (auto it = made.rbegin(); it != made.rend(); ++it) REQUIRE(detail::api().CtxDestroy(*it) == ffi::CUDA_SUCCESS);
+  while (Context::current().raw() != nullptr) REQUIRE(detail::api().CtxPopCurrent(nullptr) == ffi::CUDA_SUCCESS);
+}
