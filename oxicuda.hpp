@@ -3205,12 +3205,25 @@ inline void note_context_created(CUcontext c) noexcept {
   for (CUcontext& x : d.list)
     if (x == c) x = nullptr;
 }
-inline bool context_destroyed(CUcontext c) noexcept {
+inline bool context_destroyed_listed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
   if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
   DestroyedLock lock(d);
   for (CUcontext x : d.list)
     if (x == c) return true;
+  return false;
+}
+// Whether `current`, the calling thread's current context, is one oxicuda
+// destroyed. A listed handle is asked of the driver (cuCtxGetDevice, on
+// the current context: a destroyed one answers an error, and nothing is set
+// current): another library, or raw driver calls, may have created a
+// context that the driver gave the same handle, and that one is alive.
+// It is then taken off the list. Only on the cold path: a listed handle.
+inline bool context_destroyed(CUcontext current) noexcept {
+  if (OXICUDA_DETAIL_LIKELY(!context_destroyed_listed(current))) return false;
+  ffi::CUdevice device = -1;
+  if (OXICUDA_DRIVER(CtxGetDevice, &device).result != ffi::CUDA_SUCCESS) return true;
+  note_context_created(current);  // alive: a new context with a reused handle
   return false;
 }
 
@@ -9044,15 +9057,33 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
-// 64-bit FNV-1a, run twice with different offset bases for a 128-bit key.
+// Two 64-bit lanes, eight bytes at a time, for a 128-bit key. Each step of
+// a lane, (h ^ v) * odd then h ^= h >> r, is a bijection of h for a given
+// v, so two inputs of one framing that differ in one word always differ in
+// that lane; the lanes take the words with different multipliers and the
+// second rotated. A source of 4 KiB hashes in about a quarter of a
+// microsecond, where the byte-at-a-time FNV-1a before it took two (a
+// cache hit's cost, BENCHMARKS.md). Not a defence against a forger: the
+// entries are the user's own files.
 struct KeyHash {
   std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void word(std::uint64_t v) noexcept {
+    a = (a ^ v) * 0x9e3779b97f4a7c15ull;
+    a ^= a >> 32;
+    b = (b ^ ((v << 29) | (v >> 35))) * 0xc2b2ae3d27d4eb4full;
+    b ^= b >> 29;
+  }
   void bytes(const void* data, std::size_t n) noexcept {
     const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      a = (a ^ p[i]) * 0x100000001b3ull;
-      b = (b ^ p[i]) * 0x100000001b3ull;
-      b ^= b >> 29;
+    for (; n >= 8; p += 8, n -= 8) {
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      word(v);
+    }
+    if (n > 0) {  // the tail, with its length in the top byte
+      std::uint64_t v = static_cast<std::uint64_t>(n) << 56;
+      for (std::size_t i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+      word(v);
     }
   }
   // A field: its length first, so that ("ab", "c") and ("a", "bc") differ.
@@ -9077,8 +9108,7 @@ struct KeyHash {
 // key's name does not pass for that key's. It guards against a torn or
 // damaged file, not against a forger (anyone can recompute it): eight bytes
 // at a time in four independent lanes, each a multiply and a shift, so a
-// hit's check costs a fraction of a microsecond per 8 KiB, where KeyHash's
-// byte at a time took tens.
+// hit's check costs a fraction of a microsecond per 8 KiB.
 inline std::uint64_t checksum(std::string_view key, std::string_view s) noexcept {
   constexpr std::uint64_t m = 0x9e3779b97f4a7c15ull;
   KeyHash k;
@@ -9415,6 +9445,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
@@ -9451,6 +9482,28 @@ inline bool read_all(int fd, char* out, std::size_t n) noexcept {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
     got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Reads `nh` bytes into `head`, then `nb` into `body`, in one system call
+// when the file gives them at once (a hit's header and payload).
+inline bool read_all(int fd, char* head, std::size_t nh, char* body, std::size_t nb) noexcept {
+  ::iovec v[2] = {{head, nh}, {body, nb}};
+  int first = 0;
+  for (std::size_t left = nh + nb; left > 0;) {
+    while (v[first].iov_len == 0) ++first;  // left > 0: one is not done
+    const ::ssize_t r = ::readv(fd, v + first, 2 - first);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    left -= static_cast<std::size_t>(r);
+    for (std::size_t k = static_cast<std::size_t>(r); k > 0;) {
+      const std::size_t t = k < v[first].iov_len ? k : v[first].iov_len;
+      v[first].iov_base = static_cast<char*>(v[first].iov_base) + t;
+      v[first].iov_len -= t;
+      k -= t;
+      if (v[first].iov_len == 0 && first == 0) first = 1;
+    }
   }
   return true;
 }
@@ -9573,14 +9626,11 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   }
   char header[cache_header_size];
   std::uint64_t size = 0, sum = 0;
-  bool ok = file_size >= sizeof header && read_all(fd, header, sizeof header) &&
-            std::memcmp(header, magic, sizeof magic) == 0;
+  bool ok = file_size >= sizeof header;
   if (ok) {
-    std::memcpy(&size, header + sizeof magic, 8);
-    std::memcpy(&sum, header + sizeof magic + 8, 8);
-    ok = size == file_size - sizeof header;
-  }
-  if (ok) {
+    // The payload's buffer first (its size is the file's, bounded above),
+    // so that header and payload come in one read.
+    size = file_size - sizeof header;
     bool allocated = true;
 #if OXICUDA_EXCEPTIONS
     try {
@@ -9607,7 +9657,14 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
       say({"oxicuda cache: cannot read ", path, ": no memory for its ", std::to_string(size), " bytes; compiled instead"});
       return CacheRead::refused;
     }
-    ok = read_all(fd, payload.data(), payload.size()) && sum == checksum(sum_key, payload);
+    std::uint64_t written = 0;
+    ok = read_all(fd, header, sizeof header, payload.data(), payload.size()) &&
+         std::memcmp(header, magic, sizeof magic) == 0;
+    if (ok) {
+      std::memcpy(&written, header + sizeof magic, 8);
+      std::memcpy(&sum, header + sizeof magic + 8, 8);
+      ok = written == size && sum == checksum(sum_key, payload);
+    }
   }
   if (ok) {
     if (touch) ::futimens(fd, nullptr);

@@ -5,7 +5,8 @@
 
 Every #include line must be <name> with name a C++20 standard library header
 or one of the platform headers oxicuda needs (<windows.h>; <dlfcn.h> and <unistd.h>, for dlopen and getpid;
-<fcntl.h>, <sys/stat.h> and <dirent.h>, for the kernel cache's files on POSIX;
+<fcntl.h>, <sys/stat.h>, <sys/uio.h> and <dirent.h>, for the kernel cache's files on POSIX
+(readv: a hit's header and payload in one read);
 <link.h>, for the loaded NVRTC's identity in the cache key: dlinfo, dl_iterate_phdr;
 <sys/file.h> and <sys/resource.h>, for the cache's counter lock (flock) and
 RLIMIT_FSIZE; <pthread.h>, for pthread_atfork: a forked child's driver table goes
@@ -29,7 +30,7 @@ cassert cctype cerrno cfenv cfloat cinttypes climits clocale cmath csetjmp csign
 cstdint cstdio cstdlib cstring ctime cuchar cwchar cwctype
 """.split())
 PLATFORM = {"windows.h", "dlfcn.h", "unistd.h", "fcntl.h", "sys/stat.h", "dirent.h", "link.h", "sys/file.h",
-            "sys/resource.h", "pthread.h"}
+            "sys/resource.h", "sys/uio.h", "pthread.h"}
 RULED_OUT = {"iostream", "regex", "format"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*(.*?)\s*(//.*)?$')
 

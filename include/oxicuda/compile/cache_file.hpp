@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <cerrno>
 #endif
@@ -53,6 +54,28 @@ inline bool read_all(int fd, char* out, std::size_t n) noexcept {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
     got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Reads `nh` bytes into `head`, then `nb` into `body`, in one system call
+// when the file gives them at once (a hit's header and payload).
+inline bool read_all(int fd, char* head, std::size_t nh, char* body, std::size_t nb) noexcept {
+  ::iovec v[2] = {{head, nh}, {body, nb}};
+  int first = 0;
+  for (std::size_t left = nh + nb; left > 0;) {
+    while (v[first].iov_len == 0) ++first;  // left > 0: one is not done
+    const ::ssize_t r = ::readv(fd, v + first, 2 - first);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    left -= static_cast<std::size_t>(r);
+    for (std::size_t k = static_cast<std::size_t>(r); k > 0;) {
+      const std::size_t t = k < v[first].iov_len ? k : v[first].iov_len;
+      v[first].iov_base = static_cast<char*>(v[first].iov_base) + t;
+      v[first].iov_len -= t;
+      k -= t;
+      if (v[first].iov_len == 0 && first == 0) first = 1;
+    }
   }
   return true;
 }
@@ -175,14 +198,11 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   }
   char header[cache_header_size];
   std::uint64_t size = 0, sum = 0;
-  bool ok = file_size >= sizeof header && read_all(fd, header, sizeof header) &&
-            std::memcmp(header, magic, sizeof magic) == 0;
+  bool ok = file_size >= sizeof header;
   if (ok) {
-    std::memcpy(&size, header + sizeof magic, 8);
-    std::memcpy(&sum, header + sizeof magic + 8, 8);
-    ok = size == file_size - sizeof header;
-  }
-  if (ok) {
+    // The payload's buffer first (its size is the file's, bounded above),
+    // so that header and payload come in one read.
+    size = file_size - sizeof header;
     bool allocated = true;
 #if OXICUDA_EXCEPTIONS
     try {
@@ -209,7 +229,14 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
       say({"oxicuda cache: cannot read ", path, ": no memory for its ", std::to_string(size), " bytes; compiled instead"});
       return CacheRead::refused;
     }
-    ok = read_all(fd, payload.data(), payload.size()) && sum == checksum(sum_key, payload);
+    std::uint64_t written = 0;
+    ok = read_all(fd, header, sizeof header, payload.data(), payload.size()) &&
+         std::memcmp(header, magic, sizeof magic) == 0;
+    if (ok) {
+      std::memcpy(&written, header + sizeof magic, 8);
+      std::memcpy(&sum, header + sizeof magic + 8, 8);
+      ok = written == size && sum == checksum(sum_key, payload);
+    }
   }
   if (ok) {
     if (touch) ::futimens(fd, nullptr);
