@@ -905,6 +905,8 @@ struct CUgraphExecUpdateResultInfo {
   X(CtxSetCurrent, 4000, "cuCtxSetCurrent", (CUcontext ctx))                                                           \
   X(CtxPopCurrent, 4000, "cuCtxPopCurrent_v2", (CUcontext * pctx))                                                     \
   X(CtxSynchronize, 2000, "cuCtxSynchronize", ())                                                                      \
+  X(ProfilerStart, 4000, "cuProfilerStart", ())                                                                        \
+  X(ProfilerStop, 4000, "cuProfilerStop", ())                                                                          \
   X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
   X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange", (int* leastPriority, int* greatestPriority))       \
   X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))                                   \
@@ -3182,33 +3184,38 @@ inline DestroyedContexts& destroyed_contexts() noexcept {
   static DestroyedContexts* d = new DestroyedContexts;  // never destroyed: used by static destructors
   return *d;
 }
-struct DestroyedLock {
-  DestroyedContexts& d;
-  explicit DestroyedLock(DestroyedContexts& c) noexcept : d(c) {
-    while (d.lock.test_and_set(std::memory_order_acquire)) {
+// A spin lock's scope over an atomic_flag (no <mutex> in the header): the
+// destroyed-context list here, the profiler's depths (profiler.hpp).
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& f) noexcept : flag_(f) {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
     }
   }
-  DestroyedLock(const DestroyedLock&) = delete;
-  DestroyedLock& operator=(const DestroyedLock&) = delete;
-  ~DestroyedLock() { d.lock.clear(std::memory_order_release); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag& flag_;
 };
 inline void note_context_destroyed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
-  DestroyedLock lock(d);
+  SpinGuard lock(d.lock);
   d.list[d.next++ % 64] = c;
   d.any.store(true, std::memory_order_release);
 }
 inline void note_context_created(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
   if (!d.any.load(std::memory_order_acquire)) return;
-  DestroyedLock lock(d);
+  SpinGuard lock(d.lock);
   for (CUcontext& x : d.list)
     if (x == c) x = nullptr;
 }
 inline bool context_destroyed_listed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
   if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
-  DestroyedLock lock(d);
+  SpinGuard lock(d.lock);
   for (CUcontext x : d.list)
     if (x == c) return true;
   return false;
@@ -3515,11 +3522,17 @@ namespace detail {
 class ScopedCurrentNothrow {
  public:
   ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
-    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx) {
+    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during)) {
+      if (previous_ == ctx) {
+        ok_ = true;
+        return;
+      }
       if (context_destroyed(previous_)) previous_ = nullptr;
-      switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
+      ok_ = switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
     }
   }
+  // Whether `ctx` is current (a failure was reported to the hook if not).
+  [[nodiscard]] bool ok() const noexcept { return ok_; }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
   ~ScopedCurrentNothrow() {
@@ -3530,6 +3543,7 @@ class ScopedCurrentNothrow {
   const char* during_;
   CUcontext previous_ = nullptr;
   bool switched_ = false;
+  bool ok_ = false;
 };
 
 }  // namespace detail
@@ -4220,6 +4234,118 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/stream.hpp ----
+
+// ---- begin oxicuda/driver/profiler.hpp ----
+// oxicuda/driver/profiler.hpp — ProfilerRange: the profiler's collection
+// (cuProfilerStart, cuProfilerStop) over a scope, in one context, safe to
+// nest (the seed crate's ProfilerGuard).
+
+#include <atomic>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// How many ProfilerRanges are open per context, across threads: the driver
+// keeps one on/off switch per context, so only the first range to open
+// starts it and only the last to close stops it. A spin lock (no <mutex> in
+// the header), held across the one driver call, so that a stop and a start
+// of two threads cannot cross. At most 64 contexts with a range open at once.
+struct ProfilerDepths {
+  std::atomic_flag lock;  // clear (C++20)
+  CUcontext ctx[64] = {};
+  int depth[64] = {};
+};
+inline ProfilerDepths& profiler_depths() noexcept {
+  static ProfilerDepths* d = new ProfilerDepths;  // never destroyed: a range may close in a static destructor
+  return *d;
+}
+// The slot of `c` (or a free one when `c` has none and `claim`); -1: none.
+inline int profiler_slot(ProfilerDepths& d, CUcontext c, bool claim) noexcept {
+  int free_slot = -1;
+  for (int i = 0; i < 64; ++i) {
+    if (d.ctx[i] == c) return i;
+    if (free_slot < 0 && d.ctx[i] == nullptr) free_slot = i;
+  }
+  return claim ? free_slot : -1;
+}
+
+}  // namespace detail
+
+// Profile collection on for `ctx` while the range is open:
+//   { oxicuda::ProfilerRange range(ctx); step(); }   // nsys --capture-range=cudaProfilerApi
+// The first open range of a context calls cuProfilerStart (with the
+// context current, as the driver requires) and the last one to close calls
+// cuProfilerStop; ranges inside it, on any thread, only count. A failed
+// start is an Error and opens nothing; a failed stop, in the destructor, goes
+// to the diagnostic hook. Without a profiler attached both calls do nothing
+// and cost a few hundred nanoseconds. Move-only; a moved-from range closes
+// nothing. An empty Context is an Error.
+class ProfilerRange {
+ public:
+  explicit ProfilerRange(const Context& ctx, SourceLocation where = SourceLocation::current()) : ctx_(ctx) {
+    constexpr const char* op = "oxicuda::ProfilerRange";
+    if (!ctx_) detail::empty_handle("oxicuda::Context", op, where);
+    detail::ProfilerDepths& d = detail::profiler_depths();
+    const detail::SpinGuard lock(d.lock);
+    const int i = detail::profiler_slot(d, ctx_.raw(), true);
+    if (i < 0)
+      detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                          "64 contexts have a profiler range open already; close one first", where));
+    if (d.depth[i] == 0) {
+      const ScopedCurrent current(ctx_, where);
+      detail::check(OXICUDA_DRIVER(ProfilerStart), where);
+      d.ctx[i] = ctx_.raw();
+    }
+    ++d.depth[i];
+  }
+  ProfilerRange(ProfilerRange&& other) noexcept : ctx_(std::move(other.ctx_)) {}
+  ProfilerRange& operator=(ProfilerRange&& other) noexcept {
+    if (this != &other) {
+      close();
+      ctx_ = std::move(other.ctx_);
+    }
+    return *this;
+  }
+  ProfilerRange(const ProfilerRange&) = delete;
+  ProfilerRange& operator=(const ProfilerRange&) = delete;
+  ~ProfilerRange() { close(); }
+
+  // Whether this range is open (not moved from).
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(ctx_); }
+  // How many ranges are open over `ctx` now (0: collection is off, as far
+  // as oxicuda turned it on).
+  [[nodiscard]] static int open_in(const Context& ctx) noexcept {
+    detail::ProfilerDepths& d = detail::profiler_depths();
+    const detail::SpinGuard lock(d.lock);
+    const int i = detail::profiler_slot(d, ctx.raw(), false);
+    return ctx && i >= 0 ? d.depth[i] : 0;
+  }
+
+ private:
+  void close() noexcept {
+    if (!ctx_) return;
+    {
+      detail::ProfilerDepths& d = detail::profiler_depths();
+      const detail::SpinGuard lock(d.lock);
+      const int i = detail::profiler_slot(d, ctx_.raw(), false);
+      if (i >= 0 && --d.depth[i] == 0) {
+        d.ctx[i] = nullptr;
+        constexpr const char* during = "stopping the profiler (oxicuda::ProfilerRange)";
+        const detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+        if (current.ok()) detail::check_nothrow(OXICUDA_DRIVER(ProfilerStop), during);
+      }
+    }
+    ctx_ = Context();
+  }
+
+  Context ctx_;
+};
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/profiler.hpp ----
 
 // ---- begin oxicuda/memory/span.hpp ----
 // oxicuda/memory/span.hpp — DeviceSpan<T>, a view of elements in device memory, and

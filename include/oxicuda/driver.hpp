@@ -1,5 +1,5 @@
 // oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the current
-// context's guards; the shared in-context handle; event; the stream view and the enqueue path; stream.
+// context's guards; the shared in-context handle; event; the stream view and the enqueue path; stream; profiler ranges.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -16,4 +16,5 @@
 #include "driver/event.hpp"
 #include "driver/stream_ref.hpp"
 #include "driver/stream.hpp"
+#include "driver/profiler.hpp"
 // clang-format on

@@ -6,6 +6,7 @@
 // static_asserts, so a disagreement fails the build of this test.
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
 
 #include "oxicuda.hpp"
 

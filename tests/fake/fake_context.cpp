@@ -175,3 +175,17 @@ CUresult fake_CtxGetStreamPriorityRange(int* least, int* greatest) {
   if (greatest) *greatest = -5;
   return CUDA_SUCCESS;
 }
+
+// The profiler's switch: the driver answers CUDA_ERROR_INVALID_CONTEXT
+// without a current context; with one, a start or stop is a no-op without a
+// profiler attached. The fake counts the calls (fake.calls) and checks the
+// context.
+CUresult fake_ProfilerStart() {
+  FAKE_ENTRY(ProfilerStart);
+  return need_current();
+}
+
+CUresult fake_ProfilerStop() {
+  FAKE_ENTRY(ProfilerStop);
+  return need_current();
+}

@@ -123,3 +123,32 @@ extern "C" __global__ void parent(unsigned* out, unsigned n) {
     CHECK(host[i] == i);
   }
 }
+
+TEST_CASE("issue 24 (8): ProfilerRange, nested and on two threads, around real work, on the real driver") {
+  // Without a profiler attached the driver takes both calls as no-ops; what
+  // is checked is that it takes them (the context is current for each) and
+  // that the work inside runs as without the range.
+  Module m = module_from_source(ctx(), kBump);
+  auto bump = m.kernel<void(unsigned*, unsigned)>("bump");
+  Stream s{ctx()};
+  DeviceBuffer<unsigned> counts(ctx(), 2);
+  fill(s, counts, 0u);
+  {
+    ProfilerRange outer(ctx());
+    std::thread other([&] {
+      ProfilerRange inner(ctx());
+      Stream t{ctx()};
+      launch(t, bump, {.grid = 1, .block = 32}, counts, 1u);
+      t.synchronize();
+    });
+    {
+      ProfilerRange inner(ctx());
+      CHECK(ProfilerRange::open_in(ctx()) >= 2);
+      launch(s, bump, {.grid = 1, .block = 32}, counts, 0u);
+    }
+    other.join();
+    CHECK(ProfilerRange::open_in(ctx()) == 1);
+  }
+  CHECK(ProfilerRange::open_in(ctx()) == 0);
+  CHECK(read_back(s, counts) == std::vector<unsigned>{1, 1});
+}

@@ -829,6 +829,8 @@ struct CUgraphExecUpdateResultInfo {
   X(CtxSetCurrent, 4000, "cuCtxSetCurrent", (CUcontext ctx))                                                           \
   X(CtxPopCurrent, 4000, "cuCtxPopCurrent_v2", (CUcontext * pctx))                                                     \
   X(CtxSynchronize, 2000, "cuCtxSynchronize", ())                                                                      \
+  X(ProfilerStart, 4000, "cuProfilerStart", ())                                                                        \
+  X(ProfilerStop, 4000, "cuProfilerStop", ())                                                                          \
   X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
   X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange", (int* leastPriority, int* greatestPriority))       \
   X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))                                   \

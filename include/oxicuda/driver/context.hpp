@@ -55,33 +55,38 @@ inline DestroyedContexts& destroyed_contexts() noexcept {
   static DestroyedContexts* d = new DestroyedContexts;  // never destroyed: used by static destructors
   return *d;
 }
-struct DestroyedLock {
-  DestroyedContexts& d;
-  explicit DestroyedLock(DestroyedContexts& c) noexcept : d(c) {
-    while (d.lock.test_and_set(std::memory_order_acquire)) {
+// A spin lock's scope over an atomic_flag (no <mutex> in the header): the
+// destroyed-context list here, the profiler's depths (profiler.hpp).
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& f) noexcept : flag_(f) {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
     }
   }
-  DestroyedLock(const DestroyedLock&) = delete;
-  DestroyedLock& operator=(const DestroyedLock&) = delete;
-  ~DestroyedLock() { d.lock.clear(std::memory_order_release); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag& flag_;
 };
 inline void note_context_destroyed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
-  DestroyedLock lock(d);
+  SpinGuard lock(d.lock);
   d.list[d.next++ % 64] = c;
   d.any.store(true, std::memory_order_release);
 }
 inline void note_context_created(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
   if (!d.any.load(std::memory_order_acquire)) return;
-  DestroyedLock lock(d);
+  SpinGuard lock(d.lock);
   for (CUcontext& x : d.list)
     if (x == c) x = nullptr;
 }
 inline bool context_destroyed_listed(CUcontext c) noexcept {
   DestroyedContexts& d = destroyed_contexts();
   if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
-  DestroyedLock lock(d);
+  SpinGuard lock(d.lock);
   for (CUcontext x : d.list)
     if (x == c) return true;
   return false;

@@ -62,11 +62,17 @@ namespace detail {
 class ScopedCurrentNothrow {
  public:
   ScopedCurrentNothrow(CUcontext ctx, const char* during) noexcept : during_(during) {
-    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during) && previous_ != ctx) {
+    if (ctx && check_nothrow(OXICUDA_DRIVER(CtxGetCurrent, &previous_), during)) {
+      if (previous_ == ctx) {
+        ok_ = true;
+        return;
+      }
       if (context_destroyed(previous_)) previous_ = nullptr;
-      switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
+      ok_ = switched_ = check_nothrow(OXICUDA_DRIVER(CtxSetCurrent, ctx), during);
     }
   }
+  // Whether `ctx` is current (a failure was reported to the hook if not).
+  [[nodiscard]] bool ok() const noexcept { return ok_; }
   ScopedCurrentNothrow(const ScopedCurrentNothrow&) = delete;
   ScopedCurrentNothrow& operator=(const ScopedCurrentNothrow&) = delete;
   ~ScopedCurrentNothrow() {
@@ -77,6 +83,7 @@ class ScopedCurrentNothrow {
   const char* during_;
   CUcontext previous_ = nullptr;
   bool switched_ = false;
+  bool ok_ = false;
 };
 
 }  // namespace detail

@@ -81,6 +81,12 @@ std::vector<Op> operations() {
          (void)Context::borrow(ctx.raw()).device();
        }},
       {"a created context", [] { Context ctx = Context::create(Device::get(0)); }},
+      {"profiler ranges, nested",
+       [] {
+         const Context ctx = Context::primary(Device::get(0));
+         ProfilerRange outer(ctx);
+         { ProfilerRange inner(ctx); }
+       }},
       {"streams and events",
        [] {
          Context ctx = Context::primary(Device::get(0));
