@@ -940,6 +940,8 @@ struct CUgraphExecUpdateResultInfo {
   X(LinkComplete, 5050, "cuLinkComplete", (CUlinkState state, void** cubinOut, std::size_t* sizeOut))                  \
   X(LinkDestroy, 5050, "cuLinkDestroy", (CUlinkState state))                                                             \
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
+  X(ModuleGetGlobal, 3020, "cuModuleGetGlobal_v2",                                                                     \
+    (CUdeviceptr * dptr, std::size_t * bytes, CUmodule hmod, const char* name))                                        \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
@@ -968,6 +970,11 @@ struct CUgraphExecUpdateResultInfo {
     (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))                                        \
   X(MemsetD32Async, 3020, "cuMemsetD32Async",                                                                          \
     (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))                                         \
+  X(MemsetD16Async, 3020, "cuMemsetD16Async",                                                                          \
+    (CUdeviceptr dstDevice, unsigned short us, std::size_t N, CUstream hStream))                                       \
+  X(MemsetD2D32Async, 3020, "cuMemsetD2D32Async",                                                                      \
+    (CUdeviceptr dstDevice, std::size_t dstPitch, unsigned int ui, std::size_t Width, std::size_t Height,              \
+     CUstream hStream))                                                                                                \
   X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
   X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
   X(MemHostGetDevicePointer, 3020, "cuMemHostGetDevicePointer_v2", (CUdeviceptr * pdptr, void* p, unsigned int Flags)) \
@@ -4438,10 +4445,10 @@ OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/span.hpp ----
 
 // ---- begin oxicuda/memory/copy.hpp ----
-// oxicuda/memory/copy.hpp — copies and fills between host and device memory,
-// synchronous and stream-ordered, over any host range and any device range.
+// oxicuda/memory/copy.hpp — copies between host and device memory,
+// synchronous and stream-ordered, over any host range and any device range;
+// the ordering rule that the synchronous copies and fills (fill.hpp) share.
 
-#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <iterator>
@@ -4584,28 +4591,6 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
 }
 
-template <class Dst>
-void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
-  using T = device_element_t<Dst>;
-  static_assert(!std::is_const_v<T>, "fill: the destination is const");
-  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
-  check_buffer_handle(dst, op, where);
-  const auto d = dst.device_span();
-  if constexpr (sizeof(T) == 1)
-    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
-  else
-    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
-          where);
-}
-
-template <class Dst>
-void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
-  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
-  check_buffer_handle(dst, op, where);
-  const auto d = dst.device_span();
-  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
-}
-
 template <class R>
 CUcontext context_of(const R& r) noexcept {
   if constexpr (device_range<R>)
@@ -4659,7 +4644,7 @@ concept copyable = (device_range<Dst> || device_range<Src>) &&
                    (device_range<Src> || host_range<Src>);
 // clang-format on
 
-// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
+// Enqueues on `stream`, then waits for it (copy, and fill and fill_bytes, with a stream).
 template <class Enqueue>
 void on_stream_and_wait(StreamRef stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
   on_stream(stream, operation, where, [&](CUstream q) {
@@ -4709,11 +4694,77 @@ void copy_async(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = S
                     [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
 }
 
-// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
-// T. The synchronous forms return with the memory set (the ordering rule
-// above; with a stream: enqueued there and waited for); the _async ones are
-// one driver call on `stream`.
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/copy.hpp ----
+
+// ---- begin oxicuda/memory/fill.hpp ----
+// oxicuda/memory/fill.hpp — fills of device memory, synchronous and
+// stream-ordered: every element set to one value (elements of 1, 2, 4 or 8
+// bytes), or every byte to one byte, with no kernel of oxicuda's.
+
+#include <bit>
+#include <cstddef>
+#include <type_traits>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// An 8-byte element as the two 4-byte words at its lower and higher address.
+struct WordPair {
+  unsigned low, high;
+};
+
+template <class Dst>
+void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
+  using T = device_element_t<Dst>;
+  static_assert(!std::is_const_v<T>, "fill: the destination is const");
+  static_assert(std::is_trivially_copyable_v<T>, "fill: the element type is not trivially copyable");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "fill: elements of 1, 2, 4 or 8 bytes; use fill_bytes otherwise");
+  check_buffer_handle(dst, op, where);
+  const auto d = dst.device_span();
+  if constexpr (sizeof(T) == 1) {
+    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
+  } else if constexpr (sizeof(T) == 2) {
+    check(OXICUDA_DRIVER(MemsetD16Async, d.device_ptr(), std::bit_cast<unsigned short>(value), d.size(), q), where);
+  } else if constexpr (sizeof(T) == 4) {
+    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q), where);
+  } else {
+    // The driver has no 64-bit memset. Equal halves are one 32-bit fill of
+    // twice the count; else each half is a 2D 32-bit fill one word wide, with
+    // an 8-byte pitch: the lower words, then the higher ones.
+    (void)span_bytes(d, op, where);  // n * 8 fits a size_t
+    const WordPair w = std::bit_cast<WordPair>(value);
+    if (w.low == w.high) {
+      check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), w.low, 2 * d.size(), q), where);
+    } else if (d.size() != 0) {
+      check(OXICUDA_DRIVER(MemsetD2D32Async, d.device_ptr(), 8, w.low, 1, d.size(), q), where);
+      check(OXICUDA_DRIVER(MemsetD2D32Async, d.device_ptr() + 4, 8, w.high, 1, d.size(), q), where);
+    }
+  }
+}
+
+template <class Dst>
+void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
+  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
+  check_buffer_handle(dst, op, where);
+  const auto d = dst.device_span();
+  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
+}
+
+}  // namespace detail
+
+// Sets every element of `dst` to `value`: elements of 1, 2, 4 or 8 bytes
+// (cuMemsetD8Async, cuMemsetD16Async, cuMemsetD32Async; 8 bytes: one
+// cuMemsetD32Async when the value's two 4-byte halves are equal, else two
+// cuMemsetD2D32Async, one per half, 8 bytes apart). So a double, an
+// int64_t, a half or a bfloat16 (by its bit pattern) is filled with no
+// kernel. fill_bytes sets every byte, whatever T. The synchronous forms
+// return with the memory set (copy.hpp's ordering rule; with a stream:
+// enqueued there and waited for); the _async ones enqueue on `stream` (one
+// driver call; two for an 8-byte value with unequal halves).
 template <class Dst>
 requires detail::device_range<std::remove_cvref_t<Dst>>
 void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
@@ -4761,7 +4812,7 @@ void fill_bytes_async(StreamRef stream, Dst&& dst, unsigned char byte,
 }
 
 OXICUDA_DETAIL_NAMESPACE_END
-// ---- end oxicuda/memory/copy.hpp ----
+// ---- end oxicuda/memory/fill.hpp ----
 
 // ---- begin oxicuda/memory/buffer.hpp ----
 // oxicuda/memory/buffer.hpp — owning memory: DeviceBuffer<T> (device memory,
@@ -5243,7 +5294,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 // ---- begin oxicuda/kernel/module.hpp ----
 // oxicuda/kernel/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
 // and the driver's JIT options. Its kernels (Function, Module::function) are
-// function.hpp.
+// function.hpp; its variables (Module::global) global.hpp.
 
 #include <cstdint>
 #include <cstdio>
@@ -5273,6 +5324,8 @@ struct JitOptions {
 class Function;
 template <class Signature>
 class Kernel;
+template <class T>
+class DeviceSpan;
 namespace detail {
 struct ModuleAccess;
 
@@ -5374,6 +5427,18 @@ class Module {
   template <class Signature>
   [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
 
+  // The __device__ or __constant__ variable called `name` (cuModuleGetGlobal)
+  // as a span of T over all its bytes: `__device__ float table[64]` is
+  // global<float>("table"), 64 elements; a scalar is a span of one. Copy to
+  // and from it, fill it and pass it to kernels like any DeviceSpan (its
+  // context is the module's); it must not outlive the module. A name
+  // expression compiled with the module stands for its lowered name, as in
+  // function(). An Error names a variable that is not there, and a size
+  // that is not a whole number of T or an address not aligned for T.
+  // (Defined in global.hpp.)
+  template <class T>
+  [[nodiscard]] DeviceSpan<T> global(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
   [[nodiscard]] const Context& context() const noexcept;
@@ -5412,8 +5477,35 @@ class Module {
   static Module load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
                          SourceLocation where);
 
+  // The lowered name of `name` when it is a name expression compiled with
+  // the module, else `name`.
+  [[nodiscard]] std::string_view lowered(std::string_view name) const noexcept {
+    for (std::string_view rest = state_ ? std::string_view(state_->names) : std::string_view(); !rest.empty();) {
+      const std::string_view expr = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(expr.size() + 1);
+      const std::string_view low = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(low.size() + (low.size() < rest.size()));
+      if (expr == name) return low;
+    }
+    return name;
+  }
+  // `name` with the operation `op` as the driver must get it: an Error when
+  // it has a NUL byte (the driver would look up only the part before it).
+  static std::string symbol_name(std::string_view name, std::string_view what, const char* op, SourceLocation where);
+
   detail::Shared<const State> state_;
 };
+
+inline std::string Module::symbol_name(std::string_view name, std::string_view what, const char* op,
+                                       SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(name.find('\0') != std::string_view::npos))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                        detail::cat({"the ", what, " name of ", std::to_string(name.size()),
+                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
+                                     "; the driver would look up only the name before it"}),
+                        where));
+  return std::string(name);
+}
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {
@@ -5645,23 +5737,7 @@ class Function {
 inline Function Module::function(std::string_view name, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
   // A name expression compiled with the module stands for its lowered name.
-  for (std::string_view rest = state_->names; !rest.empty();) {
-    const std::string_view expr = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(expr.size() + 1);
-    const std::string_view lowered = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
-    if (expr == name) {
-      name = lowered;
-      break;
-    }
-  }
-  if (OXICUDA_DETAIL_UNLIKELY(name.find('\0') != std::string_view::npos))
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
-                        detail::cat({"the kernel name of ", std::to_string(name.size()),
-                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
-                                     "; the driver would look up only the name before it"}),
-                        where));
-  std::string n(name);
+  std::string n = symbol_name(lowered(name), "kernel", "oxicuda::Module::function", where);
   CUfunction raw = nullptr;
   detail::Outcome r;
   {
@@ -5760,6 +5836,50 @@ inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation 
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/function.hpp ----
+
+// ---- begin oxicuda/kernel/global.hpp ----
+// oxicuda/kernel/global.hpp — Module::global: a module's __device__ or
+// __constant__ variable (cuModuleGetGlobal) as a DeviceSpan, checked against
+// its size.
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+template <class T>
+DeviceSpan<T> Module::global(std::string_view name, SourceLocation where) const {
+  static_assert(!std::is_reference_v<T> && !std::is_void_v<T>, "Module::global<T>: T is an element type");
+  constexpr const char* op = "oxicuda::Module::global";
+  (void)detail::checked(*this, "oxicuda::Module", op, where);
+  const std::string n = symbol_name(lowered(name), "variable", op, where);
+  ffi::CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  detail::Outcome r;
+  {
+    ScopedCurrent current(state_->ctx, where);
+    r = OXICUDA_DRIVER(ModuleGetGlobal, &ptr, &bytes, state_->raw, n.c_str());
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 r.result == ffi::CUDA_ERROR_NOT_FOUND
+                     ? detail::cat({"the module has no __device__ or __constant__ variable named '", n,
+                                    "' (one in a namespace, or not extern \"C\", has a mangled name)"})
+                     : detail::cat({"looking up the variable '", n, "'"}));
+  if (OXICUDA_DETAIL_UNLIKELY(bytes % sizeof(T) != 0 || ptr % alignof(T) != 0))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                        detail::cat({"the variable '", n, "' is ", std::to_string(bytes), " bytes",
+                                     bytes % sizeof(T) != 0 ? " (not a whole number of " : " at an address not aligned to ",
+                                     std::to_string(bytes % sizeof(T) != 0 ? sizeof(T) : alignof(T)),
+                                     bytes % sizeof(T) != 0 ? "-byte elements)" : " bytes", ": not a span of T"}),
+                        where));
+  return DeviceSpan<T>(ptr, bytes / sizeof(T), state_->ctx.raw());
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/global.hpp ----
 
 // ---- begin oxicuda/kernel/kernel.hpp ----
 // oxicuda/kernel/kernel.hpp — Kernel<Sig>, a kernel typed by its signature, and the

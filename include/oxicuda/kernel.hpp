@@ -1,5 +1,5 @@
-// oxicuda/kernel.hpp — the kernel wing: module images; Module; Function; Kernel<Sig> and its layout check;
-// argument packing (shared by launches and graph nodes); launch config and launches.
+// oxicuda/kernel.hpp — the kernel wing: module images; Module; Function; Module::global; Kernel<Sig> and its
+// layout check; argument packing (shared by launches and graph nodes); launch config and launches.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -10,6 +10,7 @@
 #include "kernel/image.hpp"
 #include "kernel/module.hpp"
 #include "kernel/function.hpp"
+#include "kernel/global.hpp"
 #include "kernel/kernel.hpp"
 #include "kernel/kernel_args.hpp"
 #include "kernel/launch.hpp"

@@ -1,4 +1,4 @@
-// oxicuda/memory.hpp — the memory wing: device spans; copies and fills; device buffers; the memory pool.
+// oxicuda/memory.hpp — the memory wing: device spans; copies; fills; device buffers; the memory pool.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -8,6 +8,7 @@
 // clang-format off
 #include "memory/span.hpp"
 #include "memory/copy.hpp"
+#include "memory/fill.hpp"
 #include "memory/buffer.hpp"
 #include "memory/pool.hpp"
 // clang-format on

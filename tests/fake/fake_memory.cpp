@@ -29,13 +29,25 @@ Pool pools[8];
 
 }  // namespace
 
-// [ptr, ptr + bytes) inside one allocation?
-bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
-  if (bytes == 0) return true;  // as the driver: a zero-size copy or memset succeeds, whatever the pointer
-  auto it = allocations.upper_bound(ptr);
-  if (it == allocations.begin()) return false;
+// Modules' variables (.global, .const), by address: device memory that is
+// the module's, not an allocation (fake_live("memory") does not count them).
+std::map<std::uintptr_t, std::size_t>& module_variables = *new std::map<std::uintptr_t, std::size_t>;
+
+void module_variable_add(CUdeviceptr ptr, std::size_t bytes) { module_variables[ptr] = bytes; }
+void module_variable_remove(CUdeviceptr ptr) { module_variables.erase(ptr); }
+
+// [ptr, ptr + bytes) inside one block of `blocks`?
+static bool in_block(const std::map<std::uintptr_t, std::size_t>& blocks, CUdeviceptr ptr, std::size_t bytes) {
+  auto it = blocks.upper_bound(ptr);
+  if (it == blocks.begin()) return false;
   --it;
   return ptr >= it->first && ptr + bytes <= it->first + it->second;
+}
+
+// [ptr, ptr + bytes) inside one allocation or one module variable?
+bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
+  if (bytes == 0) return true;  // as the driver: a zero-size copy or memset succeeds, whatever the pointer
+  return in_block(allocations, ptr, bytes) || in_block(module_variables, ptr, bytes);
 }
 
 // The blocks of mem alloc nodes (owned by their nodes), by address.
@@ -54,12 +66,7 @@ void graph_memory_forget(CUdeviceptr ptr) {
   allocations.erase(ptr);
 }
 
-bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) {
-  auto it = graph_blocks.upper_bound(ptr);
-  if (it == graph_blocks.begin()) return false;
-  --it;
-  return ptr >= it->first && ptr + bytes <= it->first + it->second;
-}
+bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) { return in_block(graph_blocks, ptr, bytes); }
 
 long live_memory() { return static_cast<long>(allocations.size()); }
 long live_pinned() { return static_cast<long>(host_allocations.size()); }
@@ -177,22 +184,34 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
   return CUDA_SUCCESS;
 }
 
+// `height` rows of `width` elements of T, `pitch` bytes apart (one row: the
+// pitch is not read), as the driver checks them: the destination aligned to
+// the element, a pitch of at least a row in bytes and a multiple of the
+// element, every row inside one allocation.
 template <class T>
-static CUresult memset(CUdeviceptr dst, T value, std::size_t n, CUstream s) {
+static CUresult memset(CUdeviceptr dst, T value, std::size_t width, CUstream s, std::size_t height = 1,
+                       std::size_t pitch = 0) {
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
+  if (height == 1) pitch = width * sizeof(T);
+  if (height > 1 && (pitch < width * sizeof(T) || pitch % sizeof(T))) return CUDA_ERROR_INVALID_VALUE;
   if (capturing(s)) {
     Work w;
     w.type = CU_GRAPH_NODE_TYPE_MEMSET;
-    w.dst = dst, w.value = static_cast<unsigned>(value), w.element_size = sizeof(T), w.width = n, w.height = 1;
+    w.dst = dst, w.value = static_cast<unsigned>(value), w.element_size = sizeof(T), w.width = width;
+    w.height = height, w.pitch = pitch;
     bool captured = false;
     return capture_work(s, std::move(w), captured);
   }
-  if (!in_allocation(dst, n * sizeof(T)) || dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
-  auto work = [dst, value, n] {
-    if (!in_allocation(dst, n * sizeof(T))) return;
-    auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst));
-    for (std::size_t i = 0; i < n; ++i) p[i] = value;
+  if (dst % sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t row = 0; row < height; ++row)
+    if (!in_allocation(dst + row * pitch, width * sizeof(T))) return CUDA_ERROR_INVALID_VALUE;
+  auto work = [dst, value, width, height, pitch] {
+    for (std::size_t row = 0; row < height; ++row) {
+      if (!in_allocation(dst + row * pitch, width * sizeof(T))) return;
+      auto* p = reinterpret_cast<T*>(static_cast<std::uintptr_t>(dst + row * pitch));
+      for (std::size_t i = 0; i < width; ++i) p[i] = value;
+    }
   };
   if (held(s))
     defer(s, std::move(work));
@@ -205,9 +224,18 @@ CUresult fake_MemsetD8Async(CUdeviceptr dst, unsigned char v, std::size_t n, CUs
   FAKE_ENTRY(MemsetD8Async);
   return memset(dst, v, n, s);
 }
+CUresult fake_MemsetD16Async(CUdeviceptr dst, unsigned short v, std::size_t n, CUstream s) {
+  FAKE_ENTRY(MemsetD16Async);
+  return memset(dst, v, n, s);
+}
 CUresult fake_MemsetD32Async(CUdeviceptr dst, unsigned int v, std::size_t n, CUstream s) {
   FAKE_ENTRY(MemsetD32Async);
   return memset(dst, v, n, s);
+}
+CUresult fake_MemsetD2D32Async(CUdeviceptr dst, std::size_t pitch, unsigned int v, std::size_t width,
+                               std::size_t height, CUstream s) {
+  FAKE_ENTRY(MemsetD2D32Async);
+  return memset(dst, v, width, s, height, pitch);
 }
 
 CUresult fake_MemHostAlloc(void** pp, std::size_t bytes, unsigned int flags) {

@@ -113,7 +113,7 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
     return r;
   };
   const auto* bytes = static_cast<const unsigned char*>(image);
-  auto* m = new Module{c, {}};
+  auto* m = new Module{c, {}, {}};
   if (bytes[0] == 0x7f && bytes[1] == 'E') {
     // A cubin: the fake cannot read one; it loads as a module with no kernels.
   } else {
@@ -155,6 +155,28 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
       f->max_dynamic_shared = 48 * 1024 - f->static_shared;
       m->funcs.push_back(f);
     }
+    // Module-scope variables: lines `[.visible] .global|.const [.align A] .TYPE name[N]...;`,
+    // N elements of the type's size (one without [N]).
+    for (std::size_t at = 0; at < ptx.size(); at = ptx.find('\n', at) == std::string::npos ? ptx.size()
+                                                                                          : ptx.find('\n', at) + 1) {
+      const std::string row = ptx.substr(at, ptx.find('\n', at) - at);
+      std::size_t k = row.find_first_not_of(" \t");
+      if (k == std::string::npos) continue;
+      if (row.compare(k, 9, ".visible ") == 0) k = row.find_first_not_of(" \t", k + 9);
+      if (row.compare(k, 8, ".global ") != 0 && row.compare(k, 7, ".const ") != 0) continue;
+      const std::size_t dot = row.find(" .", k + 1);
+      std::size_t type_at = row.compare(dot + 1, 6, ".align") == 0 ? row.find(" .", dot + 7) + 1 : dot + 1;
+      const std::size_t type_end = row.find(' ', type_at);
+      const std::string type = row.substr(type_at, type_end - type_at);
+      const std::size_t size = std::strtoul(type.c_str() + 2, nullptr, 10) / 8;
+      const std::size_t name_at = row.find_first_not_of(' ', type_end);
+      const std::size_t name_end = row.find_first_of("[;= ", name_at);
+      std::size_t count = 1;
+      if (row[name_end] == '[') count = std::strtoul(row.c_str() + name_end + 1, nullptr, 10);
+      const std::size_t bytes = (size ? size : 1) * count;
+      m->globals.push_back({row.substr(name_at, name_end - name_at),
+                            reinterpret_cast<std::uintptr_t>(std::calloc(bytes, 1)), bytes});
+    }
     bool verbose = false;
     for (const auto& [k, v] : opts) verbose = verbose || (k == CU_JIT_LOG_VERBOSE && v);
     write_log(opts, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -172,6 +194,7 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
   std::lock_guard lock(mu);
   live[m] = Kind::module;
   for (Func* f : m->funcs) live[f] = Kind::function;
+  for (const Global& g : m->globals) module_variable_add(g.ptr, g.bytes);
   *pmod = reinterpret_cast<CUmodule>(m);
   return finish(CUDA_SUCCESS);
 }
@@ -188,6 +211,10 @@ CUresult fake_ModuleUnload(CUmodule mod) {
     live.erase(f);
     delete f;
   }
+  for (const Global& g : m->globals) {
+    module_variable_remove(g.ptr);
+    std::free(reinterpret_cast<void*>(g.ptr));
+  }
   live.erase(m);
   delete m;
   return CUDA_SUCCESS;
@@ -199,6 +226,22 @@ CUresult fake_ModuleGetFunction(CUfunction* pf, CUmodule mod, const char* name) 
   if (!alive(mod, Kind::module)) return CUDA_ERROR_INVALID_HANDLE;
   for (Func* f : reinterpret_cast<Module*>(mod)->funcs)
     if (f->name == name) return *pf = reinterpret_cast<CUfunction>(f), CUDA_SUCCESS;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+// As the driver: either output may be null; a name the module lacks is
+// CUDA_ERROR_NOT_FOUND.
+CUresult fake_ModuleGetGlobal(CUdeviceptr* dptr, std::size_t* bytes, CUmodule mod, const char* name) {
+  FAKE_ENTRY(ModuleGetGlobal);
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (!alive(mod, Kind::module)) return CUDA_ERROR_INVALID_HANDLE;
+  for (const Global& g : reinterpret_cast<Module*>(mod)->globals)
+    if (g.name == name) {
+      if (dptr) *dptr = g.ptr;
+      if (bytes) *bytes = g.bytes;
+      return CUDA_SUCCESS;
+    }
   return CUDA_ERROR_NOT_FOUND;
 }
 

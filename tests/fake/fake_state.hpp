@@ -30,9 +30,15 @@ struct Func {
   int max_dynamic_shared;
   int static_shared;  // from the PTX's .shared declarations
 };
+struct Global {
+  std::string name;
+  CUdeviceptr ptr;  // zeroed memory of the fake's while the module lives (module_variable_add)
+  std::size_t bytes;
+};
 struct Module {
   CUcontext ctx;
   std::vector<Func*> funcs;
+  std::vector<Global> globals;  // the PTX's module-scope .global and .const variables
 };
 
 // fake_core.cpp
@@ -90,6 +96,9 @@ void graph_memory_reserve(CUdeviceptr ptr, std::size_t bytes);  // a node's bloc
 bool in_graph_block(CUdeviceptr ptr, std::size_t bytes);  // inside such a block (live or not)?
 bool graph_memory_alloc(CUdeviceptr ptr, std::size_t bytes);
 bool graph_memory_free(CUdeviceptr ptr);
+// A module's variable: device memory that copies may reach, not an allocation.
+void module_variable_add(CUdeviceptr ptr, std::size_t bytes);
+void module_variable_remove(CUdeviceptr ptr);
 void graph_memory_forget(CUdeviceptr ptr);  // the block itself is gone
 
 // fake_module_launch.cpp

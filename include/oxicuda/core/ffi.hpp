@@ -864,6 +864,8 @@ struct CUgraphExecUpdateResultInfo {
   X(LinkComplete, 5050, "cuLinkComplete", (CUlinkState state, void** cubinOut, std::size_t* sizeOut))                  \
   X(LinkDestroy, 5050, "cuLinkDestroy", (CUlinkState state))                                                             \
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
+  X(ModuleGetGlobal, 3020, "cuModuleGetGlobal_v2",                                                                     \
+    (CUdeviceptr * dptr, std::size_t * bytes, CUmodule hmod, const char* name))                                        \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
@@ -892,6 +894,11 @@ struct CUgraphExecUpdateResultInfo {
     (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))                                        \
   X(MemsetD32Async, 3020, "cuMemsetD32Async",                                                                          \
     (CUdeviceptr dstDevice, unsigned int ui, std::size_t N, CUstream hStream))                                         \
+  X(MemsetD16Async, 3020, "cuMemsetD16Async",                                                                          \
+    (CUdeviceptr dstDevice, unsigned short us, std::size_t N, CUstream hStream))                                       \
+  X(MemsetD2D32Async, 3020, "cuMemsetD2D32Async",                                                                      \
+    (CUdeviceptr dstDevice, std::size_t dstPitch, unsigned int ui, std::size_t Width, std::size_t Height,              \
+     CUstream hStream))                                                                                                \
   X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
   X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
   X(MemHostGetDevicePointer, 3020, "cuMemHostGetDevicePointer_v2", (CUdeviceptr * pdptr, void* p, unsigned int Flags)) \

@@ -121,23 +121,7 @@ class Function {
 inline Function Module::function(std::string_view name, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Module", "oxicuda::Module::function", where);
   // A name expression compiled with the module stands for its lowered name.
-  for (std::string_view rest = state_->names; !rest.empty();) {
-    const std::string_view expr = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(expr.size() + 1);
-    const std::string_view lowered = rest.substr(0, rest.find('\0'));
-    rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
-    if (expr == name) {
-      name = lowered;
-      break;
-    }
-  }
-  if (OXICUDA_DETAIL_UNLIKELY(name.find('\0') != std::string_view::npos))
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
-                        detail::cat({"the kernel name of ", std::to_string(name.size()),
-                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
-                                     "; the driver would look up only the name before it"}),
-                        where));
-  std::string n(name);
+  std::string n = symbol_name(lowered(name), "kernel", "oxicuda::Module::function", where);
   CUfunction raw = nullptr;
   detail::Outcome r;
   {

@@ -1,6 +1,6 @@
 // oxicuda/kernel/module.hpp — Module (PTX, cubin or fatbin loaded into a context)
 // and the driver's JIT options. Its kernels (Function, Module::function) are
-// function.hpp.
+// function.hpp; its variables (Module::global) global.hpp.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,8 @@ struct JitOptions {
 class Function;
 template <class Signature>
 class Kernel;
+template <class T>
+class DeviceSpan;
 namespace detail {
 struct ModuleAccess;
 
@@ -134,6 +136,18 @@ class Module {
   template <class Signature>
   [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
 
+  // The __device__ or __constant__ variable called `name` (cuModuleGetGlobal)
+  // as a span of T over all its bytes: `__device__ float table[64]` is
+  // global<float>("table"), 64 elements; a scalar is a span of one. Copy to
+  // and from it, fill it and pass it to kernels like any DeviceSpan (its
+  // context is the module's); it must not outlive the module. A name
+  // expression compiled with the module stands for its lowered name, as in
+  // function(). An Error names a variable that is not there, and a size
+  // that is not a whole number of T or an address not aligned for T.
+  // (Defined in global.hpp.)
+  template <class T>
+  [[nodiscard]] DeviceSpan<T> global(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
   [[nodiscard]] const Context& context() const noexcept;
@@ -172,8 +186,35 @@ class Module {
   static Module load_ptx(const Context& ctx, const char* ptx, std::size_t n, const JitOptions& options,
                          SourceLocation where);
 
+  // The lowered name of `name` when it is a name expression compiled with
+  // the module, else `name`.
+  [[nodiscard]] std::string_view lowered(std::string_view name) const noexcept {
+    for (std::string_view rest = state_ ? std::string_view(state_->names) : std::string_view(); !rest.empty();) {
+      const std::string_view expr = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(expr.size() + 1);
+      const std::string_view low = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(low.size() + (low.size() < rest.size()));
+      if (expr == name) return low;
+    }
+    return name;
+  }
+  // `name` with the operation `op` as the driver must get it: an Error when
+  // it has a NUL byte (the driver would look up only the part before it).
+  static std::string symbol_name(std::string_view name, std::string_view what, const char* op, SourceLocation where);
+
   detail::Shared<const State> state_;
 };
+
+inline std::string Module::symbol_name(std::string_view name, std::string_view what, const char* op,
+                                       SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(name.find('\0') != std::string_view::npos))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                        detail::cat({"the ", what, " name of ", std::to_string(name.size()),
+                                     " bytes has a NUL byte at offset ", std::to_string(name.find('\0')),
+                                     "; the driver would look up only the name before it"}),
+                        where));
+  return std::string(name);
+}
 
 inline Module Module::load(const Context& ctx, const void* image, std::size_t size, bool is_text,
                            const JitOptions& options, SourceLocation where, std::string names, std::string_view log_before) {

@@ -1,8 +1,8 @@
-// oxicuda/memory/copy.hpp — copies and fills between host and device memory,
-// synchronous and stream-ordered, over any host range and any device range.
+// oxicuda/memory/copy.hpp — copies between host and device memory,
+// synchronous and stream-ordered, over any host range and any device range;
+// the ordering rule that the synchronous copies and fills (fill.hpp) share.
 #pragma once
 
-#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <iterator>
@@ -147,28 +147,6 @@ void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation wher
     check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
 }
 
-template <class Dst>
-void fill_on(CUstream q, Dst& dst, device_element_t<Dst> value, const char* op, SourceLocation where) {
-  using T = device_element_t<Dst>;
-  static_assert(!std::is_const_v<T>, "fill: the destination is const");
-  static_assert(sizeof(T) == 1 || sizeof(T) == 4, "fill: elements of 1 or 4 bytes; use fill_bytes otherwise");
-  check_buffer_handle(dst, op, where);
-  const auto d = dst.device_span();
-  if constexpr (sizeof(T) == 1)
-    check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), std::bit_cast<unsigned char>(value), d.size(), q), where);
-  else
-    check(OXICUDA_DRIVER(MemsetD32Async, d.device_ptr(), std::bit_cast<unsigned>(value), d.size(), q),
-          where);
-}
-
-template <class Dst>
-void fill_bytes_on(CUstream q, Dst& dst, unsigned char byte, const char* op, SourceLocation where) {
-  static_assert(!std::is_const_v<device_element_t<Dst>>, "fill_bytes: the destination is const");
-  check_buffer_handle(dst, op, where);
-  const auto d = dst.device_span();
-  check(OXICUDA_DRIVER(MemsetD8Async, d.device_ptr(), byte, span_bytes(d, op, where), q), where);
-}
-
 template <class R>
 CUcontext context_of(const R& r) noexcept {
   if constexpr (device_range<R>)
@@ -222,7 +200,7 @@ concept copyable = (device_range<Dst> || device_range<Src>) &&
                    (device_range<Src> || host_range<Src>);
 // clang-format on
 
-// Enqueues on `stream`, then waits for it (copy, fill and fill_bytes with a stream).
+// Enqueues on `stream`, then waits for it (copy, and fill and fill_bytes, with a stream).
 template <class Enqueue>
 void on_stream_and_wait(StreamRef stream, const char* operation, SourceLocation where, Enqueue&& enqueue) {
   on_stream(stream, operation, where, [&](CUstream q) {
@@ -270,57 +248,6 @@ requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 void copy_async(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
   detail::on_stream(stream, "oxicuda::copy_async", where,
                     [&](CUstream q) { detail::copy_on(q, dst, src, "oxicuda::copy_async", where); });
-}
-
-// Sets every element of `dst` to `value` (elements of 1 or 4 bytes:
-// cuMemsetD8Async / cuMemsetD32Async); fill_bytes sets every byte, whatever
-// T. The synchronous forms return with the memory set (the ordering rule
-// above; with a stream: enqueued there and waited for); the _async ones are
-// one driver call on `stream`.
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill(Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
-          SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
-                        [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill(StreamRef stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
-          SourceLocation where = SourceLocation::current()) {
-  detail::on_stream_and_wait(stream, "oxicuda::fill", where,
-                             [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_async(StreamRef stream, Dst&& dst, detail::device_element_t<std::remove_cvref_t<Dst>> value,
-                SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::fill_async", where,
-                    [&](CUstream q) { detail::fill_on(q, dst, value, "oxicuda::fill_async", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes(Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  detail::synchronously(detail::context_of(dst), detail::stream_of(dst), nullptr, where,
-                        [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes(StreamRef stream, Dst&& dst, unsigned char byte, SourceLocation where = SourceLocation::current()) {
-  detail::on_stream_and_wait(stream, "oxicuda::fill_bytes", where,
-                             [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes", where); });
-}
-
-template <class Dst>
-requires detail::device_range<std::remove_cvref_t<Dst>>
-void fill_bytes_async(StreamRef stream, Dst&& dst, unsigned char byte,
-                      SourceLocation where = SourceLocation::current()) {
-  detail::on_stream(stream, "oxicuda::fill_bytes_async", where,
-                    [&](CUstream q) { detail::fill_bytes_on(q, dst, byte, "oxicuda::fill_bytes_async", where); });
 }
 
 OXICUDA_DETAIL_NAMESPACE_END

@@ -11,6 +11,7 @@
 
 #include "fake_driver.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <system_error>
@@ -121,6 +122,14 @@ std::vector<Op> operations() {
          launch(s, k, {.grid = 2, .block = 64, .cluster = {2}}, static_cast<float*>(nullptr), 0);
          launch(s, k, {.shared_bytes = 64 * 1024}, static_cast<float*>(nullptr), 0);
        }},
+      {"a module's global",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Module m = Module::from_ptx(ctx, ".version 8.0\n.target sm_90\n.visible .global .align 4 .u32 g;\n");
+         const DeviceSpan<unsigned> g = m.global<unsigned>("g");
+         std::vector<unsigned> host{7};
+         copy(g, host);
+       }},
       {"a primary context's reset", [] { Context::reset_primary(Device::get(0)); }},
       {"memory",
        [] {
@@ -141,6 +150,10 @@ std::vector<Op> operations() {
          fill_bytes(a, 0);
          fill_async(s, a, 2u);
          fill_bytes_async(s, a, 3);
+         DeviceBuffer<std::int16_t> half(ctx, 8);
+         DeviceBuffer<double> wide(ctx, 8);
+         fill(half, std::int16_t{1});
+         fill_async(s, wide, 1.0);
          auto c = DeviceBuffer<unsigned>::allocate_async(s, 64);
          MemoryPool pool = MemoryPool::device_default(Device::get(0));
          pool.set_release_threshold(0);

@@ -136,6 +136,58 @@ TEST_CASE_FIXTURE(StreamTest, "fills: 1- and 4-byte elements, and bytes of any e
   CHECK(fake.calls("cuMemsetD8Async") == 3);
 }
 
+// issue 23 (5): fills of 2- and 8-byte elements with no kernel: cuMemsetD16Async;
+// for 8 bytes, one cuMemsetD32Async when both halves are equal, else two
+// cuMemsetD2D32Async one word wide with an 8-byte pitch.
+TEST_CASE_FIXTURE(StreamTest, "issue 23 (5): fills of 2- and 8-byte elements, with halves that differ, and of spans") {
+  DeviceBuffer<std::int16_t> h(ctx, 33);
+  DeviceBuffer<double> d(ctx, 17);
+  DeviceBuffer<std::int64_t> q(ctx, 9);
+  fill(h, std::int16_t{-2});
+  fill_async(s, d, 1.0);  // 0x3ff00000'00000000: the halves differ
+  fill(s, q, std::int64_t{0x0000000700000007});  // equal halves: one 32-bit fill
+  std::vector<std::int16_t> hh(33);
+  std::vector<double> dh(17);
+  std::vector<std::int64_t> qh(9);
+  copy(hh, h);
+  copy(s, dh, d);
+  copy(qh, q);
+  CHECK(std::all_of(hh.begin(), hh.end(), [](std::int16_t v) { return v == -2; }));
+  CHECK(std::all_of(dh.begin(), dh.end(), [](double v) { return v == 1.0; }));
+  CHECK(std::all_of(qh.begin(), qh.end(), [](std::int64_t v) { return v == 0x0000000700000007; }));
+  CHECK(fake.calls("cuMemsetD16Async") == 1);
+  CHECK(fake.calls("cuMemsetD2D32Async") == 2);
+  CHECK(fake.calls("cuMemsetD32Async") == 1);
+
+  // A span in the middle: its neighbours keep their values.
+  fill(d.subspan(5, 3), -0.5);
+  fill(h.subspan(31, 1), std::int16_t{0x1234});
+  fill(q.subspan(1, 1), std::int64_t{-1});
+  copy(dh, d);
+  copy(hh, h);
+  copy(qh, q);
+  for (std::size_t i = 0; i < dh.size(); ++i) CHECK(dh[i] == (i >= 5 && i < 8 ? -0.5 : 1.0));
+  CHECK(hh[30] == -2);
+  CHECK(hh[31] == 0x1234);
+  CHECK(hh[32] == -2);
+  CHECK(qh[0] == 0x0000000700000007);
+  CHECK(qh[1] == -1);
+  CHECK(qh[2] == 0x0000000700000007);
+
+  // Empty spans: no error, nothing written.
+  fill(d.subspan(0, 0), 2.0);
+  fill_async(s, h.subspan(0, 0), std::int16_t{1});
+  s.synchronize();
+  copy(dh, d);
+  CHECK(dh[0] == 1.0);
+
+  // A moved-from buffer is an Error naming the type, for each width.
+  DeviceBuffer<double> gone = std::move(d);
+  DeviceBuffer<std::int16_t> gone16 = std::move(h);
+  CHECK_THROWS_WITH_AS(fill(d, 1.0), doctest::Contains("DeviceBuffer"), Error);  // NOLINT(bugprone-use-after-move)
+  CHECK_THROWS_WITH_AS(fill_async(s, h, std::int16_t{1}), doctest::Contains("DeviceBuffer"), Error);  // NOLINT
+}
+
 TEST_CASE_FIXTURE(FakeTest, "pinned buffer: move-only, freed once, a contiguous range") {
   {
     Context ctx = Context::primary(Device::get(0));
