@@ -19,6 +19,12 @@ struct FakeTest : FakeScope {
     const std::string left = imbalance();
     INFO("fake driver not balanced: " << left);
     CHECK(left.empty());
+    // A test that failed half way may leave contexts current on this thread;
+    // pop them, so that one failure is reported once, not again by every
+    // test after it that begins with no context current.
+    CUcontext c = nullptr;
+    while (oxicuda::detail::api().CtxGetCurrent(&c) == oxicuda::ffi::CUDA_SUCCESS && c != nullptr)
+      if (oxicuda::detail::api().CtxPopCurrent(nullptr) != oxicuda::ffi::CUDA_SUCCESS) break;
   }
 };
 

@@ -16,6 +16,10 @@ struct Ctx {
 };
 
 Ctx primaries[8];
+// A destroyed context's storage is kept and given to the next cuCtxCreate,
+// most recent first: the driver reuses handles too, and a test of that must
+// not hang on the allocator (ASan's quarantine never hands a block back soon).
+std::vector<Ctx*> spare_ctx;
 thread_local std::vector<CUcontext> ctx_stack;
 
 bool valid_ctx(CUcontext c) {
@@ -101,8 +105,15 @@ CUresult fake_CtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   FAKE_ENTRY(CtxCreate);
   if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
   if (flags & ~0x1Fu) return CUDA_ERROR_INVALID_VALUE;
-  auto* c = new Ctx{dev, false, 0};
   std::lock_guard lock(mu);
+  Ctx* c = nullptr;
+  if (spare_ctx.empty()) {
+    c = new Ctx{dev, false, 0};
+  } else {
+    c = spare_ctx.back();
+    spare_ctx.pop_back();
+    *c = Ctx{dev, false, 0};
+  }
   live[c] = Kind::context;
   *pctx = reinterpret_cast<CUcontext>(c);
   ctx_stack.push_back(*pctx);
@@ -118,7 +129,7 @@ CUresult fake_CtxDestroy(CUcontext ctx) {
   }
   live.erase(ctx);
   if (!ctx_stack.empty() && ctx_stack.back() == ctx) ctx_stack.pop_back();
-  delete reinterpret_cast<Ctx*>(ctx);
+  spare_ctx.push_back(reinterpret_cast<Ctx*>(ctx));
   return CUDA_SUCCESS;
 }
 
