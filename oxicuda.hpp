@@ -732,7 +732,66 @@ enum CUmemAllocationHandleType : int {
 enum CUmemLocationType : int {
   CU_MEM_LOCATION_TYPE_INVALID = 0x0,
   CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+  CU_MEM_LOCATION_TYPE_HOST = 0x2,
 };
+
+// --- limits, cache preferences, managed memory, pointer queries ------------
+
+enum CUlimit : int {
+  CU_LIMIT_STACK_SIZE = 0x00,
+  CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+  CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+  CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+  CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+  CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+  CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+  CU_LIMIT_SHMEM_SIZE = 0x07,
+  CU_LIMIT_CIG_ENABLED = 0x08,
+  CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 0x09,
+};
+
+enum CUfunc_cache : int {
+  CU_FUNC_CACHE_PREFER_NONE = 0x00,
+  CU_FUNC_CACHE_PREFER_SHARED = 0x01,
+  CU_FUNC_CACHE_PREFER_L1 = 0x02,
+  CU_FUNC_CACHE_PREFER_EQUAL = 0x03,
+};
+
+enum CUmem_advise : int {
+  CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+  CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+  CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+  CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+  CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+  CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6,
+};
+
+enum CUpointer_attribute : int {
+  CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+  CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+  CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+  CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,
+  CU_POINTER_ATTRIBUTE_BUFFER_ID = 7,
+  CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+  CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+  CU_POINTER_ATTRIBUTE_MAPPED = 13,
+};
+
+enum CUdevice_P2PAttribute : int {
+  CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK = 0x01,
+  CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED = 0x02,
+  CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 0x03,
+  CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 0x04,
+};
+
+// cuMemAllocManaged's and cuMemHostRegister's flags (macros in cuda.h).
+inline constexpr unsigned int mem_attach_global = 0x1;
+inline constexpr unsigned int mem_attach_host = 0x2;
+inline constexpr unsigned int memhostregister_portable = 0x01;
+inline constexpr unsigned int memhostregister_devicemap = 0x02;
+inline constexpr unsigned int memhostregister_read_only = 0x08;
 
 enum CUmemAccess_flags : int {
   CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
@@ -896,6 +955,11 @@ struct CUgraphExecUpdateResultInfo {
   X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))                                  \
   X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))                                         \
   X(DeviceGetPCIBusId, 4010, "cuDeviceGetPCIBusId", (char* pciBusId, int len, CUdevice dev))                           \
+  X(DeviceCanAccessPeer, 4000, "cuDeviceCanAccessPeer", (int* canAccessPeer, CUdevice dev, CUdevice peerDev))        \
+  X(DeviceGetP2PAttribute, 8000, "cuDeviceGetP2PAttribute",                                                            \
+    (int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice))                               \
+  X(CtxEnablePeerAccess, 4000, "cuCtxEnablePeerAccess", (CUcontext peerContext, unsigned int Flags))                  \
+  X(CtxDisablePeerAccess, 4000, "cuCtxDisablePeerAccess", (CUcontext peerContext))                                    \
   X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
   X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
   X(DevicePrimaryCtxReset, 11000, "cuDevicePrimaryCtxReset_v2", (CUdevice dev))                                        \
@@ -908,6 +972,10 @@ struct CUgraphExecUpdateResultInfo {
   X(ProfilerStart, 4000, "cuProfilerStart", ())                                                                        \
   X(ProfilerStop, 4000, "cuProfilerStop", ())                                                                          \
   X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
+  X(CtxSetLimit, 3010, "cuCtxSetLimit", (CUlimit limit, std::size_t value))                                            \
+  X(CtxGetLimit, 3010, "cuCtxGetLimit", (std::size_t * pvalue, CUlimit limit))                                         \
+  X(CtxSetCacheConfig, 3020, "cuCtxSetCacheConfig", (CUfunc_cache config))                                             \
+  X(CtxGetCacheConfig, 3020, "cuCtxGetCacheConfig", (CUfunc_cache * pconfig))                                          \
   X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange", (int* leastPriority, int* greatestPriority))       \
   X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))                                   \
   X(StreamCreateWithPriority, 5050, "cuStreamCreateWithPriority",                                                      \
@@ -942,6 +1010,7 @@ struct CUgraphExecUpdateResultInfo {
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
   X(ModuleGetGlobal, 3020, "cuModuleGetGlobal_v2",                                                                     \
     (CUdeviceptr * dptr, std::size_t * bytes, CUmodule hmod, const char* name))                                        \
+  X(FuncSetCacheConfig, 3000, "cuFuncSetCacheConfig", (CUfunction hfunc, CUfunc_cache config))                        \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
@@ -966,6 +1035,9 @@ struct CUgraphExecUpdateResultInfo {
     (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                                   \
   X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                                                     \
     (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                           \
+  X(MemcpyPeerAsync, 4000, "cuMemcpyPeerAsync",                                                                        \
+    (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, std::size_t ByteCount,   \
+     CUstream hStream))                                                                                                \
   X(MemsetD8Async, 3020, "cuMemsetD8Async",                                                                            \
     (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))                                        \
   X(MemsetD32Async, 3020, "cuMemsetD32Async",                                                                          \
@@ -978,6 +1050,15 @@ struct CUgraphExecUpdateResultInfo {
   X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
   X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
   X(MemHostGetDevicePointer, 3020, "cuMemHostGetDevicePointer_v2", (CUdeviceptr * pdptr, void* p, unsigned int Flags)) \
+  X(MemAllocManaged, 6000, "cuMemAllocManaged", (CUdeviceptr * dptr, std::size_t bytesize, unsigned int flags))       \
+  X(MemPrefetchAsync, 12020, "cuMemPrefetchAsync_v2",                                                                  \
+    (CUdeviceptr devPtr, std::size_t count, CUmemLocation location, unsigned int flags, CUstream hStream))             \
+  X(MemAdvise, 12020, "cuMemAdvise_v2",                                                                                \
+    (CUdeviceptr devPtr, std::size_t count, CUmem_advise advice, CUmemLocation location))                              \
+  X(MemHostRegister, 6050, "cuMemHostRegister_v2", (void* p, std::size_t bytesize, unsigned int Flags))                 \
+  X(MemHostUnregister, 4000, "cuMemHostUnregister", (void* p))                                                         \
+  X(PointerGetAttributes, 7000, "cuPointerGetAttributes",                                                              \
+    (unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr))                       \
   X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
   X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
@@ -2775,11 +2856,12 @@ OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/callback.hpp ----
 
 // ---- begin oxicuda/driver/device.hpp ----
-// oxicuda/driver/device.hpp — Device: count, get by ordinal, name, compute
+// oxicuda/driver/device.hpp — Device: count, all, get by ordinal, name, compute
 // capability, memory, any attribute, UUID, PCI bus id; and the driver's version.
 
 #include <array>
 #include <compare>
+#include <vector>
 
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -2812,6 +2894,8 @@ class Device {
   // The device with this ordinal; an ordinal outside [0, count) is an Error
   // (CUDA_ERROR_INVALID_DEVICE) that says how many devices there are.
   [[nodiscard]] static Device get(int ordinal, SourceLocation where = SourceLocation::current());
+  // Every device the driver sees, in ordinal order (empty when none).
+  [[nodiscard]] static std::vector<Device> all(SourceLocation where = SourceLocation::current());
   // A device from a raw handle (e.g. from cuCtxGetDevice).
   [[nodiscard]] static constexpr Device from_raw(ffi::CUdevice raw) noexcept { return Device(raw); }
 
@@ -2866,6 +2950,18 @@ inline Device Device::get(int ordinal, SourceLocation where) {
   ffi::CUdevice d = 0;
   detail::check(OXICUDA_DRIVER(DeviceGet, &d, ordinal), where);
   return Device(d);
+}
+
+inline std::vector<Device> Device::all(SourceLocation where) {
+  const int n = count(where);
+  std::vector<Device> devices;
+  devices.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    ffi::CUdevice d = 0;
+    detail::check(OXICUDA_DRIVER(DeviceGet, &d, i), where);
+    devices.push_back(Device(d));
+  }
+  return devices;
 }
 
 inline std::string Device::name(SourceLocation where) const {
@@ -4354,6 +4450,282 @@ class ProfilerRange {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/profiler.hpp ----
 
+// ---- begin oxicuda/driver/limits.hpp ----
+// oxicuda/driver/limits.hpp — a context's limits (thread stack, printf FIFO,
+// malloc heap, ...: cuCtxSetLimit/cuCtxGetLimit) and its preferred split of
+// on-chip memory between L1 and shared memory (cuCtxSetCacheConfig).
+
+#include <cstddef>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// The driver's limits of a context (CUlimit). Sizes are in bytes, counts
+// and depths plain numbers. Some are read-only (shared_memory_size,
+// cig_enabled), and a device may lack some (the persisting L2 cache):
+// setting those is an Error that names the limit.
+enum class Limit : int {
+  stack_size = ffi::CU_LIMIT_STACK_SIZE,                 // bytes of stack per GPU thread
+  printf_fifo_size = ffi::CU_LIMIT_PRINTF_FIFO_SIZE,     // bytes of the device printf's FIFO
+  malloc_heap_size = ffi::CU_LIMIT_MALLOC_HEAP_SIZE,     // bytes of the device malloc's heap
+  device_runtime_sync_depth = ffi::CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH,
+  device_runtime_pending_launch_count = ffi::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+  max_l2_fetch_granularity = ffi::CU_LIMIT_MAX_L2_FETCH_GRANULARITY,  // bytes, 0..128, a hint
+  persisting_l2_cache_size = ffi::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,  // bytes
+  shared_memory_size = ffi::CU_LIMIT_SHMEM_SIZE,                      // read-only (a CIG context's)
+  cig_enabled = ffi::CU_LIMIT_CIG_ENABLED,                            // read-only
+  cig_shared_memory_fallback_enabled = ffi::CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED,
+};
+
+// The preferred split of on-chip memory between L1 and shared memory (a
+// hint the driver may ignore, as on devices where the split is fixed).
+enum class CacheConfig : int {
+  prefer_none = ffi::CU_FUNC_CACHE_PREFER_NONE,
+  prefer_shared = ffi::CU_FUNC_CACHE_PREFER_SHARED,
+  prefer_l1 = ffi::CU_FUNC_CACHE_PREFER_L1,
+  prefer_equal = ffi::CU_FUNC_CACHE_PREFER_EQUAL,
+};
+
+// "stack_size", "printf_fifo_size", ...; "unknown limit" for a value
+// outside the enumeration.
+[[nodiscard]] constexpr const char* to_string(Limit limit) noexcept {
+  constexpr const char* names[] = {"stack_size",
+                                   "printf_fifo_size",
+                                   "malloc_heap_size",
+                                   "device_runtime_sync_depth",
+                                   "device_runtime_pending_launch_count",
+                                   "max_l2_fetch_granularity",
+                                   "persisting_l2_cache_size",
+                                   "shared_memory_size",
+                                   "cig_enabled",
+                                   "cig_shared_memory_fallback_enabled"};
+  const auto i = static_cast<unsigned>(limit);
+  return i < sizeof names / sizeof names[0] ? names[i] : "unknown limit";
+}
+
+// Sets a limit of `ctx` (cuCtxSetLimit with `ctx` current). The driver may
+// round the value (the stack size up to a multiple of 16 bytes, say): read
+// it back with get_limit. Some limits can only be set before the context
+// launches a kernel that uses them (malloc_heap_size). A limit the device
+// lacks, or a read-only one, is an Error naming the limit and the value.
+void set_limit(const Context& ctx, Limit limit, std::size_t value, SourceLocation where = SourceLocation::current());
+// A limit of `ctx` (cuCtxGetLimit with `ctx` current).
+[[nodiscard]] std::size_t get_limit(const Context& ctx, Limit limit, SourceLocation where = SourceLocation::current());
+// The context's preferred L1/shared split, for its kernels that have none
+// of their own (Function::set_cache_config).
+void set_cache_config(const Context& ctx, CacheConfig config, SourceLocation where = SourceLocation::current());
+[[nodiscard]] CacheConfig get_cache_config(const Context& ctx, SourceLocation where = SourceLocation::current());
+
+namespace detail {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void limit_failed(Outcome o, const char* verb, Limit limit,
+                                                         const std::string& value, SourceLocation where) {
+  const bool unsupported = o.result == ffi::CUDA_ERROR_UNSUPPORTED_LIMIT || o.result == ffi::CUDA_ERROR_INVALID_VALUE;
+  fail(o, where,
+       cat({verb, " the context's limit ", to_string(limit), value, unsupported ? ": the device does not have this limit, it cannot be set, or the value is out of its range" : ""}));
+}
+}  // namespace detail
+
+inline void set_limit(const Context& ctx, Limit limit, std::size_t value, SourceLocation where) {
+  detail::SwitchCurrent current(detail::checked(ctx, "oxicuda::Context", "oxicuda::set_limit", where), where);
+  const detail::Outcome o = OXICUDA_DRIVER(CtxSetLimit, static_cast<ffi::CUlimit>(limit), value);
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) detail::limit_failed(o, "setting", limit, detail::cat({" to ", std::to_string(value)}), where);
+}
+
+inline std::size_t get_limit(const Context& ctx, Limit limit, SourceLocation where) {
+  detail::SwitchCurrent current(detail::checked(ctx, "oxicuda::Context", "oxicuda::get_limit", where), where);
+  std::size_t value = 0;
+  const detail::Outcome o = OXICUDA_DRIVER(CtxGetLimit, &value, static_cast<ffi::CUlimit>(limit));
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) detail::limit_failed(o, "reading", limit, {}, where);
+  return value;
+}
+
+inline void set_cache_config(const Context& ctx, CacheConfig config, SourceLocation where) {
+  detail::SwitchCurrent current(detail::checked(ctx, "oxicuda::Context", "oxicuda::set_cache_config", where), where);
+  detail::check(OXICUDA_DRIVER(CtxSetCacheConfig, static_cast<ffi::CUfunc_cache>(config)), where);
+}
+
+inline CacheConfig get_cache_config(const Context& ctx, SourceLocation where) {
+  detail::SwitchCurrent current(detail::checked(ctx, "oxicuda::Context", "oxicuda::get_cache_config", where), where);
+  ffi::CUfunc_cache config = ffi::CU_FUNC_CACHE_PREFER_NONE;
+  detail::check(OXICUDA_DRIVER(CtxGetCacheConfig, &config), where);
+  return static_cast<CacheConfig>(config);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/limits.hpp ----
+
+// ---- begin oxicuda/driver/peer.hpp ----
+// oxicuda/driver/peer.hpp — several GPUs: whether one device can reach
+// another's memory (cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute), and
+// access from one context to another's memory turned on and off
+// (cuCtxEnablePeerAccess, cuCtxDisablePeerAccess).
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// What the link from one device to another offers (cuDeviceGetP2PAttribute).
+struct PeerAttributes {
+  bool access_supported = false;    // kernels on `from` may reach `to`'s memory once access is enabled
+  bool native_atomics = false;      // every atomic works over the link
+  bool array_access = false;        // CUDA arrays are reachable over the link
+  int performance_rank = 0;         // relative: lower is a faster link
+};
+
+// Whether `from` can reach `to`'s memory (cuDeviceCanAccessPeer); false for
+// a device and itself.
+[[nodiscard]] bool can_access_peer(const Device& from, const Device& to, SourceLocation where = SourceLocation::current());
+[[nodiscard]] PeerAttributes peer_attributes(const Device& from, const Device& to,
+                                             SourceLocation where = SourceLocation::current());
+// Lets kernels and copies in `from` reach memory allocated in `to`
+// (cuCtxEnablePeerAccess, with `from` current). Enabling what is enabled
+// already is not an error. Devices that cannot reach each other, or two
+// contexts of one device, are an Error naming both devices.
+void enable_peer_access(const Context& from, const Context& to, SourceLocation where = SourceLocation::current());
+// Turns that access off again; an Error when it was not on.
+void disable_peer_access(const Context& from, const Context& to, SourceLocation where = SourceLocation::current());
+
+inline bool can_access_peer(const Device& from, const Device& to, SourceLocation where) {
+  int can = 0;
+  detail::check(OXICUDA_DRIVER(DeviceCanAccessPeer, &can, from.raw(), to.raw()), where);
+  return can != 0;
+}
+
+inline PeerAttributes peer_attributes(const Device& from, const Device& to, SourceLocation where) {
+  auto get = [&](ffi::CUdevice_P2PAttribute a) {
+    int v = 0;
+    detail::check(OXICUDA_DRIVER(DeviceGetP2PAttribute, &v, a, from.raw(), to.raw()), where);
+    return v;
+  };
+  PeerAttributes p;
+  p.access_supported = get(ffi::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED) != 0;
+  p.native_atomics = get(ffi::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED) != 0;
+  p.array_access = get(ffi::CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED) != 0;
+  p.performance_rank = get(ffi::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK);
+  return p;
+}
+
+namespace detail {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void peer_failed(Outcome o, const char* verb, const Context& from,
+                                                        const Context& to, SourceLocation where) {
+  const int a = from.device(where).raw(), b = to.device(where).raw();
+  std::string why = cat({verb, " peer access from device ", std::to_string(a), " to device ", std::to_string(b)});
+  if (o.result == ffi::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+    why += ": these devices cannot reach each other's memory (can_access_peer is false); copy through copy_peer, "
+           "which the driver stages through the host";
+  else if (o.result == ffi::CUDA_ERROR_INVALID_DEVICE && a == b)
+    why += ": both contexts are of one device, whose memory its contexts reach without peer access";
+  else if (o.result == ffi::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+    why += ": it was not enabled";
+  fail(o, where, std::move(why));
+}
+}  // namespace detail
+
+inline void enable_peer_access(const Context& from, const Context& to, SourceLocation where) {
+  CUcontext peer = detail::checked(to, "oxicuda::Context", "oxicuda::enable_peer_access", where);
+  detail::SwitchCurrent current(detail::checked(from, "oxicuda::Context", "oxicuda::enable_peer_access", where), where);
+  const detail::Outcome o = OXICUDA_DRIVER(CtxEnablePeerAccess, peer, 0u);
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok() && o.result != ffi::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED))
+    detail::peer_failed(o, "enabling", from, to, where);
+}
+
+inline void disable_peer_access(const Context& from, const Context& to, SourceLocation where) {
+  CUcontext peer = detail::checked(to, "oxicuda::Context", "oxicuda::disable_peer_access", where);
+  detail::SwitchCurrent current(detail::checked(from, "oxicuda::Context", "oxicuda::disable_peer_access", where), where);
+  const detail::Outcome o = OXICUDA_DRIVER(CtxDisablePeerAccess, peer);
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) detail::peer_failed(o, "disabling", from, to, where);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/peer.hpp ----
+
+// ---- begin oxicuda/driver/device_pool.hpp ----
+// oxicuda/driver/device_pool.hpp — DevicePool: the devices to spread work
+// over, each with its primary context and a stream of its own, picked in
+// turn or by free memory, and waited for together. A range, not a
+// scheduler: what runs where is the caller's loop.
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// One device of a pool: the device, its primary context, and the pool's
+// stream there (non-blocking).
+struct PoolMember {
+  Device device;
+  Context context;
+  Stream stream;
+};
+
+// The devices to spread work over (the seed crate's DevicePool):
+//   DevicePool pool = DevicePool::all();
+//   for (auto& chunk : chunks) { const PoolMember& m = pool.next(); launch(m.stream, ...); }
+//   pool.synchronize();
+// With one GPU it is a pool of one and works the same way. next() is safe
+// to call from several threads; copies of a pool share its members.
+class DevicePool {
+ public:
+  // Every device the driver sees; an Error when it sees none.
+  [[nodiscard]] static DevicePool all(SourceLocation where = SourceLocation::current());
+  // These devices, in this order; an Error when empty.
+  explicit DevicePool(const std::vector<Device>& devices, SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] std::size_t size() const noexcept { return members_->size(); }
+  [[nodiscard]] const PoolMember& operator[](std::size_t i) const noexcept { return (*members_)[i]; }
+  [[nodiscard]] auto begin() const noexcept { return members_->cbegin(); }
+  [[nodiscard]] auto end() const noexcept { return members_->cend(); }
+  // The members in turn, round-robin.
+  [[nodiscard]] const PoolMember& next() const noexcept {
+    return (*members_)[turn_->fetch_add(1, std::memory_order_relaxed) % members_->size()];
+  }
+  // The member whose device has the most free memory now (cuMemGetInfo in
+  // each context); the first of equals.
+  [[nodiscard]] const PoolMember& most_free_memory(SourceLocation where = SourceLocation::current()) const;
+  // Waits for the work enqueued on every member's stream.
+  void synchronize(SourceLocation where = SourceLocation::current()) const;
+
+ private:
+  std::shared_ptr<std::vector<PoolMember>> members_;
+  std::shared_ptr<std::atomic<std::size_t>> turn_ = std::make_shared<std::atomic<std::size_t>>(0);
+};
+
+inline DevicePool DevicePool::all(SourceLocation where) { return DevicePool(Device::all(where), where); }
+
+inline DevicePool::DevicePool(const std::vector<Device>& devices, SourceLocation where)
+    : members_(std::make_shared<std::vector<PoolMember>>()) {
+  if (devices.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_NO_DEVICE, "oxicuda::DevicePool",
+                        "a pool needs at least one device, and none was given (Device::all() is empty where the "
+                        "driver sees no GPU)",
+                        where));
+  members_->reserve(devices.size());
+  for (const Device& d : devices) {
+    Context ctx = Context::primary(d, where);
+    Stream s(ctx, {.non_blocking = true}, where);
+    members_->push_back(PoolMember{d, std::move(ctx), std::move(s)});
+  }
+}
+
+inline const PoolMember& DevicePool::most_free_memory(SourceLocation where) const {
+  const PoolMember* best = &(*members_)[0];
+  std::size_t most = 0;
+  for (const PoolMember& m : *members_) {
+    const std::size_t free = m.context.memory_info(where).free;
+    if (free > most) most = free, best = &m;
+  }
+  return *best;
+}
+
+inline void DevicePool::synchronize(SourceLocation where) const {
+  for (const PoolMember& m : *members_) m.stream.synchronize(where);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/device_pool.hpp ----
+
 // ---- begin oxicuda/memory/span.hpp ----
 // oxicuda/memory/span.hpp — DeviceSpan<T>, a view of elements in device memory, and
 // the device_range concept that copies, fills and launches accept.
@@ -4696,6 +5068,68 @@ void copy_async(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = S
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/copy.hpp ----
+
+// ---- begin oxicuda/memory/peer_copy.hpp ----
+// oxicuda/memory/peer_copy.hpp — copies between the memory of two contexts,
+// as between two GPUs (cuMemcpyPeerAsync): over the link when peer access
+// is enabled, staged by the driver otherwise.
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// Both sides' contexts, which cuMemcpyPeer names: a span of a DeviceBuffer
+// knows its own; a span made from a raw pointer must be given one.
+struct PeerSides {
+  CopySides sides;
+  CUcontext dst_ctx = nullptr;
+  CUcontext src_ctx = nullptr;
+};
+
+template <class Dst, class Src>
+PeerSides peer_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
+  PeerSides p{copy_sides(dst, src, op, where), dst.device_span().context(), src.device_span().context()};
+  if (OXICUDA_DETAIL_UNLIKELY(!p.dst_ctx || !p.src_ctx))
+    raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                cat({"a peer copy names the context of each side, and the ", !p.dst_ctx ? "destination" : "source",
+                     "'s span has none: use a DeviceBuffer's span, or make the span with its context "
+                     "(DeviceSpan<T>(ptr, count, ctx.raw()))"}),
+                where));
+  return p;
+}
+
+template <class Dst, class Src>
+void copy_peer_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
+  const PeerSides p = peer_sides(dst, src, op, where);
+  check(OXICUDA_DRIVER(MemcpyPeerAsync, p.sides.dst_device, p.dst_ctx, p.sides.src_device, p.src_ctx, p.sides.bytes, q),
+        where);
+}
+
+}  // namespace detail
+
+// Stream-ordered copy between device memory of two contexts (two devices),
+// element type and count checked as copy()'s: one cuMemcpyPeerAsync on
+// `stream` (a stream of either side's device).
+template <class Dst, class Src>
+  requires detail::device_range<std::remove_cvref_t<Dst>> && detail::device_range<std::remove_cvref_t<Src>>
+void copy_peer_async(StreamRef stream, Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  detail::on_stream(stream, "oxicuda::copy_peer_async", where,
+                    [&](CUstream q) { detail::copy_peer_on(q, dst, src, "oxicuda::copy_peer_async", where); });
+}
+
+// Synchronous: the bytes are in place when it returns (copy()'s ordering
+// rule, with the destination's context current).
+template <class Dst, class Src>
+  requires detail::device_range<std::remove_cvref_t<Dst>> && detail::device_range<std::remove_cvref_t<Src>>
+void copy_peer(Dst&& dst, Src&& src, SourceLocation where = SourceLocation::current()) {
+  const CUstream on = detail::stream_of(dst) ? detail::stream_of(dst) : detail::stream_of(src);
+  detail::synchronously(detail::context_of(dst), on, detail::stream_of(src), where,
+                        [&](CUstream q) { detail::copy_peer_on(q, dst, src, "oxicuda::copy_peer", where); });
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/peer_copy.hpp ----
 
 // ---- begin oxicuda/memory/fill.hpp ----
 // oxicuda/memory/fill.hpp — fills of device memory, synchronous and
@@ -5096,15 +5530,26 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   count_ = count;
 }
 
+namespace detail {
+// The mapped span of page-locked host memory (a PinnedBuffer's, a
+// HostRegistration's), or an Error: the handle is empty, or the memory
+// was not mapped (`how`: how to ask for it).
+template <class T>
+DeviceSpan<T> mapped_span_of(ffi::CUdeviceptr device_ptr, std::size_t count, const Context& ctx, const char* type,
+                             const char* operation, const char* how, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(device_ptr == 0)) {
+    if (!ctx) empty_handle(type, operation, where);
+    if (count != 0) raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, operation, how, where));
+  }
+  return {device_ptr, count, ctx.raw()};
+}
+}  // namespace detail
+
 template <class T>
 DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
-  if (OXICUDA_DETAIL_UNLIKELY(device_ptr_ == 0)) {
-    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
-    if (count_ != 0)
-      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
-                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
-  }
-  return {device_ptr_, count_, ctx_.raw()};
+  return detail::mapped_span_of<T>(device_ptr_, count_, ctx_, "oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span",
+                                   "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}",
+                                   where);
 }
 
 template <class T>
@@ -5185,6 +5630,432 @@ inline std::uint64_t MemoryPool::get(ffi::CUmemPool_attribute attr, SourceLocati
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/pool.hpp ----
+
+// ---- begin oxicuda/memory/managed.hpp ----
+// oxicuda/memory/managed.hpp — ManagedBuffer<T> (managed memory,
+// cuMemAllocManaged: one address for the host and the devices, migrated on
+// demand, and larger than the device's memory if need be), its
+// stream-ordered prefetch (cuMemPrefetchAsync) and memory advice
+// (cuMemAdvise).
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Who may reach a new managed allocation: every stream on every device
+// (global), or only the host until a stream is attached to it (host).
+enum class Attach : unsigned { global = ffi::mem_attach_global, host = ffi::mem_attach_host };
+
+struct ManagedOptions {
+  Attach attach = Attach::global;
+};
+
+// `count` elements of T in managed memory, freed (cuMemFree) when the
+// buffer is destroyed. Both a host range (data, size, begin/end,
+// operator[]: the host reads and writes it in place) and a device range
+// (device_span: copies, fills and kernel arguments take it). The host may
+// touch it while no kernel that uses it runs (on devices without
+// concurrent managed access, while no kernel at all runs in its context).
+// Move-only; elements not initialized.
+template <class T>
+class ManagedBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "ManagedBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  ManagedBuffer() noexcept = default;
+  ManagedBuffer(const Context& ctx, std::size_t count, ManagedOptions options = {},
+                SourceLocation where = SourceLocation::current());
+  ManagedBuffer(ManagedBuffer&& other) noexcept { swap(other); }
+  ManagedBuffer& operator=(ManagedBuffer&& other) noexcept {
+    ManagedBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  ManagedBuffer(const ManagedBuffer&) = delete;
+  ManagedBuffer& operator=(const ManagedBuffer&) = delete;
+  ~ManagedBuffer() { release(); }
+
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] T* begin() const noexcept { return data(); }
+  [[nodiscard]] T* end() const noexcept { return data() + count_; }
+  [[nodiscard]] T& operator[](std::size_t i) const noexcept { return data()[i]; }
+  [[nodiscard]] std::span<T> host() const noexcept { return {data(), count_}; }
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Frees now; the buffer is then empty.
+  void reset() noexcept { release(); }
+
+  void swap(ManagedBuffer& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+};
+
+// Where managed memory should be: a device's memory, or the host's.
+class MemoryLocation {
+ public:
+  [[nodiscard]] static constexpr MemoryLocation host() noexcept { return MemoryLocation(ffi::CU_MEM_LOCATION_TYPE_HOST, 0); }
+  [[nodiscard]] static constexpr MemoryLocation device(const Device& d) noexcept {
+    return MemoryLocation(ffi::CU_MEM_LOCATION_TYPE_DEVICE, d.raw());
+  }
+  [[nodiscard]] constexpr bool is_host() const noexcept { return raw_.type == ffi::CU_MEM_LOCATION_TYPE_HOST; }
+  [[nodiscard]] constexpr ffi::CUmemLocation raw() const noexcept { return raw_; }
+
+ private:
+  constexpr MemoryLocation(ffi::CUmemLocationType type, int id) noexcept : raw_{type, id} {}
+  ffi::CUmemLocation raw_;
+};
+
+// cuMemAdvise's advice (CUmem_advise): hints that cut page faults.
+enum class Advice : int {
+  set_read_mostly = ffi::CU_MEM_ADVISE_SET_READ_MOSTLY,  // read-mostly: copies are made where it is read
+  unset_read_mostly = ffi::CU_MEM_ADVISE_UNSET_READ_MOSTLY,
+  set_preferred_location = ffi::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+  unset_preferred_location = ffi::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+  set_accessed_by = ffi::CU_MEM_ADVISE_SET_ACCESSED_BY,  // mapped there, so that it is reached without a fault
+  unset_accessed_by = ffi::CU_MEM_ADVISE_UNSET_ACCESSED_BY,
+};
+
+namespace detail {
+
+// A prefetch or advice's target device must have concurrent managed access
+// (cuMemPrefetchAsync's documented requirement): an Error saying so
+// otherwise, rather than the driver's bare code or a silent no-op.
+inline void check_managed_target(MemoryLocation to, const char* operation, SourceLocation where) {
+  if (to.is_host()) return;
+  const Device d = Device::from_raw(to.raw().id);
+  if (OXICUDA_DETAIL_UNLIKELY(d.attribute(ffi::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, where) == 0))
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                cat({"device ", std::to_string(to.raw().id), " (", d.name(where),
+                     ") has no concurrent managed access (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS is 0: a "
+                     "Windows or pre-Pascal device); managed memory migrates there on demand only"}),
+                where));
+}
+
+template <class R>
+std::size_t managed_bytes(const R& range, const char* operation, SourceLocation where) {
+  if constexpr (requires { range.context(); })  // an owning buffer: moved-from or default-constructed?
+    if (OXICUDA_DETAIL_UNLIKELY(!range.context())) empty_handle("buffer", operation, where);
+  return span_bytes(range.device_span(), operation, where);
+}
+
+}  // namespace detail
+
+// Migrates a range of managed memory to `to`, ordered on `stream` (a
+// kernel enqueued after it finds the pages in place). A range of memory
+// that is not managed is an Error of the driver's (CUDA_ERROR_INVALID_VALUE).
+template <class R>
+  requires detail::device_range<R>
+void prefetch_async(StreamRef stream, const R& range, MemoryLocation to, SourceLocation where = SourceLocation::current()) {
+  const std::size_t bytes = detail::managed_bytes(range, "oxicuda::prefetch_async", where);
+  detail::check_managed_target(to, "oxicuda::prefetch_async", where);
+  if (bytes == 0) return;
+  const ffi::CUdeviceptr p = range.device_span().device_ptr();
+  detail::on_stream(stream, "oxicuda::prefetch_async", where, [&](CUstream q) {
+    detail::check(OXICUDA_DRIVER(MemPrefetchAsync, p, bytes, to.raw(), 0u, q), where);
+  });
+}
+
+// Gives the driver advice on a range of managed memory. The location is
+// the advice's device (preferred location, accessed by), ignored by the
+// read-mostly advice.
+template <class R>
+  requires detail::device_range<R>
+void advise(const R& range, Advice advice, MemoryLocation location, SourceLocation where = SourceLocation::current()) {
+  const std::size_t bytes = detail::managed_bytes(range, "oxicuda::advise", where);
+  if (bytes == 0) return;
+  detail::check(OXICUDA_DRIVER(MemAdvise, range.device_span().device_ptr(), bytes,
+                               static_cast<ffi::CUmem_advise>(advice), location.raw()),
+                where);
+}
+
+template <class T>
+ManagedBuffer<T>::ManagedBuffer(const Context& ctx, std::size_t count, ManagedOptions options, SourceLocation where)
+    : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::ManagedBuffer::ManagedBuffer", where);
+  if (count > std::size_t(-1) / sizeof(T))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::ManagedBuffer::ManagedBuffer",
+                        detail::cat({std::to_string(count), " elements of ", std::to_string(sizeof(T)),
+                                     " bytes overflow size_t"}),
+                        where));
+  if (count == 0) return;
+  detail::reclaim();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemAllocManaged, &ptr_, count * sizeof(T), static_cast<unsigned>(options.attach)),
+                where);
+  count_ = count;
+}
+
+template <class T>
+void ManagedBuffer<T>::release() noexcept {
+  if (ptr_ != 0) {
+    constexpr const char* during = "freeing an oxicuda::ManagedBuffer";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(MemFree, ptr_), during);
+  }
+  ptr_ = 0;
+  count_ = 0;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/managed.hpp ----
+
+// ---- begin oxicuda/memory/registered.hpp ----
+// oxicuda/memory/registered.hpp — HostRegistration<T>: host memory you
+// already have (a std::vector's, an mmap'd file's), page-locked for the
+// scope of a handle (cuMemHostRegister / cuMemHostUnregister), and mapped
+// into the device's address space on request.
+
+#include <cstddef>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+struct RegisterOptions {
+  // CU_MEMHOSTREGISTER_PORTABLE: page-locked for every context, not only
+  // the one it was registered in.
+  bool portable = true;
+  // CU_MEMHOSTREGISTER_DEVICEMAP: mapped into the device's address space,
+  // so that kernels read and write it in place: mapped_span().
+  bool device_map = false;
+  // CU_MEMHOSTREGISTER_READ_ONLY: the device only reads it (needs the
+  // device attribute CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED).
+  bool read_only = false;
+};
+
+// A range of your host memory, page-locked while this handle lives: copies
+// to and from it run at full bus speed and truly asynchronously, as with a
+// PinnedBuffer. The memory stays yours: it must outlive the handle, and is
+// neither copied nor freed. A host range (data, size) for copies;
+// move-only. A range can be registered once at a time (the driver refuses
+// an overlap: an Error saying so).
+template <class T>
+class HostRegistration {
+  static_assert(std::is_trivially_copyable_v<T>, "HostRegistration<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  HostRegistration() noexcept = default;
+  HostRegistration(const Context& ctx, std::span<T> host, RegisterOptions options = {},
+                   SourceLocation where = SourceLocation::current());
+  HostRegistration(HostRegistration&& other) noexcept { swap(other); }
+  HostRegistration& operator=(HostRegistration&& other) noexcept {
+    HostRegistration(std::move(other)).swap(*this);
+    return *this;
+  }
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+  ~HostRegistration() { release(); }
+
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] std::span<T> host() const noexcept { return {data_, count_}; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Registered with {.device_map = true}: the device's address of the
+  // memory (cuMemHostGetDevicePointer), 0 when not mapped.
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return device_ptr_; }
+  [[nodiscard]] bool mapped() const noexcept { return device_ptr_ != 0; }
+  // The mapped memory as a DeviceSpan, for a kernel to read and write in
+  // place. An Error when it was not registered mapped.
+  [[nodiscard]] DeviceSpan<T> mapped_span(SourceLocation where = SourceLocation::current()) const;
+  // Unregisters now; the handle is then empty.
+  void reset() noexcept { release(); }
+
+  void swap(HostRegistration& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    std::swap(device_ptr_, other.device_ptr_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+  ffi::CUdeviceptr device_ptr_ = 0;
+};
+
+namespace detail {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void register_failed(Outcome o, std::size_t bytes, SourceLocation where) {
+  std::string why = cat({"registering ", std::to_string(bytes), " bytes of host memory"});
+  if (o.result == ffi::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+    why += ": this memory, or part of it, is registered already (a PinnedBuffer's memory is page-locked from the "
+           "start; another HostRegistration may hold it). A range can be registered once at a time";
+  fail(o, where, std::move(why));
+}
+}  // namespace detail
+
+template <class T>
+HostRegistration<T>::HostRegistration(const Context& ctx, std::span<T> host, RegisterOptions options,
+                                      SourceLocation where)
+    : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::HostRegistration::HostRegistration", where);
+  if (host.empty()) return;
+  unsigned flags = 0;
+  if (options.portable) flags |= ffi::memhostregister_portable;
+  if (options.device_map) flags |= ffi::memhostregister_devicemap;
+  if (options.read_only) flags |= ffi::memhostregister_read_only;
+  void* p = const_cast<void*>(static_cast<const void*>(host.data()));  // (read-only registration of const T)
+  detail::SwitchCurrent current(ctx.raw(), where);
+  const detail::Outcome r = OXICUDA_DRIVER(MemHostRegister, p, host.size_bytes(), flags);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::register_failed(r, host.size_bytes(), where);
+  if (options.device_map) {
+    const detail::Outcome m = OXICUDA_DRIVER(MemHostGetDevicePointer, &device_ptr_, p, 0u);
+    if (OXICUDA_DETAIL_UNLIKELY(!m.ok())) {
+      detail::check_nothrow(OXICUDA_DRIVER(MemHostUnregister, p), "unregistering the memory of a failed oxicuda::HostRegistration");
+      device_ptr_ = 0;
+      detail::fail(m, where);
+    }
+  }
+  data_ = host.data();
+  count_ = host.size();
+}
+
+template <class T>
+DeviceSpan<T> HostRegistration<T>::mapped_span(SourceLocation where) const {
+  return detail::mapped_span_of<T>(device_ptr_, count_, ctx_, "oxicuda::HostRegistration",
+                                   "oxicuda::HostRegistration::mapped_span",
+                                   "this memory was not registered mapped: register it with {.device_map = true}", where);
+}
+
+template <class T>
+void HostRegistration<T>::release() noexcept {
+  if (data_ != nullptr) {
+    constexpr const char* during = "unregistering an oxicuda::HostRegistration";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(MemHostUnregister, const_cast<void*>(static_cast<const void*>(data_))), during);
+  }
+  ctx_ = Context();
+  data_ = nullptr;
+  count_ = 0;
+  device_ptr_ = 0;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/registered.hpp ----
+
+// ---- begin oxicuda/memory/pointer.hpp ----
+// oxicuda/memory/pointer.hpp — what a pointer is (cuPointerGetAttributes):
+// host, device or managed memory, its device and context, and the start and
+// size of the allocation it lies in.
+
+#include <cstddef>
+#include <cstdint>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Where a pointer's memory lives, as the driver says (CUmemorytype; 0:
+// memory the driver does not know, such as a plain malloc'd range).
+enum class MemoryType : int {
+  unregistered = 0,
+  host = ffi::CU_MEMORYTYPE_HOST,        // page-locked host memory (PinnedBuffer, HostRegistration)
+  device = ffi::CU_MEMORYTYPE_DEVICE,    // device memory, and managed memory (see PointerInfo::managed)
+  array = ffi::CU_MEMORYTYPE_ARRAY,
+  unified = ffi::CU_MEMORYTYPE_UNIFIED,
+};
+
+// What the driver knows of a pointer. For memory it does not know, type is
+// unregistered and the rest is empty (device -1).
+struct PointerInfo {
+  MemoryType type = MemoryType::unregistered;
+  bool managed = false;  // ManagedBuffer (cuMemAllocManaged)
+  bool mapped = false;   // backed by a mapping (false for unregistered memory)
+  int device = -1;       // the ordinal of the device it was allocated or registered on
+  Context context;       // borrowed: the context it was allocated or registered in (empty when none)
+  ffi::CUdeviceptr device_ptr = 0;  // its address on the device (0 when the device cannot reach it)
+  void* host_ptr = nullptr;         // its address on the host (null when the host cannot reach it)
+  ffi::CUdeviceptr range_start = 0;  // the allocation (or registration) it lies in: first byte
+  std::size_t range_size = 0;        // ... and size in bytes
+  std::uint64_t buffer_id = 0;       // unique per allocation in the process (0: none)
+
+  // Whether the driver knows the memory at all.
+  [[nodiscard]] bool known() const noexcept { return type != MemoryType::unregistered; }
+};
+
+// What `address` is. Never an Error for memory the driver does not know
+// (that is an answer: type unregistered); an Error only when the driver
+// itself fails.
+[[nodiscard]] PointerInfo pointer_info(ffi::CUdeviceptr address, SourceLocation where = SourceLocation::current());
+[[nodiscard]] inline PointerInfo pointer_info(const void* p, SourceLocation where = SourceLocation::current()) {
+  return pointer_info(static_cast<ffi::CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)), where);
+}
+// Of a device range's first element (DeviceBuffer, DeviceSpan, ManagedBuffer).
+template <class R>
+  requires detail::device_range<R>
+[[nodiscard]] PointerInfo pointer_info(const R& range, SourceLocation where = SourceLocation::current()) {
+  return pointer_info(range.device_span().device_ptr(), where);
+}
+
+inline PointerInfo pointer_info(ffi::CUdeviceptr address, SourceLocation where) {
+  CUcontext ctx = nullptr;
+  unsigned type = 0, managed = 0, mapped = 0;  // the driver writes booleans' low byte
+  ffi::CUdeviceptr device_ptr = 0, start = 0;
+  void* host_ptr = nullptr;
+  unsigned long long buffer_id = 0;
+  int ordinal = -1;
+  std::size_t size = 0;
+  ffi::CUpointer_attribute attrs[] = {
+      ffi::CU_POINTER_ATTRIBUTE_CONTEXT,        ffi::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+      ffi::CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ffi::CU_POINTER_ATTRIBUTE_HOST_POINTER,
+      ffi::CU_POINTER_ATTRIBUTE_BUFFER_ID,      ffi::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+      ffi::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ffi::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+      ffi::CU_POINTER_ATTRIBUTE_RANGE_SIZE,     ffi::CU_POINTER_ATTRIBUTE_MAPPED};
+  void* data[] = {&ctx, &type, &device_ptr, &host_ptr, &buffer_id, &managed, &ordinal, &start, &size, &mapped};
+  static_assert(sizeof attrs / sizeof attrs[0] == sizeof data / sizeof data[0]);
+  detail::check(OXICUDA_DRIVER(PointerGetAttributes, static_cast<unsigned>(sizeof attrs / sizeof attrs[0]), attrs,
+                               data, address),
+                where);
+  PointerInfo info;
+  info.type = static_cast<MemoryType>(type);
+  if (!info.known()) return info;  // (the driver leaves or sets the rest to its defaults)
+  info.managed = managed != 0;
+  info.mapped = mapped != 0;
+  info.device = ordinal;
+  info.context = Context::borrow(ctx);
+  info.device_ptr = device_ptr;
+  info.host_ptr = host_ptr;
+  info.range_start = start;
+  info.range_size = size;
+  info.buffer_id = buffer_id;
+  return info;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/pointer.hpp ----
 
 // ---- begin oxicuda/kernel/image.hpp ----
 // oxicuda/kernel/image.hpp — what kind of image a module is loaded from (PTX text,
@@ -5665,6 +6536,14 @@ class Function {
 
   [[nodiscard]] int attribute(ffi::CUfunction_attribute attr, SourceLocation where = SourceLocation::current()) const;
   void set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where = SourceLocation::current()) const;
+  // The kernel's own preferred L1/shared split (cuFuncSetCacheConfig), over
+  // its context's (set_cache_config(ctx, ...)). A hint.
+  void set_cache_config(CacheConfig config, SourceLocation where = SourceLocation::current()) const;
+  // The share of the unified L1/shared memory to carve out as shared memory
+  // for this kernel, in percent: 0 (most L1) to 100 (most shared memory),
+  // or -1 for the driver's default. A hint, rounded to a split the device
+  // has. Another value is an Error.
+  void set_shared_memory_carveout(int percent, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] int num_registers(SourceLocation where = SourceLocation::current()) const {
     return attribute(ffi::CU_FUNC_ATTRIBUTE_NUM_REGS, where);
@@ -5769,6 +6648,22 @@ inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, S
   detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
+}
+
+inline void Function::set_cache_config(CacheConfig config, SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(FuncSetCacheConfig,
+                               detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_cache_config", where),
+                               static_cast<ffi::CUfunc_cache>(config)),
+                where);
+}
+
+inline void Function::set_shared_memory_carveout(int percent, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(percent < -1 || percent > 100))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Function::set_shared_memory_carveout",
+                        detail::cat({"the carveout is a percentage of the unified L1/shared memory, 0 to 100, or -1 for "
+                                     "the driver's default; got ", std::to_string(percent)}),
+                        where));
+  set_attribute(ffi::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent, where);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,

@@ -214,6 +214,53 @@ TEST_CASE("host-to-device copy of 256 MiB") {
                  { copy(device, pageable); });
 }
 
+// Issue 23: a kernel over managed memory that starts on the host, with and
+// without a prefetch to the device first (each round moves it back to the
+// host); the prefetch pair is oxicuda's prefetch_async against the raw
+// cuMemPrefetchAsync_v2.
+TEST_CASE("a kernel over 256 MiB of managed memory, with and without prefetch") {
+  Fixture& f = fx();
+  const Device dev = f.ctx.device();
+  if (dev.attribute(ffi::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) == 0) {
+    WARN("no concurrent managed access: nothing to measure");
+    return;
+  }
+  const Module m = module_from_source(f.ctx, R"(
+extern "C" __global__ void touch(unsigned* p, unsigned n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] += i;
+})");
+  const auto touch = m.kernel<void(unsigned*, unsigned)>("touch");
+  constexpr unsigned n = 64u << 20;  // 256 MiB of unsigned
+  ManagedBuffer<unsigned> buf(f.ctx, n);
+  std::fill(buf.begin(), buf.end(), 1u);
+  const StreamRef s = f.stream;
+  const LaunchConfig config{.grid = n / 256, .block = 256};
+  const ffi::CUmemLocation to_device = MemoryLocation::device(dev).raw();
+  auto to_host = [&] {
+    prefetch_async(s, buf, MemoryLocation::host());
+    s.synchronize();
+  };
+  BENCHMARK("managed 256 MiB, kernel on host-resident pages: no prefetch") {
+    to_host();
+    launch(s, touch, config, buf, n);
+    s.synchronize();
+  };
+  OXI_BENCH_PAIR("managed 256 MiB, prefetch to the device + kernel",
+                 {
+                   to_host();
+                   check(raw().MemPrefetchAsync(buf.device_ptr(), buf.size_bytes(), to_device, 0, s.raw()));
+                   launch(s, touch, config, buf, n);
+                   s.synchronize();
+                 },
+                 {
+                   to_host();
+                   prefetch_async(s, buf, MemoryLocation::device(dev));
+                   launch(s, touch, config, buf, n);
+                   s.synchronize();
+                 });
+}
+
 int main(int argc, char** argv) {
   const DriverInfo& info = driver_info();
   int devices = 0;

@@ -21,6 +21,8 @@ struct Fake {
   fake_live_fn live;
   fake_invalid_destroys_fn invalid_destroys;
   fake_set_device_count_fn set_device_count;
+  fake_set_device_attribute_fn set_device_attribute;
+  fake_set_peer_access_fn set_peer_access;
   fake_set_driver_version_fn set_driver_version;
   fake_last_launch_fn last_launch;
   fake_host_funcs_run_fn host_funcs_run;
@@ -47,6 +49,9 @@ struct Fake {
       x.live = reinterpret_cast<fake_live_fn>(dlsym(lib, "fake_live"));
       x.invalid_destroys = reinterpret_cast<fake_invalid_destroys_fn>(dlsym(lib, "fake_invalid_destroys"));
       x.set_device_count = reinterpret_cast<fake_set_device_count_fn>(dlsym(lib, "fake_set_device_count"));
+      x.set_device_attribute =
+          reinterpret_cast<fake_set_device_attribute_fn>(dlsym(lib, "fake_set_device_attribute"));
+      x.set_peer_access = reinterpret_cast<fake_set_peer_access_fn>(dlsym(lib, "fake_set_peer_access"));
       x.set_driver_version = reinterpret_cast<fake_set_driver_version_fn>(dlsym(lib, "fake_set_driver_version"));
       x.last_launch = reinterpret_cast<fake_last_launch_fn>(dlsym(lib, "fake_last_launch"));
       x.host_funcs_run = reinterpret_cast<fake_host_funcs_run_fn>(dlsym(lib, "fake_host_funcs_run"));

@@ -1,5 +1,6 @@
 // oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the current
-// context's guards; the shared in-context handle; event; the stream view and the enqueue path; stream; profiler ranges.
+// context's guards; the shared in-context handle; event; the stream view and the enqueue path; stream;
+// profiler ranges; a context's limits and cache preference; peer access between devices; the device pool.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -17,4 +18,7 @@
 #include "driver/stream_ref.hpp"
 #include "driver/stream.hpp"
 #include "driver/profiler.hpp"
+#include "driver/limits.hpp"
+#include "driver/peer.hpp"
+#include "driver/device_pool.hpp"
 // clang-format on

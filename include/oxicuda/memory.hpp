@@ -1,4 +1,5 @@
-// oxicuda/memory.hpp — the memory wing: device spans; copies; fills; device buffers; the memory pool.
+// oxicuda/memory.hpp — the memory wing: device spans; copies; copies between devices; fills; device buffers;
+// the memory pool; managed memory; registered host memory; pointer queries.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -8,7 +9,11 @@
 // clang-format off
 #include "memory/span.hpp"
 #include "memory/copy.hpp"
+#include "memory/peer_copy.hpp"
 #include "memory/fill.hpp"
 #include "memory/buffer.hpp"
 #include "memory/pool.hpp"
+#include "memory/managed.hpp"
+#include "memory/registered.hpp"
+#include "memory/pointer.hpp"
 // clang-format on

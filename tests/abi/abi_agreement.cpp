@@ -76,6 +76,11 @@ static_assert(sizeof(oxicuda::ffi::CUresult) == sizeof(::CUresult));
 static_assert(oxicuda::ffi::memhostalloc_portable == CU_MEMHOSTALLOC_PORTABLE);
 static_assert(oxicuda::ffi::memhostalloc_devicemap == CU_MEMHOSTALLOC_DEVICEMAP);
 static_assert(oxicuda::ffi::memhostalloc_writecombined == CU_MEMHOSTALLOC_WRITECOMBINED);
+static_assert(oxicuda::ffi::mem_attach_global == CU_MEM_ATTACH_GLOBAL);
+static_assert(oxicuda::ffi::mem_attach_host == CU_MEM_ATTACH_HOST);
+static_assert(oxicuda::ffi::memhostregister_portable == CU_MEMHOSTREGISTER_PORTABLE);
+static_assert(oxicuda::ffi::memhostregister_devicemap == CU_MEMHOSTREGISTER_DEVICEMAP);
+static_assert(oxicuda::ffi::memhostregister_read_only == CU_MEMHOSTREGISTER_READ_ONLY);
 
 #include "abi_checks.inc"
 

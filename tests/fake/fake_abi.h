@@ -18,6 +18,7 @@
   X(link, "cuLinkDestroy")                 /* JIT link states */              \
   X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
   X(pinned, "cuMemFreeHost")               /* page-locked host allocations */ \
+  X(registered, "cuMemHostUnregister")     /* host ranges page-locked by cuMemHostRegister */ \
   X(graph, "cuGraphDestroy")               /* also made by cuStreamEndCapture */ \
   X(graph_exec, "cuGraphExecDestroy")                                         \
   X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */
@@ -57,6 +58,11 @@ typedef long (*fake_live_fn)(const char* kind);
 // Destroy/release/free calls on a handle that was not live (a double destroy).
 typedef long (*fake_invalid_destroys_fn)(void);
 typedef void (*fake_set_device_count_fn)(int count);
+// From now until fake_reset, cuDeviceGetAttribute(attr, dev) answers `value`.
+typedef void (*fake_set_device_attribute_fn)(int dev, int attr, int value);
+// From now until fake_reset, whether device `dev` can reach `peer`'s memory
+// (by default every two distinct devices can).
+typedef void (*fake_set_peer_access_fn)(int dev, int peer, int can);
 // What cuDriverGetVersion answers from now on (13000 until set).
 typedef void (*fake_set_driver_version_fn)(int version);
 typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);

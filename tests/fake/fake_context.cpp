@@ -2,18 +2,34 @@
 // released), created contexts, and each thread's stack of current ones.
 #include "fake_state.hpp"
 
+#include <iterator>
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace fake {
 
 namespace {
 
+// A context's limits (CUlimit order) and cache preference, as the H200's
+// defaults: 1 KiB of stack, a 1 MiB printf FIFO, an 8 MiB malloc heap.
+struct Limits {
+  std::size_t value[10] = {1024, 1 << 20, 8 << 20, 2, 2048, 64, 0, 0, 0, 0};
+  CUfunc_cache cache = CU_FUNC_CACHE_PREFER_NONE;
+};
+
 struct Ctx {
   int device;
   bool primary;
   long retains;  // primary only
 };
+
+// By context; a context's entry is made by its first use (and kept: a
+// reused handle starts from where its predecessor left, harmlessly).
+std::map<CUcontext, Limits>& limits = *new std::map<CUcontext, Limits>;
+// Peer access enabled: (from, to) contexts.
+std::map<std::pair<CUcontext, CUcontext>, bool>& peers = *new std::map<std::pair<CUcontext, CUcontext>, bool>;
 
 Ctx primaries[8];
 // A destroyed context's storage is kept and given to the next cuCtxCreate,
@@ -31,6 +47,8 @@ bool valid_ctx(CUcontext c) {
 }  // namespace
 
 CUcontext current() { return ctx_stack.empty() ? nullptr : ctx_stack.back(); }
+
+int context_device(CUcontext c) { return c ? reinterpret_cast<Ctx*>(c)->device : -1; }
 
 // As the driver: a primary context released by its last holder stays
 // current where it was, and calls there answer CUDA_ERROR_CONTEXT_IS_DESTROYED
@@ -64,7 +82,7 @@ CUresult fake_DevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   std::lock_guard lock(mu);
   primaries[dev].device = dev;
   primaries[dev].primary = true;
-  ++primaries[dev].retains;
+  if (primaries[dev].retains++ == 0) limits.erase(reinterpret_cast<CUcontext>(&primaries[dev]));  // a fresh start
   *pctx = reinterpret_cast<CUcontext>(&primaries[dev]);
   return CUDA_SUCCESS;
 }
@@ -114,6 +132,11 @@ CUresult fake_CtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
     spare_ctx.pop_back();
     *c = Ctx{dev, false, 0};
   }
+  limits.erase(reinterpret_cast<CUcontext>(c));  // a reused handle's context starts afresh
+  for (auto it = peers.begin(); it != peers.end();)
+    it = it->first.first == reinterpret_cast<CUcontext>(c) || it->first.second == reinterpret_cast<CUcontext>(c)
+             ? peers.erase(it)
+             : std::next(it);
   live[c] = Kind::context;
   *pctx = reinterpret_cast<CUcontext>(c);
   ctx_stack.push_back(*pctx);
@@ -199,4 +222,74 @@ CUresult fake_ProfilerStart() {
 CUresult fake_ProfilerStop() {
   FAKE_ENTRY(ProfilerStop);
   return need_current();
+}
+
+// The limits: the read-only ones (CU_LIMIT_SHMEM_SIZE, CU_LIMIT_CIG_ENABLED)
+// and CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED (a CIG context's, which the fake
+// has none of) are CUDA_ERROR_UNSUPPORTED_LIMIT to set; a value outside
+// CUlimit is CUDA_ERROR_INVALID_VALUE. The stack size is rounded up to 16.
+CUresult fake_CtxSetLimit(CUlimit limit, std::size_t value) {
+  FAKE_ENTRY(CtxSetLimit);
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  if (limit < 0 || limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return CUDA_ERROR_INVALID_VALUE;
+  if (limit >= CU_LIMIT_SHMEM_SIZE) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
+  if (limit == CU_LIMIT_STACK_SIZE) value = (value + 15) / 16 * 16;
+  limits[current()].value[limit] = value;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxGetLimit(std::size_t* value, CUlimit limit) {
+  FAKE_ENTRY(CtxGetLimit);
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  if (!value || limit < 0 || limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return CUDA_ERROR_INVALID_VALUE;
+  *value = limits[current()].value[limit];
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxSetCacheConfig(CUfunc_cache config) {
+  FAKE_ENTRY(CtxSetCacheConfig);
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+  limits[current()].cache = config;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxGetCacheConfig(CUfunc_cache* config) {
+  FAKE_ENTRY(CtxGetCacheConfig);
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  *config = limits[current()].cache;
+  return CUDA_SUCCESS;
+}
+
+// Peer access from the current context to `peer`'s memory, as the driver:
+// the same device is CUDA_ERROR_INVALID_DEVICE, devices that cannot reach
+// each other CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, twice
+// CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED; disabling what is not enabled
+// CUDA_ERROR_PEER_ACCESS_NOT_ENABLED.
+CUresult fake_CtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  FAKE_ENTRY(CtxEnablePeerAccess);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  if (!valid_ctx(peer)) return CUDA_ERROR_INVALID_CONTEXT;
+  const int from = reinterpret_cast<Ctx*>(current())->device, to = reinterpret_cast<Ctx*>(peer)->device;
+  if (from == to) return CUDA_ERROR_INVALID_DEVICE;
+  if (!peer_capable_locked(from, to)) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  if (!peers.emplace(std::pair{current(), peer}, true).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_CtxDisablePeerAccess(CUcontext peer) {
+  FAKE_ENTRY(CtxDisablePeerAccess);
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  if (!valid_ctx(peer)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (peers.erase(std::pair{current(), peer}) == 0) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  return CUDA_SUCCESS;
 }

@@ -105,6 +105,7 @@ FAKE_EXPORT void fake_reset() {
     fail_result[i] = 0;
   }
   total_calls = 0;
+  reset_device_attributes();
   std::lock_guard lock(mu);
   invalid_destroys = 0;
   host_funcs_run = 0;

@@ -266,12 +266,22 @@ CUresult fake_FuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int val
   FAKE_ENTRY(FuncSetAttribute);
   std::lock_guard lock(mu);
   if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (attr == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && (value < -1 || value > 100))
+    return CUDA_ERROR_INVALID_VALUE;
   if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
     // At most what a block may opt in to (the device's 227 KiB) less the
     // kernel's static shared memory.
     if (value < 0 || value > 227 * 1024 - reinterpret_cast<Func*>(fn)->static_shared) return CUDA_ERROR_INVALID_VALUE;
     reinterpret_cast<Func*>(fn)->max_dynamic_shared = value;
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_FuncSetCacheConfig(CUfunction fn, CUfunc_cache config) {
+  FAKE_ENTRY(FuncSetCacheConfig);
+  std::lock_guard lock(mu);
+  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 

@@ -55,9 +55,13 @@ extern thread_local bool in_host_function;  // on the thread that runs host func
 
 // fake_device.cpp
 extern int device_count;
+void reset_device_attributes();  // forgets fake_set_device_attribute's answers (takes `mu`)
+int device_attribute_locked(CUdevice dev, CUdevice_attribute attr);  // with `mu` held: cuDeviceGetAttribute's answer
+bool peer_capable_locked(int dev, int peer);  // with `mu` held: cuDeviceCanAccessPeer's answer
 
 // fake_context.cpp
 CUcontext current();  // the calling thread's current context (possibly destroyed)
+int context_device(CUcontext c);  // with `mu` held: a context's device (-1 for none)
 // Whether the calling thread's current context is usable, as the driver
 // answers: CUDA_ERROR_INVALID_CONTEXT (none), CUDA_ERROR_CONTEXT_IS_DESTROYED
 // (a fully released primary context, or a created one destroyed while

@@ -656,7 +656,66 @@ enum CUmemAllocationHandleType : int {
 enum CUmemLocationType : int {
   CU_MEM_LOCATION_TYPE_INVALID = 0x0,
   CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+  CU_MEM_LOCATION_TYPE_HOST = 0x2,
 };
+
+// --- limits, cache preferences, managed memory, pointer queries ------------
+
+enum CUlimit : int {
+  CU_LIMIT_STACK_SIZE = 0x00,
+  CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+  CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+  CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+  CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+  CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+  CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+  CU_LIMIT_SHMEM_SIZE = 0x07,
+  CU_LIMIT_CIG_ENABLED = 0x08,
+  CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 0x09,
+};
+
+enum CUfunc_cache : int {
+  CU_FUNC_CACHE_PREFER_NONE = 0x00,
+  CU_FUNC_CACHE_PREFER_SHARED = 0x01,
+  CU_FUNC_CACHE_PREFER_L1 = 0x02,
+  CU_FUNC_CACHE_PREFER_EQUAL = 0x03,
+};
+
+enum CUmem_advise : int {
+  CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+  CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+  CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+  CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+  CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+  CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6,
+};
+
+enum CUpointer_attribute : int {
+  CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+  CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+  CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+  CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,
+  CU_POINTER_ATTRIBUTE_BUFFER_ID = 7,
+  CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+  CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+  CU_POINTER_ATTRIBUTE_MAPPED = 13,
+};
+
+enum CUdevice_P2PAttribute : int {
+  CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK = 0x01,
+  CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED = 0x02,
+  CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 0x03,
+  CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 0x04,
+};
+
+// cuMemAllocManaged's and cuMemHostRegister's flags (macros in cuda.h).
+inline constexpr unsigned int mem_attach_global = 0x1;
+inline constexpr unsigned int mem_attach_host = 0x2;
+inline constexpr unsigned int memhostregister_portable = 0x01;
+inline constexpr unsigned int memhostregister_devicemap = 0x02;
+inline constexpr unsigned int memhostregister_read_only = 0x08;
 
 enum CUmemAccess_flags : int {
   CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
@@ -820,6 +879,11 @@ struct CUgraphExecUpdateResultInfo {
   X(DeviceTotalMem, 3020, "cuDeviceTotalMem_v2", (std::size_t * bytes, CUdevice dev))                                  \
   X(DeviceGetUuid, 11040, "cuDeviceGetUuid_v2", (CUuuid * uuid, CUdevice dev))                                         \
   X(DeviceGetPCIBusId, 4010, "cuDeviceGetPCIBusId", (char* pciBusId, int len, CUdevice dev))                           \
+  X(DeviceCanAccessPeer, 4000, "cuDeviceCanAccessPeer", (int* canAccessPeer, CUdevice dev, CUdevice peerDev))        \
+  X(DeviceGetP2PAttribute, 8000, "cuDeviceGetP2PAttribute",                                                            \
+    (int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice))                               \
+  X(CtxEnablePeerAccess, 4000, "cuCtxEnablePeerAccess", (CUcontext peerContext, unsigned int Flags))                  \
+  X(CtxDisablePeerAccess, 4000, "cuCtxDisablePeerAccess", (CUcontext peerContext))                                    \
   X(DevicePrimaryCtxRetain, 7000, "cuDevicePrimaryCtxRetain", (CUcontext * pctx, CUdevice dev))                        \
   X(DevicePrimaryCtxRelease, 11000, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                                    \
   X(DevicePrimaryCtxReset, 11000, "cuDevicePrimaryCtxReset_v2", (CUdevice dev))                                        \
@@ -832,6 +896,10 @@ struct CUgraphExecUpdateResultInfo {
   X(ProfilerStart, 4000, "cuProfilerStart", ())                                                                        \
   X(ProfilerStop, 4000, "cuProfilerStop", ())                                                                          \
   X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
+  X(CtxSetLimit, 3010, "cuCtxSetLimit", (CUlimit limit, std::size_t value))                                            \
+  X(CtxGetLimit, 3010, "cuCtxGetLimit", (std::size_t * pvalue, CUlimit limit))                                         \
+  X(CtxSetCacheConfig, 3020, "cuCtxSetCacheConfig", (CUfunc_cache config))                                             \
+  X(CtxGetCacheConfig, 3020, "cuCtxGetCacheConfig", (CUfunc_cache * pconfig))                                          \
   X(CtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange", (int* leastPriority, int* greatestPriority))       \
   X(StreamCreate, 2000, "cuStreamCreate", (CUstream * phStream, unsigned int Flags))                                   \
   X(StreamCreateWithPriority, 5050, "cuStreamCreateWithPriority",                                                      \
@@ -866,6 +934,7 @@ struct CUgraphExecUpdateResultInfo {
   X(ModuleGetFunction, 2000, "cuModuleGetFunction", (CUfunction * hfunc, CUmodule hmod, const char* name))             \
   X(ModuleGetGlobal, 3020, "cuModuleGetGlobal_v2",                                                                     \
     (CUdeviceptr * dptr, std::size_t * bytes, CUmodule hmod, const char* name))                                        \
+  X(FuncSetCacheConfig, 3000, "cuFuncSetCacheConfig", (CUfunction hfunc, CUfunc_cache config))                        \
   X(FuncGetAttribute, 2020, "cuFuncGetAttribute", (int* pi, CUfunction_attribute attrib, CUfunction hfunc))            \
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
@@ -890,6 +959,9 @@ struct CUgraphExecUpdateResultInfo {
     (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                                   \
   X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                                                     \
     (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                           \
+  X(MemcpyPeerAsync, 4000, "cuMemcpyPeerAsync",                                                                        \
+    (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, std::size_t ByteCount,   \
+     CUstream hStream))                                                                                                \
   X(MemsetD8Async, 3020, "cuMemsetD8Async",                                                                            \
     (CUdeviceptr dstDevice, unsigned char uc, std::size_t N, CUstream hStream))                                        \
   X(MemsetD32Async, 3020, "cuMemsetD32Async",                                                                          \
@@ -902,6 +974,15 @@ struct CUgraphExecUpdateResultInfo {
   X(MemHostAlloc, 2020, "cuMemHostAlloc", (void** pp, std::size_t bytesize, unsigned int Flags))                       \
   X(MemFreeHost, 2000, "cuMemFreeHost", (void* p))                                                                     \
   X(MemHostGetDevicePointer, 3020, "cuMemHostGetDevicePointer_v2", (CUdeviceptr * pdptr, void* p, unsigned int Flags)) \
+  X(MemAllocManaged, 6000, "cuMemAllocManaged", (CUdeviceptr * dptr, std::size_t bytesize, unsigned int flags))       \
+  X(MemPrefetchAsync, 12020, "cuMemPrefetchAsync_v2",                                                                  \
+    (CUdeviceptr devPtr, std::size_t count, CUmemLocation location, unsigned int flags, CUstream hStream))             \
+  X(MemAdvise, 12020, "cuMemAdvise_v2",                                                                                \
+    (CUdeviceptr devPtr, std::size_t count, CUmem_advise advice, CUmemLocation location))                              \
+  X(MemHostRegister, 6050, "cuMemHostRegister_v2", (void* p, std::size_t bytesize, unsigned int Flags))                 \
+  X(MemHostUnregister, 4000, "cuMemHostUnregister", (void* p))                                                         \
+  X(PointerGetAttributes, 7000, "cuPointerGetAttributes",                                                              \
+    (unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr))                       \
   X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
   X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \

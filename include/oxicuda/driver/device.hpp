@@ -1,9 +1,10 @@
-// oxicuda/driver/device.hpp — Device: count, get by ordinal, name, compute
+// oxicuda/driver/device.hpp — Device: count, all, get by ordinal, name, compute
 // capability, memory, any attribute, UUID, PCI bus id; and the driver's version.
 #pragma once
 
 #include <array>
 #include <compare>
+#include <vector>
 
 #include "../core/check.hpp"
 
@@ -37,6 +38,8 @@ class Device {
   // The device with this ordinal; an ordinal outside [0, count) is an Error
   // (CUDA_ERROR_INVALID_DEVICE) that says how many devices there are.
   [[nodiscard]] static Device get(int ordinal, SourceLocation where = SourceLocation::current());
+  // Every device the driver sees, in ordinal order (empty when none).
+  [[nodiscard]] static std::vector<Device> all(SourceLocation where = SourceLocation::current());
   // A device from a raw handle (e.g. from cuCtxGetDevice).
   [[nodiscard]] static constexpr Device from_raw(ffi::CUdevice raw) noexcept { return Device(raw); }
 
@@ -91,6 +94,18 @@ inline Device Device::get(int ordinal, SourceLocation where) {
   ffi::CUdevice d = 0;
   detail::check(OXICUDA_DRIVER(DeviceGet, &d, ordinal), where);
   return Device(d);
+}
+
+inline std::vector<Device> Device::all(SourceLocation where) {
+  const int n = count(where);
+  std::vector<Device> devices;
+  devices.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    ffi::CUdevice d = 0;
+    detail::check(OXICUDA_DRIVER(DeviceGet, &d, i), where);
+    devices.push_back(Device(d));
+  }
+  return devices;
 }
 
 inline std::string Device::name(SourceLocation where) const {

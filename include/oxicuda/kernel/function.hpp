@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "../driver/current.hpp"
+#include "../driver/limits.hpp"
 #include "module.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -49,6 +50,14 @@ class Function {
 
   [[nodiscard]] int attribute(ffi::CUfunction_attribute attr, SourceLocation where = SourceLocation::current()) const;
   void set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where = SourceLocation::current()) const;
+  // The kernel's own preferred L1/shared split (cuFuncSetCacheConfig), over
+  // its context's (set_cache_config(ctx, ...)). A hint.
+  void set_cache_config(CacheConfig config, SourceLocation where = SourceLocation::current()) const;
+  // The share of the unified L1/shared memory to carve out as shared memory
+  // for this kernel, in percent: 0 (most L1) to 100 (most shared memory),
+  // or -1 for the driver's default. A hint, rounded to a split the device
+  // has. Another value is an Error.
+  void set_shared_memory_carveout(int percent, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] int num_registers(SourceLocation where = SourceLocation::current()) const {
     return attribute(ffi::CU_FUNC_ATTRIBUTE_NUM_REGS, where);
@@ -153,6 +162,22 @@ inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, S
   detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
+}
+
+inline void Function::set_cache_config(CacheConfig config, SourceLocation where) const {
+  detail::check(OXICUDA_DRIVER(FuncSetCacheConfig,
+                               detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_cache_config", where),
+                               static_cast<ffi::CUfunc_cache>(config)),
+                where);
+}
+
+inline void Function::set_shared_memory_carveout(int percent, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(percent < -1 || percent > 100))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Function::set_shared_memory_carveout",
+                        detail::cat({"the carveout is a percentage of the unified L1/shared memory, 0 to 100, or -1 for "
+                                     "the driver's default; got ", std::to_string(percent)}),
+                        where));
+  set_attribute(ffi::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent, where);
 }
 
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,

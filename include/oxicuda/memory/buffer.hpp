@@ -281,15 +281,26 @@ PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptio
   count_ = count;
 }
 
+namespace detail {
+// The mapped span of page-locked host memory (a PinnedBuffer's, a
+// HostRegistration's), or an Error: the handle is empty, or the memory
+// was not mapped (`how`: how to ask for it).
+template <class T>
+DeviceSpan<T> mapped_span_of(ffi::CUdeviceptr device_ptr, std::size_t count, const Context& ctx, const char* type,
+                             const char* operation, const char* how, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(device_ptr == 0)) {
+    if (!ctx) empty_handle(type, operation, where);
+    if (count != 0) raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, operation, how, where));
+  }
+  return {device_ptr, count, ctx.raw()};
+}
+}  // namespace detail
+
 template <class T>
 DeviceSpan<T> PinnedBuffer<T>::mapped_span(SourceLocation where) const {
-  if (OXICUDA_DETAIL_UNLIKELY(device_ptr_ == 0)) {
-    if (!ctx_) detail::empty_handle("oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span", where);
-    if (count_ != 0)
-      detail::raise(Error(ffi::CUDA_ERROR_NOT_MAPPED, "oxicuda::PinnedBuffer::mapped_span",
-                          "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}", where));
-  }
-  return {device_ptr_, count_, ctx_.raw()};
+  return detail::mapped_span_of<T>(device_ptr_, count_, ctx_, "oxicuda::PinnedBuffer", "oxicuda::PinnedBuffer::mapped_span",
+                                   "this PinnedBuffer was not allocated mapped: allocate it with {.device_map = true}",
+                                   where);
 }
 
 template <class T>
