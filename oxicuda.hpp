@@ -4519,9 +4519,14 @@ void set_cache_config(const Context& ctx, CacheConfig config, SourceLocation whe
 namespace detail {
 [[noreturn]] OXICUDA_DETAIL_COLD inline void limit_failed(Outcome o, const char* verb, Limit limit,
                                                          const std::string& value, SourceLocation where) {
-  const bool unsupported = o.result == ffi::CUDA_ERROR_UNSUPPORTED_LIMIT || o.result == ffi::CUDA_ERROR_INVALID_VALUE;
-  fail(o, where,
-       cat({verb, " the context's limit ", to_string(limit), value, unsupported ? ": the device does not have this limit, it cannot be set, or the value is out of its range" : ""}));
+  const char* why = "";
+  if (o.result == ffi::CUDA_ERROR_UNSUPPORTED_LIMIT)
+    why = value.empty() ? ": this device does not have this limit (the device runtime's sync depth is gone on "
+                          "compute capability 9.0 and later, for one)"
+                        : ": this device does not have this limit, or it can only be read";
+  else if (o.result == ffi::CUDA_ERROR_INVALID_VALUE)
+    why = value.empty() ? ": not a limit the driver knows" : ": not a limit the driver knows, or the value is out of its range";
+  fail(o, where, cat({verb, " the context's limit ", to_string(limit), value, why}));
 }
 }  // namespace detail
 
@@ -5759,7 +5764,7 @@ inline void check_managed_target(MemoryLocation to, const char* operation, Sourc
 
 template <class R>
 std::size_t managed_bytes(const R& range, const char* operation, SourceLocation where) {
-  if constexpr (requires { range.context(); })  // an owning buffer: moved-from or default-constructed?
+  if constexpr (requires { { range.context() } -> std::same_as<const Context&>; })  // a buffer: moved-from?
     if (OXICUDA_DETAIL_UNLIKELY(!range.context())) empty_handle("buffer", operation, where);
   return span_bytes(range.device_span(), operation, where);
 }
@@ -5781,17 +5786,29 @@ void prefetch_async(StreamRef stream, const R& range, MemoryLocation to, SourceL
   });
 }
 
-// Gives the driver advice on a range of managed memory. The location is
-// the advice's device (preferred location, accessed by), ignored by the
-// read-mostly advice.
+// Gives the driver advice on a range of managed memory, with the memory's
+// context current (a span without one needs a current context). The
+// location is the advice's device (preferred location, accessed by),
+// ignored by the read-mostly advice.
 template <class R>
   requires detail::device_range<R>
 void advise(const R& range, Advice advice, MemoryLocation location, SourceLocation where = SourceLocation::current()) {
   const std::size_t bytes = detail::managed_bytes(range, "oxicuda::advise", where);
   if (bytes == 0) return;
-  detail::check(OXICUDA_DRIVER(MemAdvise, range.device_span().device_ptr(), bytes,
-                               static_cast<ffi::CUmem_advise>(advice), location.raw()),
-                where);
+  const auto span = range.device_span();
+  // cuMemAdvise needs a current context (CUDA_ERROR_INVALID_CONTEXT without
+  // one, on the H100): the memory's own, when its span knows it.
+  auto call = [&] {
+    detail::check(OXICUDA_DRIVER(MemAdvise, span.device_ptr(), bytes, static_cast<ffi::CUmem_advise>(advice),
+                                 location.raw()),
+                  where);
+  };
+  if (span.context()) {
+    detail::SwitchCurrent current(span.context(), where);
+    call();
+  } else {
+    call();
+  }
 }
 
 template <class T>
@@ -5996,8 +6013,11 @@ struct PointerInfo {
   bool mapped = false;   // backed by a mapping (false for unregistered memory)
   int device = -1;       // the ordinal of the device it was allocated or registered on
   Context context;       // borrowed: the context it was allocated or registered in (empty when none)
-  ffi::CUdeviceptr device_ptr = 0;  // its address on the device (0 when the device cannot reach it)
-  void* host_ptr = nullptr;         // its address on the host (null when the host cannot reach it)
+  // Its addresses as seen from its own context (asked with that context
+  // current): on the device (0 when the device cannot reach it), and on the
+  // host (null when the host cannot reach it).
+  ffi::CUdeviceptr device_ptr = 0;
+  void* host_ptr = nullptr;
   ffi::CUdeviceptr range_start = 0;  // the allocation (or registration) it lies in: first byte
   std::size_t range_size = 0;        // ... and size in bytes
   std::uint64_t buffer_id = 0;       // unique per allocation in the process (0: none)
@@ -6042,6 +6062,17 @@ inline PointerInfo pointer_info(ffi::CUdeviceptr address, SourceLocation where) 
   PointerInfo info;
   info.type = static_cast<MemoryType>(type);
   if (!info.known()) return info;  // (the driver leaves or sets the rest to its defaults)
+  // The device and host addresses are the driver's as seen from the current
+  // context (0 with none current, on the H100): ask them again from the
+  // memory's own context when another is current.
+  CUcontext now = nullptr;
+  detail::check(OXICUDA_DRIVER(CtxGetCurrent, &now), where);
+  if (ctx && now != ctx) {
+    detail::SwitchCurrent current(ctx, where);
+    ffi::CUpointer_attribute again[] = {ffi::CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ffi::CU_POINTER_ATTRIBUTE_HOST_POINTER};
+    void* into[] = {&device_ptr, &host_ptr};
+    detail::check(OXICUDA_DRIVER(PointerGetAttributes, 2u, again, into, address), where);
+  }
   info.managed = managed != 0;
   info.mapped = mapped != 0;
   info.device = ordinal;

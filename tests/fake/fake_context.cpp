@@ -36,7 +36,7 @@ Ctx primaries[8];
 // most recent first: the driver reuses handles too, and a test of that must
 // not hang on the allocator (ASan's quarantine never hands a block back soon).
 std::vector<Ctx*> spare_ctx;
-thread_local std::vector<CUcontext> ctx_stack;
+FAKE_TLS std::vector<CUcontext> ctx_stack;
 
 bool valid_ctx(CUcontext c) {
   for (auto& p : primaries)
@@ -224,7 +224,8 @@ CUresult fake_ProfilerStop() {
   return need_current();
 }
 
-// The limits: the read-only ones (CU_LIMIT_SHMEM_SIZE, CU_LIMIT_CIG_ENABLED)
+// The limits: the device runtime's sync depth is unsupported on compute
+// capability 9.0 (the H100's answer); the read-only ones (CU_LIMIT_SHMEM_SIZE, CU_LIMIT_CIG_ENABLED)
 // and CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED (a CIG context's, which the fake
 // has none of) are CUDA_ERROR_UNSUPPORTED_LIMIT to set; a value outside
 // CUlimit is CUDA_ERROR_INVALID_VALUE. The stack size is rounded up to 16.
@@ -233,7 +234,7 @@ CUresult fake_CtxSetLimit(CUlimit limit, std::size_t value) {
   std::lock_guard lock(mu);
   if (const CUresult r = need_current_locked()) return r;
   if (limit < 0 || limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return CUDA_ERROR_INVALID_VALUE;
-  if (limit >= CU_LIMIT_SHMEM_SIZE) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  if (limit >= CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return CUDA_ERROR_UNSUPPORTED_LIMIT;
   if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
   if (limit == CU_LIMIT_STACK_SIZE) value = (value + 15) / 16 * 16;
   limits[current()].value[limit] = value;
@@ -245,6 +246,8 @@ CUresult fake_CtxGetLimit(std::size_t* value, CUlimit limit) {
   std::lock_guard lock(mu);
   if (const CUresult r = need_current_locked()) return r;
   if (!value || limit < 0 || limit > CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED) return CUDA_ERROR_INVALID_VALUE;
+  // Gone on compute capability 9.0 (the H100 answers this, reading or setting).
+  if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return CUDA_ERROR_UNSUPPORTED_LIMIT;
   *value = limits[current()].value[limit];
   return CUDA_SUCCESS;
 }

@@ -61,7 +61,7 @@ std::size_t entry_index(const char* name) {
 
 // As the driver: on the thread that runs host functions, every call but
 // cuStreamDestroy is refused (measured on an H200, driver 580).
-thread_local bool in_host_function = false;
+FAKE_TLS bool in_host_function = false;
 
 CUresult enter(Entry e) noexcept {
   const auto i = static_cast<std::size_t>(e);

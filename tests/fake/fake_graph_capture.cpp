@@ -84,7 +84,7 @@ CUresult capture_forbids_sync(CUstream s) {
 }
 
 // The calling thread's capture interaction mode (cuThreadExchangeStreamCaptureMode).
-thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+FAKE_TLS CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 CUresult capture_forbids_unsafe() {
   CUresult r = CUDA_SUCCESS;

@@ -449,6 +449,7 @@ CUresult fake_MemAdvise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, C
   FAKE_ENTRY(MemAdvise);
   if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;  // (the H100 answers CUDA_ERROR_INVALID_CONTEXT without one)
   if (advice == CU_MEM_ADVISE_SET_READ_MOSTLY || advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY)
     to = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};  // (ignored)
   return check_managed(p, bytes, to, false);
@@ -513,7 +514,9 @@ CUresult fake_PointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, v
     switch (attrs[i]) {
       case CU_POINTER_ATTRIBUTE_CONTEXT: *static_cast<CUcontext*>(d) = owner ? owner->ctx : nullptr; break;
       case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(d) = owner ? owner->type : 0; break;
-      case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr*>(d) = device_reachable ? ptr : 0; break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:  // (0 with no context current, as the H100 answers)
+        *static_cast<CUdeviceptr*>(d) = device_reachable && current() ? ptr : 0;
+        break;
       case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         *static_cast<void**>(d) = host_reachable ? reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)) : nullptr;
         break;

@@ -51,7 +51,7 @@ bool alive(const void* h, Kind k);
 long count_live(Kind k);  // the handles of kind `k` in `live`
 extern long invalid_destroys;  // destroys of a handle that was not live
 extern long host_funcs_run;
-extern thread_local bool in_host_function;  // on the thread that runs host functions
+extern FAKE_TLS bool in_host_function;  // on the thread that runs host functions
 
 // fake_device.cpp
 extern int device_count;

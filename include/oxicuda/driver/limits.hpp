@@ -68,9 +68,14 @@ void set_cache_config(const Context& ctx, CacheConfig config, SourceLocation whe
 namespace detail {
 [[noreturn]] OXICUDA_DETAIL_COLD inline void limit_failed(Outcome o, const char* verb, Limit limit,
                                                          const std::string& value, SourceLocation where) {
-  const bool unsupported = o.result == ffi::CUDA_ERROR_UNSUPPORTED_LIMIT || o.result == ffi::CUDA_ERROR_INVALID_VALUE;
-  fail(o, where,
-       cat({verb, " the context's limit ", to_string(limit), value, unsupported ? ": the device does not have this limit, it cannot be set, or the value is out of its range" : ""}));
+  const char* why = "";
+  if (o.result == ffi::CUDA_ERROR_UNSUPPORTED_LIMIT)
+    why = value.empty() ? ": this device does not have this limit (the device runtime's sync depth is gone on "
+                          "compute capability 9.0 and later, for one)"
+                        : ": this device does not have this limit, or it can only be read";
+  else if (o.result == ffi::CUDA_ERROR_INVALID_VALUE)
+    why = value.empty() ? ": not a limit the driver knows" : ": not a limit the driver knows, or the value is out of its range";
+  fail(o, where, cat({verb, " the context's limit ", to_string(limit), value, why}));
 }
 }  // namespace detail
 

@@ -127,7 +127,7 @@ inline void check_managed_target(MemoryLocation to, const char* operation, Sourc
 
 template <class R>
 std::size_t managed_bytes(const R& range, const char* operation, SourceLocation where) {
-  if constexpr (requires { range.context(); })  // an owning buffer: moved-from or default-constructed?
+  if constexpr (requires { { range.context() } -> std::same_as<const Context&>; })  // a buffer: moved-from?
     if (OXICUDA_DETAIL_UNLIKELY(!range.context())) empty_handle("buffer", operation, where);
   return span_bytes(range.device_span(), operation, where);
 }
@@ -149,17 +149,29 @@ void prefetch_async(StreamRef stream, const R& range, MemoryLocation to, SourceL
   });
 }
 
-// Gives the driver advice on a range of managed memory. The location is
-// the advice's device (preferred location, accessed by), ignored by the
-// read-mostly advice.
+// Gives the driver advice on a range of managed memory, with the memory's
+// context current (a span without one needs a current context). The
+// location is the advice's device (preferred location, accessed by),
+// ignored by the read-mostly advice.
 template <class R>
   requires detail::device_range<R>
 void advise(const R& range, Advice advice, MemoryLocation location, SourceLocation where = SourceLocation::current()) {
   const std::size_t bytes = detail::managed_bytes(range, "oxicuda::advise", where);
   if (bytes == 0) return;
-  detail::check(OXICUDA_DRIVER(MemAdvise, range.device_span().device_ptr(), bytes,
-                               static_cast<ffi::CUmem_advise>(advice), location.raw()),
-                where);
+  const auto span = range.device_span();
+  // cuMemAdvise needs a current context (CUDA_ERROR_INVALID_CONTEXT without
+  // one, on the H100): the memory's own, when its span knows it.
+  auto call = [&] {
+    detail::check(OXICUDA_DRIVER(MemAdvise, span.device_ptr(), bytes, static_cast<ffi::CUmem_advise>(advice),
+                                 location.raw()),
+                  where);
+  };
+  if (span.context()) {
+    detail::SwitchCurrent current(span.context(), where);
+    call();
+  } else {
+    call();
+  }
 }
 
 template <class T>

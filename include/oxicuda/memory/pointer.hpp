@@ -29,8 +29,11 @@ struct PointerInfo {
   bool mapped = false;   // backed by a mapping (false for unregistered memory)
   int device = -1;       // the ordinal of the device it was allocated or registered on
   Context context;       // borrowed: the context it was allocated or registered in (empty when none)
-  ffi::CUdeviceptr device_ptr = 0;  // its address on the device (0 when the device cannot reach it)
-  void* host_ptr = nullptr;         // its address on the host (null when the host cannot reach it)
+  // Its addresses as seen from its own context (asked with that context
+  // current): on the device (0 when the device cannot reach it), and on the
+  // host (null when the host cannot reach it).
+  ffi::CUdeviceptr device_ptr = 0;
+  void* host_ptr = nullptr;
   ffi::CUdeviceptr range_start = 0;  // the allocation (or registration) it lies in: first byte
   std::size_t range_size = 0;        // ... and size in bytes
   std::uint64_t buffer_id = 0;       // unique per allocation in the process (0: none)
@@ -75,6 +78,17 @@ inline PointerInfo pointer_info(ffi::CUdeviceptr address, SourceLocation where) 
   PointerInfo info;
   info.type = static_cast<MemoryType>(type);
   if (!info.known()) return info;  // (the driver leaves or sets the rest to its defaults)
+  // The device and host addresses are the driver's as seen from the current
+  // context (0 with none current, on the H100): ask them again from the
+  // memory's own context when another is current.
+  CUcontext now = nullptr;
+  detail::check(OXICUDA_DRIVER(CtxGetCurrent, &now), where);
+  if (ctx && now != ctx) {
+    detail::SwitchCurrent current(ctx, where);
+    ffi::CUpointer_attribute again[] = {ffi::CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ffi::CU_POINTER_ATTRIBUTE_HOST_POINTER};
+    void* into[] = {&device_ptr, &host_ptr};
+    detail::check(OXICUDA_DRIVER(PointerGetAttributes, 2u, again, into, address), where);
+  }
   info.managed = managed != 0;
   info.mapped = mapped != 0;
   info.device = ordinal;

@@ -40,6 +40,11 @@ TEST_CASE_FIXTURE(ContextTest, "issue 23 (4): a limit that cannot be set is an E
   CHECK(unknown.result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(std::string(unknown.what()).find("unknown limit") != std::string::npos);
   CHECK(std::string(to_string(Limit::cig_enabled)) == "cig_enabled");
+  // Gone on compute capability 9.0, reading included (the H100's answer).
+  const Error depth = error_of([&] { (void)get_limit(ctx, Limit::device_runtime_sync_depth); });
+  CHECK(depth.result() == ffi::CUDA_ERROR_UNSUPPORTED_LIMIT);
+  CHECK(std::string(depth.what()).find("device_runtime_sync_depth: this device does not have this limit") !=
+        std::string::npos);
   // Nothing changed, the current context as it was.
   const std::size_t granularity = get_limit(ctx, Limit::max_l2_fetch_granularity);
   CHECK(error_of([&] { set_limit(ctx, Limit::max_l2_fetch_granularity, 129); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);

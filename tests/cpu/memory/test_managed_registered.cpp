@@ -61,6 +61,11 @@ TEST_CASE_FIXTURE(StreamTest, "issue 23 (2): prefetch to a device without concur
   CHECK(error_of([&] { prefetch_async(s, plain, MemoryLocation::host()); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(error_of([&] { advise(plain, Advice::set_read_mostly, MemoryLocation::host()); }).result() ==
         ffi::CUDA_ERROR_INVALID_VALUE);
+  // Advice needs a current context: the buffer's is made current; a bare
+  // span with none current is the driver's error.
+  CHECK_NOTHROW(advise(m, Advice::set_read_mostly, MemoryLocation::host()));
+  CHECK(error_of([&] { advise(DeviceSpan<float>(m.device_ptr(), 16), Advice::set_read_mostly, MemoryLocation::host()); })
+            .result() == ffi::CUDA_ERROR_INVALID_CONTEXT);
   ManagedBuffer<float> empty;
   CHECK(error_of([&] { prefetch_async(s, empty, MemoryLocation::host()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
   CHECK(error_of([&] { ManagedBuffer<float> b(Context(), 4); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
@@ -130,7 +135,7 @@ TEST_CASE_FIXTURE(ContextTest, "issue 23 (8): pointer_info tells device, pinned,
   CHECK(d.context == ctx);
   CHECK(d.range_start == dev.device_ptr());
   CHECK(d.range_size == 64);
-  CHECK(d.device_ptr == dev.device_ptr() + 16);
+  CHECK(d.device_ptr == dev.device_ptr() + 16);  // asked again from its context: none is current here
   CHECK(d.host_ptr == nullptr);
   CHECK(d.buffer_id != 0);
 
@@ -157,4 +162,13 @@ TEST_CASE_FIXTURE(ContextTest, "issue 23 (8): pointer_info tells device, pinned,
   CHECK(none.range_size == 0);
   CHECK(!pointer_info(ffi::CUdeviceptr{0}).known());
   CHECK(Context::current().raw() == nullptr);
+  // The device address as the driver gives it with no context current: 0;
+  // pointer_info asks again from the memory's own context.
+  void* data[] = {nullptr};
+  ffi::CUdeviceptr raw_device = 1;
+  data[0] = &raw_device;
+  ffi::CUpointer_attribute attr[] = {ffi::CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  REQUIRE(detail::api().PointerGetAttributes(1, attr, data, dev.device_ptr()) == ffi::CUDA_SUCCESS);
+  CHECK(raw_device == 0);
+  CHECK(fake.calls("cuPointerGetAttributes") == 11);  // 5 queries, each known one asked twice, and this one
 }
