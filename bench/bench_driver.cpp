@@ -261,6 +261,55 @@ extern "C" __global__ void touch(unsigned* p, unsigned n) {
                  });
 }
 
+// Issue 23: a 2D copy against cuMemcpy2DAsync_v2 called raw, one pair
+// large (pitched device memory to pinned host rows, bandwidth) and one small
+// (a 64 x 64 block between two pitched buffers, the call's own cost).
+TEST_CASE("a 2D copy, raw and oxicuda interleaved") {
+  Fixture& f = fx();
+  const StreamRef s = f.stream;
+  constexpr std::size_t w = 4096, h = 1024;
+  PitchedBuffer<float> a(f.ctx, w, h), b(f.ctx, w, h);
+  PinnedBuffer<float> host(f.ctx, w * h);
+  const auto host_rows = view_2d(host, w, h);
+  ffi::CUDA_MEMCPY2D big{};
+  big.srcMemoryType = ffi::CU_MEMORYTYPE_DEVICE;
+  big.srcDevice = a.device_ptr();
+  big.srcPitch = a.pitch_bytes();
+  big.dstMemoryType = ffi::CU_MEMORYTYPE_HOST;
+  big.dstHost = host.data();
+  big.dstPitch = w * sizeof(float);
+  big.WidthInBytes = w * sizeof(float);
+  big.Height = h;
+  OXI_BENCH_PAIR("2D copy 4096 x 1024 floats, pitched device to pinned host rows",
+                 {
+                   check(raw().Memcpy2DAsync(&big, s.raw()));
+                   s.synchronize();
+                 },
+                 {
+                   copy_2d_async(s, host_rows, a);
+                   s.synchronize();
+                 });
+  ffi::CUDA_MEMCPY2D small{};
+  small.srcMemoryType = ffi::CU_MEMORYTYPE_DEVICE;
+  small.srcDevice = a.device_ptr();
+  small.srcPitch = a.pitch_bytes();
+  small.dstMemoryType = ffi::CU_MEMORYTYPE_DEVICE;
+  small.dstDevice = b.device_ptr();
+  small.dstPitch = b.pitch_bytes();
+  small.WidthInBytes = 64 * sizeof(float);
+  small.Height = 64;
+  const auto from = a.block(0, 0, 64, 64), to = b.block(0, 0, 64, 64);
+  OXI_BENCH_PAIR("2D copy 64 x 64 floats between pitched buffers, enqueue x 100 + synchronize",
+                 {
+                   for (int i = 0; i < 100; ++i) check(raw().Memcpy2DAsync(&small, s.raw()));
+                   s.synchronize();
+                 },
+                 {
+                   for (int i = 0; i < 100; ++i) copy_2d_async(s, to, from);
+                   s.synchronize();
+                 });
+}
+
 int main(int argc, char** argv) {
   const DriverInfo& info = driver_info();
   int devices = 0;

@@ -1,5 +1,6 @@
 // oxicuda/memory.hpp — the memory wing: device spans; copies; copies between devices; fills; device buffers;
-// the memory pool; managed memory; registered host memory; pointer queries.
+// memory pools (the default one, and your own); 2D (pitched) memory and copies; managed memory; registered host memory;
+// pointer queries.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -11,8 +12,9 @@
 #include "memory/copy.hpp"
 #include "memory/peer_copy.hpp"
 #include "memory/fill.hpp"
-#include "memory/buffer.hpp"
 #include "memory/pool.hpp"
+#include "memory/buffer.hpp"
+#include "memory/pitched.hpp"
 #include "memory/managed.hpp"
 #include "memory/registered.hpp"
 #include "memory/pointer.hpp"

@@ -19,6 +19,7 @@
   X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
   X(pinned, "cuMemFreeHost")               /* page-locked host allocations */ \
   X(registered, "cuMemHostUnregister")     /* host ranges page-locked by cuMemHostRegister */ \
+  X(pool, "cuMemPoolDestroy")              /* pools made by cuMemPoolCreate */ \
   X(graph, "cuGraphDestroy")               /* also made by cuStreamEndCapture */ \
   X(graph_exec, "cuGraphExecDestroy")                                         \
   X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */

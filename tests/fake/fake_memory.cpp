@@ -3,20 +3,30 @@
 // allocations, and each device's default memory pool.
 #include "fake_state.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 namespace fake {
 
 namespace {
 
+// A memory pool: a device's default one (pools[device]) or one made by
+// cuMemPoolCreate (own_pools, live until destroyed and, as the driver does,
+// until its last allocation is freed). Access is per device: the pool's
+// own device reads and writes; others, what cuMemPoolSetAccess gave them.
 struct Pool {
   std::uint64_t release_threshold = 0;
   std::uint64_t used = 0;
+  int device = 0;
+  std::size_t max_size = 0;  // 0: no limit
+  bool destroyed = false;    // cuMemPoolDestroy'd with allocations outstanding
+  CUmemAccess_flags access[8] = {};
 };
 
 // Never destroyed, as `live` (fake_state.hpp).
@@ -26,6 +36,9 @@ std::map<std::uintptr_t, std::size_t>& host_allocations = *new std::map<std::uin
 // same address, as under unified addressing).
 std::map<std::uintptr_t, std::size_t>& mapped_allocations = *new std::map<std::uintptr_t, std::size_t>;
 Pool pools[8];
+std::set<Pool*>& own_pools = *new std::set<Pool*>;
+// Every stream-ordered allocation's pool.
+std::map<std::uintptr_t, Pool*>& pool_allocations = *new std::map<std::uintptr_t, Pool*>;
 
 // What cuPointerGetAttributes tells of an allocation or a registration:
 // by its first byte (its size is in the map of its kind).
@@ -51,6 +64,26 @@ std::map<std::uintptr_t, Registration>& registrations = *new std::map<std::uintp
 void own(std::uintptr_t p, CUmemorytype type, bool managed) {
   const int device = context_device(current());
   owners[p] = Owner{current(), type, managed, device < 0 ? 0 : device, next_buffer_id++};
+}
+
+// With `mu` held: a stream-ordered allocation of `bytes` at `p` is freed.
+void pool_free(std::uintptr_t p, std::size_t bytes) {
+  const auto it = pool_allocations.find(p);
+  if (it == pool_allocations.end()) return;
+  Pool* pool = it->second;
+  pool->used -= bytes;
+  pool_allocations.erase(it);
+  if (pool->destroyed && pool->used == 0) {  // the driver releases a destroyed pool with its last allocation
+    own_pools.erase(pool);
+    delete pool;
+  }
+}
+
+Pool* pool_of(CUmemoryPool p) {
+  for (auto& pool : pools)
+    if (reinterpret_cast<CUmemoryPool>(&pool) == p) return &pool;
+  const auto it = own_pools.find(reinterpret_cast<Pool*>(p));
+  return it != own_pools.end() && !(*it)->destroyed ? *it : nullptr;
 }
 
 }  // namespace
@@ -97,6 +130,7 @@ bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) { return in_block(graph_
 long live_memory() { return static_cast<long>(allocations.size()); }
 long live_pinned() { return static_cast<long>(host_allocations.size()); }
 long live_registered() { return static_cast<long>(registrations.size()); }
+long live_pool() { return static_cast<long>(own_pools.size()); }
 
 }  // namespace fake
 
@@ -119,8 +153,8 @@ CUresult fake_MemGetInfo(std::size_t* free_bytes, std::size_t* total) {
   return CUDA_SUCCESS;
 }
 
-CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
-  FAKE_ENTRY(MemAlloc);
+// cuMemAlloc's body (and cuMemAllocPitch's).
+static CUresult allocate(CUdeviceptr* p, std::size_t bytes) {
   if (const CUresult r = need_current()) return r;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (bytes > (std::size_t{1} << 36)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -134,6 +168,11 @@ CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
   return CUDA_SUCCESS;
 }
 
+CUresult fake_MemAlloc(CUdeviceptr* p, std::size_t bytes) {
+  FAKE_ENTRY(MemAlloc);
+  return allocate(p, bytes);
+}
+
 CUresult fake_MemFree(CUdeviceptr p) {
   FAKE_ENTRY(MemFree);
   std::lock_guard lock(mu);
@@ -145,10 +184,27 @@ CUresult fake_MemFree(CUdeviceptr p) {
     ++invalid_destroys;
     return CUDA_ERROR_INVALID_VALUE;
   }
+  pool_free(p, it->second);
   allocations.erase(it);
   owners.erase(p);
   managed_allocations.erase(p);
   if (!graph_blocks.count(p)) std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  return CUDA_SUCCESS;
+}
+
+// Rows padded to 512 bytes (the H200's texture pitch alignment is 32, but
+// cuMemAllocPitch pads further; 512 keeps tests honest about the pitch).
+CUresult fake_MemAllocPitch(CUdeviceptr* p, std::size_t* pitch, std::size_t width, std::size_t height,
+                            unsigned int element_size) {
+  FAKE_ENTRY(MemAllocPitch);
+  if (!p || !pitch || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (element_size != 4 && element_size != 8 && element_size != 16) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t padded = (width + 511) / 512 * 512;
+  if (padded < width || height > (std::size_t{1} << 36) / padded) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUdeviceptr mem = 0;
+  if (const CUresult r = allocate(&mem, padded * height)) return r;
+  *p = mem;
+  *pitch = padded;
   return CUDA_SUCCESS;
 }
 
@@ -212,6 +268,58 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
     if (n && in_allocation(dst, n) && in_allocation(src, n))
       std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
                    reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
+  };
+  if (held(s))
+    defer(s, std::move(work));
+  else
+    work();
+  return CUDA_SUCCESS;
+}
+
+// A 2D copy: host and device (or unified) sides, rows checked as the driver
+// does (a pitch of at least the width, every device row inside one
+// allocation); host rows are read when it is enqueued (staged, as pageable
+// memory is) and written when it runs. Arrays, and 2D copies on a capturing
+// stream, are not modeled: CUDA_ERROR_NOT_SUPPORTED.
+CUresult fake_Memcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
+  FAKE_ENTRY(Memcpy2DAsync);
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  if (capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;
+  const auto device_side = [](CUmemorytype t) { return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED; };
+  for (const CUmemorytype t : {c->srcMemoryType, c->dstMemoryType})
+    if (t != CU_MEMORYTYPE_HOST && !device_side(t)) return t == CU_MEMORYTYPE_ARRAY ? CUDA_ERROR_NOT_SUPPORTED
+                                                                                     : CUDA_ERROR_INVALID_VALUE;
+  const std::size_t w = c->WidthInBytes, h = c->Height;
+  if (w == 0 || h == 0) return CUDA_SUCCESS;
+  if (c->srcXInBytes + w > c->srcPitch || c->dstXInBytes + w > c->dstPitch) return CUDA_ERROR_INVALID_VALUE;
+  const std::uintptr_t src0 = (c->srcMemoryType == CU_MEMORYTYPE_HOST ? reinterpret_cast<std::uintptr_t>(c->srcHost)
+                                                                       : c->srcDevice) +
+                              c->srcXInBytes + c->srcY * c->srcPitch;
+  const std::uintptr_t dst0 = (c->dstMemoryType == CU_MEMORYTYPE_HOST ? reinterpret_cast<std::uintptr_t>(c->dstHost)
+                                                                       : c->dstDevice) +
+                              c->dstXInBytes + c->dstY * c->dstPitch;
+  if (!src0 || !dst0) return CUDA_ERROR_INVALID_VALUE;
+  const bool src_device = device_side(c->srcMemoryType), dst_device = device_side(c->dstMemoryType);
+  const std::size_t sp = c->srcPitch, dp = c->dstPitch;
+  for (std::size_t y = 0; y < h; ++y)
+    if ((src_device && !in_allocation(src0 + y * sp, w)) || (dst_device && !in_allocation(dst0 + y * dp, w)))
+      return CUDA_ERROR_INVALID_VALUE;
+  // The rows, read now: from host memory as the driver stages it; from
+  // device memory when the work runs (below).
+  std::vector<unsigned char> staged;
+  if (!src_device && held(s)) {
+    staged.resize(w * h);
+    for (std::size_t y = 0; y < h; ++y)
+      std::memcpy(staged.data() + y * w, reinterpret_cast<const void*>(src0 + y * sp), w);
+  }
+  auto work = [=, staged = std::move(staged)] {
+    for (std::size_t y = 0; y < h; ++y) {
+      if ((src_device && !in_allocation(src0 + y * sp, w)) || (dst_device && !in_allocation(dst0 + y * dp, w))) return;
+      const void* from = staged.empty() ? reinterpret_cast<const void*>(src0 + y * sp) : staged.data() + y * w;
+      std::memmove(reinterpret_cast<void*>(dst0 + y * dp), from, w);
+    }
   };
   if (held(s))
     defer(s, std::move(work));
@@ -317,18 +425,42 @@ CUresult fake_MemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int 
   return CUDA_SUCCESS;
 }
 
+// With `mu` held: a stream-ordered allocation from `pool` (null: the
+// default pool of the stream's device), for a stream that is not capturing.
+static CUresult pool_allocate(CUdeviceptr* p, std::size_t bytes, Pool* pool, CUstream s) {
+  const int dev = std::max(context_device(stream_context(s)), 0);
+  if (!pool)
+    pool = &pools[dev];
+  else if (pool->access[dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+    return CUDA_ERROR_INVALID_VALUE;  // the stream's device has no access to the pool
+  if (pool->max_size && pool->used + bytes > pool->max_size) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* mem = std::malloc(bytes);
+  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
+  pool_allocations[reinterpret_cast<std::uintptr_t>(mem)] = pool;
+  pool->used += bytes;
+  *p = reinterpret_cast<std::uintptr_t>(mem);
+  return CUDA_SUCCESS;
+}
+
 CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
   FAKE_ENTRY(MemAllocAsync);
   if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_alloc(s, bytes, *p);  // a mem alloc node
-  void* mem = std::malloc(bytes);
-  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
-  allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
-  pools[0].used += bytes;
-  *p = reinterpret_cast<std::uintptr_t>(mem);
-  return CUDA_SUCCESS;
+  return pool_allocate(p, bytes, nullptr, s);
+}
+
+CUresult fake_MemAllocFromPoolAsync(CUdeviceptr* p, std::size_t bytes, CUmemoryPool pool, CUstream s) {
+  FAKE_ENTRY(MemAllocFromPoolAsync);
+  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (const CUresult r = use_stream(s)) return r;
+  Pool* from = pool_of(pool);
+  if (!from) return CUDA_ERROR_INVALID_VALUE;
+  if (capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;  // (alloc nodes from a given pool: not modeled)
+  return pool_allocate(p, bytes, from, s);
 }
 
 CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
@@ -352,7 +484,7 @@ CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
       ++invalid_destroys;
       return;
     }
-    pools[0].used -= it->second;
+    pool_free(p, it->second);
     allocations.erase(it);
     std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
   };
@@ -366,15 +498,86 @@ CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
 CUresult fake_DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
   FAKE_ENTRY(DeviceGetDefaultMemPool);
   if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(mu);
+  pools[dev].device = dev;
+  pools[dev].access[dev] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   *pool = reinterpret_cast<CUmemoryPool>(&pools[dev]);
   return CUDA_SUCCESS;
 }
 
-static Pool* pool_of(CUmemoryPool p) {
-  for (auto& pool : pools)
-    if (reinterpret_cast<CUmemoryPool>(&pool) == p) return &pool;
-  return nullptr;
+// Pools of one's own: pinned device memory, no handle types (the fake does
+// not export pools), on a device that has one.
+CUresult fake_MemPoolCreate(CUmemoryPool* out, const CUmemPoolProps* props) {
+  FAKE_ENTRY(MemPoolCreate);
+  if (!out || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (props->location.id < 0 || props->location.id >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  auto* pool = new Pool;
+  pool->device = props->location.id;
+  pool->max_size = props->maxSize;
+  pool->access[pool->device] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  own_pools.insert(pool);
+  *out = reinterpret_cast<CUmemoryPool>(pool);
+  return CUDA_SUCCESS;
 }
+
+CUresult fake_MemPoolDestroy(CUmemoryPool p) {
+  FAKE_ENTRY(MemPoolDestroy);
+  std::lock_guard lock(mu);
+  const auto it = own_pools.find(reinterpret_cast<Pool*>(p));
+  if (it == own_pools.end() || (*it)->destroyed) {  // (a default pool, or not a pool)
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Pool* pool = *it;
+  if (pool->used != 0) {
+    pool->destroyed = true;  // released with its last allocation
+    return CUDA_SUCCESS;
+  }
+  own_pools.erase(it);
+  delete pool;
+  return CUDA_SUCCESS;
+}
+
+// Access from another device needs peer access between the devices; the
+// pool's own device keeps read-write access (changing it is
+// CUDA_ERROR_INVALID_DEVICE).
+CUresult fake_MemPoolSetAccess(CUmemoryPool p, const CUmemAccessDesc* map, std::size_t count) {
+  FAKE_ENTRY(MemPoolSetAccess);
+  if (!map && count) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  Pool* pool = pool_of(p);
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < count; ++i) {
+    const CUmemAccessDesc& d = map[i];
+    if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE || d.location.id < 0 || d.location.id >= device_count)
+      return CUDA_ERROR_INVALID_DEVICE;
+    if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (d.location.id == pool->device ? d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                      : !peer_capable_locked(d.location.id, pool->device))
+      return CUDA_ERROR_INVALID_DEVICE;
+  }
+  for (std::size_t i = 0; i < count; ++i) pool->access[map[i].location.id] = map[i].flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_MemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool p, CUmemLocation* location) {
+  FAKE_ENTRY(MemPoolGetAccess);
+  if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  Pool* pool = pool_of(p);
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || location->id < 0 || location->id >= device_count)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *flags = pool->access[location->id];
+  return CUDA_SUCCESS;
+}
+
+
 
 CUresult fake_MemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
   FAKE_ENTRY(MemPoolSetAttribute);

@@ -719,6 +719,7 @@ inline constexpr unsigned int memhostregister_read_only = 0x08;
 
 enum CUmemAccess_flags : int {
   CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
   CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
 };
 
@@ -774,6 +775,25 @@ struct CUDA_MEMCPY3D {
   std::size_t WidthInBytes;
   std::size_t Height;
   std::size_t Depth;
+};
+
+struct CUDA_MEMCPY2D {
+  std::size_t srcXInBytes;
+  std::size_t srcY;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  std::size_t srcPitch;
+  std::size_t dstXInBytes;
+  std::size_t dstY;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  std::size_t dstPitch;
+  std::size_t WidthInBytes;
+  std::size_t Height;
 };
 
 struct CUDA_MEMSET_NODE_PARAMS {
@@ -953,12 +973,16 @@ struct CUgraphExecUpdateResultInfo {
   X(MemGetInfo, 3020, "cuMemGetInfo_v2", (std::size_t * freeBytes, std::size_t * total))                               \
   X(MemAlloc, 3020, "cuMemAlloc_v2", (CUdeviceptr * dptr, std::size_t bytesize))                                       \
   X(MemFree, 3020, "cuMemFree_v2", (CUdeviceptr dptr))                                                                 \
+  X(MemAllocPitch, 3020, "cuMemAllocPitch_v2",                                                                       \
+    (CUdeviceptr * dptr, std::size_t * pPitch, std::size_t WidthInBytes, std::size_t Height,                         \
+     unsigned int ElementSizeBytes))                                                                                   \
   X(MemcpyHtoDAsync, 3020, "cuMemcpyHtoDAsync_v2",                                                                     \
     (CUdeviceptr dstDevice, const void* srcHost, std::size_t ByteCount, CUstream hStream))                             \
   X(MemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2",                                                                     \
     (void* dstHost, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                                   \
   X(MemcpyDtoDAsync, 3020, "cuMemcpyDtoDAsync_v2",                                                                     \
     (CUdeviceptr dstDevice, CUdeviceptr srcDevice, std::size_t ByteCount, CUstream hStream))                           \
+  X(Memcpy2DAsync, 3020, "cuMemcpy2DAsync_v2", (const CUDA_MEMCPY2D* pCopy, CUstream hStream))                       \
   X(MemcpyPeerAsync, 4000, "cuMemcpyPeerAsync",                                                                        \
     (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, std::size_t ByteCount,   \
      CUstream hStream))                                                                                                \
@@ -989,6 +1013,13 @@ struct CUgraphExecUpdateResultInfo {
   X(MemPoolSetAttribute, 11020, "cuMemPoolSetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolGetAttribute, 11020, "cuMemPoolGetAttribute", (CUmemoryPool pool, CUmemPool_attribute attr, void* value))   \
   X(MemPoolTrimTo, 11020, "cuMemPoolTrimTo", (CUmemoryPool pool, std::size_t minBytesToKeep))                      \
+  X(MemPoolCreate, 11020, "cuMemPoolCreate", (CUmemoryPool * pool, const CUmemPoolProps* poolProps))               \
+  X(MemPoolDestroy, 11020, "cuMemPoolDestroy", (CUmemoryPool pool))                                                   \
+  X(MemPoolSetAccess, 11020, "cuMemPoolSetAccess", (CUmemoryPool pool, const CUmemAccessDesc* map, std::size_t count)) \
+  X(MemPoolGetAccess, 11020, "cuMemPoolGetAccess",                                                                     \
+    (CUmemAccess_flags * flags, CUmemoryPool memPool, CUmemLocation * location))                                       \
+  X(MemAllocFromPoolAsync, 11020, "cuMemAllocFromPoolAsync",                                                           \
+    (CUdeviceptr * dptr, std::size_t bytesize, CUmemoryPool pool, CUstream hStream))                                   \
   X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
   X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
   X(ThreadExchangeStreamCaptureMode, 10010, "cuThreadExchangeStreamCaptureMode", (CUstreamCaptureMode * mode))         \

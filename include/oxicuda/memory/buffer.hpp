@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "copy.hpp"
+#include "pool.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 
@@ -30,6 +31,10 @@ class DeviceBuffer {
   // buffer would be freed on whichever thread's queue drops it, not ordered
   // after the work of the thread that used it.
   [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count,
+                                                   SourceLocation where = SourceLocation::current());
+  // The same, drawn from `pool` (cuMemAllocFromPoolAsync): a pool of your
+  // own (MemoryPool::create) or any device's default pool.
+  [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count, const MemoryPool& pool,
                                                    SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
@@ -80,6 +85,8 @@ class DeviceBuffer {
 
  private:
   void release() noexcept;
+  // allocate_async's body: from `pool`, or from the stream's device's current pool when null.
+  static DeviceBuffer allocate_from(const Stream& stream, std::size_t count, CUmemoryPool pool, SourceLocation where);
 
   Context ctx_;
   Stream free_stream_;  // set: stream-ordered
@@ -200,11 +207,29 @@ inline void refuse_per_thread(const Stream& stream, const char* operation, Sourc
 
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
-  detail::refuse_per_thread(stream, "oxicuda::DeviceBuffer::allocate_async", where);
-  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::DeviceBuffer::allocate_async", where);
+  return allocate_from(stream, count, nullptr, where);
+}
+
+template <class T>
+DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, const MemoryPool& pool,
+                                                SourceLocation where) {
+  if (!pool) detail::empty_handle("oxicuda::MemoryPool", "oxicuda::DeviceBuffer::allocate_async", where);
+  return allocate_from(stream, count, pool.raw(), where);
+}
+
+template <class T>
+DeviceBuffer<T> DeviceBuffer<T>::allocate_from(const Stream& stream, std::size_t count, CUmemoryPool pool,
+                                               SourceLocation where) {
+  constexpr const char* op = "oxicuda::DeviceBuffer::allocate_async";
+  detail::refuse_per_thread(stream, op, where);
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), op, where);
   DeviceBuffer b;
-  detail::on_stream(stream, "oxicuda::DeviceBuffer::allocate_async", where, [&](CUstream q) {
-    if (count != 0) detail::check(OXICUDA_DRIVER(MemAllocAsync, &b.ptr_, bytes, q), where);
+  detail::on_stream(stream, op, where, [&](CUstream q) {
+    if (count == 0) return;
+    if (pool)
+      detail::check(OXICUDA_DRIVER(MemAllocFromPoolAsync, &b.ptr_, bytes, pool, q), where);
+    else
+      detail::check(OXICUDA_DRIVER(MemAllocAsync, &b.ptr_, bytes, q), where);
   });
   // Stream-ordered also when empty (nothing to allocate or free): free_on
   // and stream_ordered() behave as for any other size.
