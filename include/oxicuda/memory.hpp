@@ -1,5 +1,5 @@
 // oxicuda/memory.hpp — the memory wing: device spans; copies; copies between devices; fills; device buffers;
-// the memory pool; managed memory; registered host memory; pointer queries.
+// the memory pool; managed memory; registered host memory; pointer queries; memory shared between processes (IPC).
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -16,4 +16,5 @@
 #include "memory/managed.hpp"
 #include "memory/registered.hpp"
 #include "memory/pointer.hpp"
+#include "memory/ipc.hpp"
 // clang-format on
