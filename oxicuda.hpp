@@ -807,6 +807,23 @@ enum CUuserObjectRetain_flags : int {
   CU_GRAPH_USER_OBJECT_MOVE = 1,
 };
 
+// --- interprocess handles (cuIpc*) --------------------------------------------
+
+// CU_IPC_HANDLE_SIZE (a macro in cuda.h): the bytes of an IPC handle.
+inline constexpr std::size_t ipc_handle_size = 64;
+
+struct CUipcMemHandle {
+  char reserved[ipc_handle_size];
+};
+
+struct CUipcEventHandle {
+  char reserved[ipc_handle_size];
+};
+
+enum CUipcMem_flags : int {
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
+};
+
 // cuGraphConditionalHandleCreate's flag (a macro in cuda.h).
 inline constexpr unsigned int graph_cond_assign_default = 0x1;
 
@@ -1083,6 +1100,12 @@ struct CUgraphExecUpdateResultInfo {
   X(MemHostUnregister, 4000, "cuMemHostUnregister", (void* p))                                                         \
   X(PointerGetAttributes, 7000, "cuPointerGetAttributes",                                                              \
     (unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr))                       \
+  X(IpcGetMemHandle, 4010, "cuIpcGetMemHandle", (CUipcMemHandle * pHandle, CUdeviceptr dptr))                        \
+  X(IpcOpenMemHandle, 11000, "cuIpcOpenMemHandle_v2",                                                                  \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                                                  \
+  X(IpcCloseMemHandle, 4010, "cuIpcCloseMemHandle", (CUdeviceptr dptr))                                                \
+  X(IpcGetEventHandle, 4010, "cuIpcGetEventHandle", (CUipcEventHandle * pHandle, CUevent event))                       \
+  X(IpcOpenEventHandle, 4010, "cuIpcOpenEventHandle", (CUevent * phEvent, CUipcEventHandle handle))                    \
   X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
   X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \
@@ -3759,10 +3782,203 @@ class SharedHandle {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/in_context.hpp ----
 
+// ---- begin oxicuda/driver/ipc_handle.hpp ----
+// oxicuda/driver/ipc_handle.hpp — the bytes one process hands another to
+// share an event or device memory (CUDA IPC): the driver's 64-byte handle
+// in a small envelope that says what it is and which process exported it.
+// IpcEventHandle is here (ipc_export(event) and its opening are event.hpp's);
+// IpcMemoryHandle is memory/ipc.hpp's.
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// The envelope, little-endian whatever the host, so the bytes may cross a
+// pipe or a socket as they are:
+//   [0, 4)    "OXCI"
+//   4         the format's version (1)
+//   5         what it holds: 1 memory, 2 an event
+//   [6, 8)    zero
+//   [8, 16)   the exporting process's id
+//   [16, 24)  a number drawn once per process (the same id in two PID
+//             namespaces, containers, is two processes)
+//   [24, 88)  the driver's handle (CUipcMemHandle / CUipcEventHandle)
+//   memory only: [88, 96) the element size, [96, 104) the element count.
+// The driver refuses to open a handle in the process that exported it; so
+// does oxicuda, before the driver is asked, with an Error that says so.
+namespace detail {
+
+enum class IpcKind : unsigned char { memory = 1, event = 2 };
+inline constexpr std::size_t ipc_header_bytes = 24 + ffi::ipc_handle_size;
+inline constexpr unsigned char ipc_format_version = 1;
+
+// Who exported a handle. Unknown (zero) for a handle made from the driver's
+// bytes alone (from_raw): the driver then decides.
+struct IpcStamp {
+  std::uint64_t pid = 0;
+  std::uint64_t nonce = 0;
+  friend bool operator==(const IpcStamp&, const IpcStamp&) = default;
+};
+
+inline std::uint64_t mix64(std::uint64_t x) noexcept {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// This process: its id (asked each time: a forked child is another
+// process) and its number, drawn once from the clocks and an address.
+inline IpcStamp this_process() noexcept {
+  static const std::uint64_t nonce = [] {
+    static const char here = 0;
+    std::uint64_t x = mix64(static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+    x = mix64(x ^ static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+    x = mix64(x ^ static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&here)));
+    x = mix64(x ^ static_cast<std::uint64_t>(process_id()));
+    return x | 1;  // never zero: zero is "unknown"
+  }();
+  return {static_cast<std::uint64_t>(process_id()), nonce};
+}
+
+inline void put_u64(std::byte* p, std::uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+inline std::uint64_t get_u64(const std::byte* p) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+// Writes the envelope's first ipc_header_bytes.
+inline void put_ipc_header(std::byte* out, IpcKind kind, IpcStamp stamp, const char (&raw)[ffi::ipc_handle_size]) noexcept {
+  std::memcpy(out, "OXCI", 4);
+  out[4] = static_cast<std::byte>(ipc_format_version);
+  out[5] = static_cast<std::byte>(kind);
+  out[6] = out[7] = std::byte{0};
+  put_u64(out + 8, stamp.pid);
+  put_u64(out + 16, stamp.nonce);
+  std::memcpy(out + 24, raw, ffi::ipc_handle_size);
+}
+
+// Reads the envelope of `bytes` (`size` of them expected, of `kind`) into
+// `raw` and returns its stamp; an Error saying what is wrong otherwise.
+inline IpcStamp get_ipc_header(std::span<const std::byte> bytes, std::size_t size, IpcKind kind,
+                               char (&raw)[ffi::ipc_handle_size], const char* operation, SourceLocation where) {
+  auto refuse = [&](std::string why) {
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, std::move(why), where));
+  };
+  const char* what = kind == IpcKind::memory ? "an IpcMemoryHandle" : "an IpcEventHandle";
+  if (bytes.size() != size)
+    refuse(cat({std::to_string(bytes.size()), " bytes; ", what, " is ", std::to_string(size),
+                " bytes (to_bytes()'s array): pass all of them, and nothing else"}));
+  if (std::memcmp(bytes.data(), "OXCI", 4) != 0)
+    refuse(cat({"these bytes are not an oxicuda IPC handle (they do not begin with \"OXCI\"): pass what ", what,
+                "'s to_bytes() gave, unchanged"}));
+  if (bytes[4] != static_cast<std::byte>(ipc_format_version))
+    refuse(cat({"an IPC handle of format version ", std::to_string(static_cast<unsigned>(bytes[4])),
+                "; this oxicuda reads version ", std::to_string(ipc_format_version),
+                ": both processes need an oxicuda with the same IPC format"}));
+  if (bytes[5] != static_cast<std::byte>(kind)) {
+    const bool memory = bytes[5] == static_cast<std::byte>(IpcKind::memory);
+    const bool event = bytes[5] == static_cast<std::byte>(IpcKind::event);
+    refuse(memory || event ? cat({"these bytes are ", memory ? "an IpcMemoryHandle" : "an IpcEventHandle", ", not ", what})
+                           : std::string("these bytes hold an unknown kind of IPC handle"));
+  }
+  std::memcpy(raw, bytes.data() + 24, ffi::ipc_handle_size);
+  return {get_u64(bytes.data() + 8), get_u64(bytes.data() + 16)};
+}
+
+// The Error for opening a handle in the process that exported it: raised
+// before the driver is asked (which refuses too, with a code of its own).
+inline void refuse_own_handle(IpcStamp stamp, const char* operation, const char* use_instead, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(stamp.nonce != 0 && stamp == this_process()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, operation,
+                cat({"this process exported this handle; IPC handles are opened in another process (the driver "
+                     "refuses a process its own): ",
+                     use_instead}),
+                where));
+}
+
+// What a failed open adds to the driver's error when the handle names this
+// process's id under another number: another copy of oxicuda in this
+// process exported it (or a process of the same id in another PID namespace).
+inline std::string own_handle_hint(IpcStamp stamp) {
+  if (stamp.pid == this_process().pid)
+    return "the handle was exported by a process with this process's id: if that is this process (another copy of "
+           "oxicuda in it, a shared library's), the driver refuses it here; open it in another process";
+  return {};
+}
+
+struct IpcExported {};  // ipc_export's tag: a handle this process made
+
+}  // namespace detail
+
+// An event's IPC handle: ipc_export(event) makes it from an Event created
+// with {.timing = false, .interprocess = true}; Event(ctx, handle) opens it
+// in another process. Copyable; to_bytes() gives the bytes to send there,
+// from_bytes() reads them back (every malformed input is an Error).
+class IpcEventHandle {
+ public:
+  static constexpr std::size_t bytes_size = detail::ipc_header_bytes;
+  using Bytes = std::array<std::byte, bytes_size>;
+
+  IpcEventHandle() noexcept = default;
+  IpcEventHandle(detail::IpcExported, const ffi::CUipcEventHandle& raw) noexcept
+      : raw_(raw), stamp_(detail::this_process()), valid_(true) {}
+  // A handle another program exported with the driver or runtime API
+  // (cuIpcGetEventHandle, cudaIpcGetEventHandle: the same 64 bytes). Who
+  // exported it is not known: opening it in that same process is the
+  // driver's error.
+  [[nodiscard]] static IpcEventHandle from_raw(const ffi::CUipcEventHandle& raw) noexcept {
+    IpcEventHandle h;
+    h.raw_ = raw;
+    h.valid_ = true;
+    return h;
+  }
+
+  [[nodiscard]] Bytes to_bytes(SourceLocation where = SourceLocation::current()) const {
+    if (!valid_) detail::empty_handle("oxicuda::IpcEventHandle", "oxicuda::IpcEventHandle::to_bytes", where);
+    Bytes out{};
+    detail::put_ipc_header(out.data(), detail::IpcKind::event, stamp_, raw_.reserved);
+    return out;
+  }
+  [[nodiscard]] static IpcEventHandle from_bytes(std::span<const std::byte> bytes,
+                                                 SourceLocation where = SourceLocation::current()) {
+    IpcEventHandle h;
+    h.stamp_ = detail::get_ipc_header(bytes, bytes_size, detail::IpcKind::event, h.raw_.reserved,
+                                      "oxicuda::IpcEventHandle::from_bytes", where);
+    h.valid_ = true;
+    return h;
+  }
+
+  [[nodiscard]] explicit operator bool() const noexcept { return valid_; }
+  // Whether this process exported it (and so cannot open it).
+  [[nodiscard]] bool exported_here() const noexcept { return valid_ && stamp_ == detail::this_process(); }
+  [[nodiscard]] const ffi::CUipcEventHandle& raw() const noexcept { return raw_; }
+  [[nodiscard]] detail::IpcStamp stamp() const noexcept { return stamp_; }
+
+ private:
+  ffi::CUipcEventHandle raw_{};
+  detail::IpcStamp stamp_{};
+  bool valid_ = false;
+};
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/ipc_handle.hpp ----
+
 // ---- begin oxicuda/driver/event.hpp ----
 // oxicuda/driver/event.hpp — Event: a marker in a stream's work. It is recorded
 // through the stream (stream.record(event), see stream.hpp); here are its
-// creation flags, synchronize, query and the time between two events.
+// creation flags, synchronize, query, the time between two events, and its
+// IPC handle (ipc_export, opened by Event(ctx, handle) in another process).
 
 #include <chrono>
 
@@ -3774,6 +3990,10 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 struct EventOptions {
   bool timing = true;          // false: CU_EVENT_DISABLE_TIMING (cheaper record and wait)
   bool blocking_sync = false;  // true: synchronize() sleeps instead of spinning
+  // true: CU_EVENT_INTERPROCESS, for ipc_export. The driver requires such
+  // an event not to record time: ask for {.timing = false} with it (else an
+  // Error: oxicuda does not turn timing off behind your back).
+  bool interprocess = false;
 };
 
 // Time between two events, as the driver measures it (about 0.5 µs resolution).
@@ -3792,12 +4012,22 @@ class Event {
  public:
   Event() noexcept = default;
   explicit Event(const Context& ctx, EventOptions options = {}, SourceLocation where = SourceLocation::current());
+  // Opens, in `ctx`, an event another process exported (ipc_export;
+  // cuIpcOpenEventHandle): records there are waited for here, and the
+  // other way round. It does not record time, and is destroyed
+  // (cuEventDestroy_v2, as the driver asks) when its last copy drops; the
+  // exporter's event must outlive it. A handle this process exported is
+  // an Error: use the Event itself here.
+  Event(const Context& ctx, const IpcEventHandle& handle, SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUevent raw() const noexcept { return event_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return event_.get() != nullptr; }
   [[nodiscard]] const Context& context() const noexcept { return event_.context(); }
   // Whether the event records time (created with {.timing = true}).
-  [[nodiscard]] bool timing() const noexcept { return event_.extra(); }
+  [[nodiscard]] bool timing() const noexcept { return (event_.extra() & ffi::CU_EVENT_DISABLE_TIMING) == 0 && *this; }
+  // Whether it may be shared with another process (created with
+  // {.interprocess = true}, or opened from an IPC handle).
+  [[nodiscard]] bool interprocess() const noexcept { return (event_.extra() & ffi::CU_EVENT_INTERPROCESS) != 0; }
   [[nodiscard]] long use_count() const noexcept { return event_.use_count(); }
 
   // Blocks until the work before the event's last record has completed.
@@ -3813,7 +4043,7 @@ class Event {
 
  private:
 
-  detail::SharedHandle<CUevent_st, detail::destroy_event, bool> event_;  // extra: timing
+  detail::SharedHandle<CUevent_st, detail::destroy_event, unsigned> event_;  // extra: the CUevent_flags
 };
 
 // A non-owning view of an event, as StreamRef is of a stream: what
@@ -3839,11 +4069,22 @@ class EventRef {
 namespace detail {
 // A new driver event in `ctx` (made current around the call, as
 // cuEventCreate creates in the current context).
-inline CUevent create_event(const Context& ctx, EventOptions options, SourceLocation where) {
+inline unsigned event_flags(EventOptions options) noexcept {
   unsigned flags = ffi::CU_EVENT_DEFAULT;
   if (!options.timing) flags |= ffi::CU_EVENT_DISABLE_TIMING;
   if (options.blocking_sync) flags |= ffi::CU_EVENT_BLOCKING_SYNC;
+  if (options.interprocess) flags |= ffi::CU_EVENT_INTERPROCESS;
+  return flags;
+}
+
+inline CUevent create_event(const Context& ctx, EventOptions options, SourceLocation where) {
+  const unsigned flags = event_flags(options);
   if (!ctx) empty_handle("oxicuda::Context", "oxicuda::Event::Event", where);
+  if (OXICUDA_DETAIL_UNLIKELY(options.interprocess && options.timing))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Event::Event",
+                "an interprocess event cannot record time (the driver requires CU_EVENT_DISABLE_TIMING with "
+                "CU_EVENT_INTERPROCESS): create it with {.timing = false, .interprocess = true}",
+                where));
   reclaim();
   CUevent raw = nullptr;
   SwitchCurrent current(ctx.raw(), where);
@@ -3854,7 +4095,42 @@ inline CUevent create_event(const Context& ctx, EventOptions options, SourceLoca
 
 // (The handle is built in place: no temporary handle moved into it.)
 inline Event::Event(const Context& ctx, EventOptions options, SourceLocation where)
-    : event_(ctx, detail::create_event(ctx, options, where), true, options.timing) {}
+    : event_(ctx, detail::create_event(ctx, options, where), true, detail::event_flags(options)) {}
+
+namespace detail {
+inline CUevent open_ipc_event(const Context& ctx, const IpcEventHandle& handle, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::Event::Event";
+  if (!ctx) empty_handle("oxicuda::Context", operation, where);
+  if (!handle) empty_handle("oxicuda::IpcEventHandle", operation, where);
+  refuse_own_handle(handle.stamp(), operation, "use the Event itself here", where);
+  reclaim();
+  CUevent raw = nullptr;
+  SwitchCurrent current(ctx.raw(), where);
+  const Outcome r = OXICUDA_DRIVER(IpcOpenEventHandle, &raw, handle.raw());
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) fail(r, where, own_handle_hint(handle.stamp()));
+  return raw;
+}
+}  // namespace detail
+
+inline Event::Event(const Context& ctx, const IpcEventHandle& handle, SourceLocation where)
+    : event_(ctx, detail::open_ipc_event(ctx, handle, where), true,
+             ffi::CU_EVENT_DISABLE_TIMING | ffi::CU_EVENT_INTERPROCESS) {}
+
+// The IPC handle of an event created with {.timing = false, .interprocess =
+// true} (cuIpcGetEventHandle), for another process to open with
+// Event(ctx, handle). Another event is an Error saying how to create it.
+[[nodiscard]] inline IpcEventHandle ipc_export(const Event& event, SourceLocation where = SourceLocation::current()) {
+  CUevent raw = detail::checked(event, "oxicuda::Event", "oxicuda::ipc_export", where);
+  if (OXICUDA_DETAIL_UNLIKELY(!event.interprocess()))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::ipc_export",
+                        "this event was not created for interprocess use: create it with {.timing = false, "
+                        ".interprocess = true}",
+                        where));
+  ffi::CUipcEventHandle h{};
+  detail::SwitchCurrent current(event.context().raw(), where);
+  detail::check(OXICUDA_DRIVER(IpcGetEventHandle, &h, raw), where);
+  return IpcEventHandle(detail::IpcExported{}, h);
+}
 
 inline void Event::synchronize(SourceLocation where) const {
   detail::check(OXICUDA_DRIVER(EventSynchronize, detail::checked(*this, "oxicuda::Event", "oxicuda::Event::synchronize", where)), where);
@@ -6619,6 +6895,234 @@ inline PointerInfo pointer_info(ffi::CUdeviceptr address, SourceLocation where) 
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/pointer.hpp ----
+
+// ---- begin oxicuda/memory/ipc.hpp ----
+// oxicuda/memory/ipc.hpp — device memory shared between processes (CUDA
+// IPC): ipc_export(buffer) gives an IpcMemoryHandle (cuIpcGetMemHandle), its
+// bytes go to another process by any means, and IpcMemory<T> maps the
+// memory there (cuIpcOpenMemHandle) until it is closed (cuIpcCloseMemHandle).
+// The envelope of the bytes is driver/ipc_handle.hpp's.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// A DeviceBuffer's IPC handle: the driver's handle and what the opener
+// checks (the element size and count). Copyable; to_bytes() gives the
+// bytes to send to another process, from_bytes() reads them back (every
+// malformed input is an Error).
+class IpcMemoryHandle {
+ public:
+  static constexpr std::size_t bytes_size = detail::ipc_header_bytes + 16;
+  using Bytes = std::array<std::byte, bytes_size>;
+
+  IpcMemoryHandle() noexcept = default;
+  IpcMemoryHandle(detail::IpcExported, const ffi::CUipcMemHandle& raw, std::size_t element_size,
+                  std::size_t count) noexcept
+      : raw_(raw), stamp_(detail::this_process()), element_size_(element_size), count_(count) {}
+  // A handle another program exported with the driver or runtime API
+  // (cuIpcGetMemHandle, cudaIpcGetMemHandle: the same 64 bytes), of `count`
+  // elements of `element_size` bytes: your word for both. Who exported it
+  // is not known: opening it in that same process is the driver's error.
+  [[nodiscard]] static IpcMemoryHandle from_raw(const ffi::CUipcMemHandle& raw, std::size_t element_size,
+                                                std::size_t count, SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] Bytes to_bytes(SourceLocation where = SourceLocation::current()) const;
+  [[nodiscard]] static IpcMemoryHandle from_bytes(std::span<const std::byte> bytes,
+                                                  SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] explicit operator bool() const noexcept { return element_size_ != 0; }
+  [[nodiscard]] std::size_t element_size() const noexcept { return element_size_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * element_size_; }
+  // Whether this process exported it (and so cannot open it).
+  [[nodiscard]] bool exported_here() const noexcept { return element_size_ != 0 && stamp_ == detail::this_process(); }
+  [[nodiscard]] const ffi::CUipcMemHandle& raw() const noexcept { return raw_; }
+  [[nodiscard]] detail::IpcStamp stamp() const noexcept { return stamp_; }
+
+ private:
+  ffi::CUipcMemHandle raw_{};
+  detail::IpcStamp stamp_{};
+  std::size_t element_size_ = 0;  // 0: empty
+  std::size_t count_ = 0;
+};
+
+// The IPC handle of a buffer's memory (cuIpcGetMemHandle, with the buffer's
+// context current), for another process to open with IpcMemory<T>. The
+// whole buffer is exported: the driver exports allocations, not parts of
+// them. A stream-ordered buffer (allocate_async) is an Error: its memory is
+// a pool's, which cuIpcGetMemHandle does not export. So are an empty buffer
+// and a moved-from one. The buffer must outlive every process's mapping.
+template <class T>
+[[nodiscard]] IpcMemoryHandle ipc_export(const DeviceBuffer<T>& buffer, SourceLocation where = SourceLocation::current());
+
+// Another process's device memory (exported with ipc_export), mapped into
+// `ctx`'s device while this handle lives: a device range of the handle's
+// elements, which copies, fills and launches take as they take a
+// DeviceBuffer. The element size the handle records must be sizeof(T).
+// Opened with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (the one flag the driver
+// takes: peer access is enabled when the memory is on another device).
+// Closed (cuIpcCloseMemHandle) on destruction; move-only. A handle this
+// process exported is an Error: use the buffer itself here. The driver
+// maps a handle once per context: opening it again there shares that one
+// mapping (each IpcMemory closes its own reference).
+template <class T>
+class IpcMemory {
+  static_assert(std::is_trivially_copyable_v<T>, "IpcMemory<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  IpcMemory() noexcept = default;
+  IpcMemory(const Context& ctx, const IpcMemoryHandle& handle, SourceLocation where = SourceLocation::current());
+  IpcMemory(IpcMemory&& other) noexcept { swap(other); }
+  IpcMemory& operator=(IpcMemory&& other) noexcept {
+    IpcMemory(std::move(other)).swap(*this);
+    return *this;
+  }
+  IpcMemory(const IpcMemory&) = delete;
+  IpcMemory& operator=(const IpcMemory&) = delete;
+  ~IpcMemory() { release(); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_)); }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {ptr_, count_, ctx_.raw()}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+  // Closes the mapping now; the handle is then empty.
+  void reset() noexcept { release(); }
+
+  void swap(IpcMemory& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(count_, other.count_);
+  }
+
+ private:
+  void release() noexcept;
+
+  Context ctx_;
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t count_ = 0;
+};
+
+namespace detail {
+inline constexpr const char* ipc_open = "oxicuda::IpcMemory::IpcMemory";
+
+// A handle's element size and count, checked: an Error unless both make a
+// size in bytes (from bytes read off a pipe, anything may come).
+inline void check_ipc_extent(std::size_t element_size, std::size_t count, const char* operation, SourceLocation where) {
+  if (element_size == 0)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, "an element size of 0 bytes: no memory handle has one",
+                where));
+  (void)checked_bytes(count, element_size, operation, where);
+}
+}  // namespace detail
+
+inline IpcMemoryHandle IpcMemoryHandle::from_raw(const ffi::CUipcMemHandle& raw, std::size_t element_size,
+                                                 std::size_t count, SourceLocation where) {
+  detail::check_ipc_extent(element_size, count, "oxicuda::IpcMemoryHandle::from_raw", where);
+  IpcMemoryHandle h;
+  h.raw_ = raw;
+  h.element_size_ = element_size;
+  h.count_ = count;
+  return h;
+}
+
+inline IpcMemoryHandle::Bytes IpcMemoryHandle::to_bytes(SourceLocation where) const {
+  if (!*this) detail::empty_handle("oxicuda::IpcMemoryHandle", "oxicuda::IpcMemoryHandle::to_bytes", where);
+  Bytes out{};
+  detail::put_ipc_header(out.data(), detail::IpcKind::memory, stamp_, raw_.reserved);
+  detail::put_u64(out.data() + detail::ipc_header_bytes, element_size_);
+  detail::put_u64(out.data() + detail::ipc_header_bytes + 8, count_);
+  return out;
+}
+
+inline IpcMemoryHandle IpcMemoryHandle::from_bytes(std::span<const std::byte> bytes, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::IpcMemoryHandle::from_bytes";
+  IpcMemoryHandle h;
+  const detail::IpcStamp stamp =
+      detail::get_ipc_header(bytes, bytes_size, detail::IpcKind::memory, h.raw_.reserved, operation, where);
+  const std::uint64_t element_size = detail::get_u64(bytes.data() + detail::ipc_header_bytes);
+  const std::uint64_t count = detail::get_u64(bytes.data() + detail::ipc_header_bytes + 8);
+  if constexpr (sizeof(std::size_t) < sizeof(std::uint64_t))
+    if (element_size > std::size_t(-1) || count > std::size_t(-1))
+      detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, "a size too large for this process's size_t", where));
+  detail::check_ipc_extent(static_cast<std::size_t>(element_size), static_cast<std::size_t>(count), operation, where);
+  h.stamp_ = stamp;
+  h.element_size_ = static_cast<std::size_t>(element_size);
+  h.count_ = static_cast<std::size_t>(count);
+  return h;
+}
+
+template <class T>
+IpcMemoryHandle ipc_export(const DeviceBuffer<T>& buffer, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ipc_export";
+  if (!buffer.context()) detail::empty_handle("oxicuda::DeviceBuffer", operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY(buffer.stream_ordered()))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        "this buffer is stream-ordered (allocate_async): its memory comes from a memory pool, which "
+                        "cuIpcGetMemHandle does not export. Export a buffer allocated with DeviceBuffer(ctx, count)",
+                        where));
+  if (OXICUDA_DETAIL_UNLIKELY(buffer.empty()))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        "this buffer holds 0 elements: there is no allocation to export", where));
+  ffi::CUipcMemHandle h{};
+  detail::SwitchCurrent current(buffer.context().raw(), where);
+  detail::check(OXICUDA_DRIVER(IpcGetMemHandle, &h, buffer.device_ptr()), where);
+  return IpcMemoryHandle(detail::IpcExported{}, h, sizeof(T), buffer.size());
+}
+
+template <class T>
+IpcMemory<T>::IpcMemory(const Context& ctx, const IpcMemoryHandle& handle, SourceLocation where) : ctx_(ctx) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", detail::ipc_open, where);
+  if (!handle) detail::empty_handle("oxicuda::IpcMemoryHandle", detail::ipc_open, where);
+  if (OXICUDA_DETAIL_UNLIKELY(handle.element_size() != sizeof(T)))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, detail::ipc_open,
+                        detail::cat({"the handle's memory holds ", std::to_string(handle.size()), " elements of ",
+                                     std::to_string(handle.element_size()), " bytes; this IpcMemory<T> has elements of ",
+                                     std::to_string(sizeof(T)), " bytes: open it with the exporter's element type"}),
+                        where));
+  detail::refuse_own_handle(handle.stamp(), detail::ipc_open, "use the DeviceBuffer itself here", where);
+  detail::SwitchCurrent current(ctx.raw(), where);
+  const detail::Outcome r =
+      OXICUDA_DRIVER(IpcOpenMemHandle, &ptr_, handle.raw(), static_cast<unsigned>(ffi::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
+    ptr_ = 0;
+    detail::fail(r, where, detail::own_handle_hint(handle.stamp()));
+  }
+  count_ = handle.size();
+}
+
+template <class T>
+void IpcMemory<T>::release() noexcept {
+  if (ptr_ != 0) {
+    constexpr const char* during = "closing an oxicuda::IpcMemory";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(IpcCloseMemHandle, ptr_), during);
+  }
+  ctx_ = Context();
+  ptr_ = 0;
+  count_ = 0;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/ipc.hpp ----
 
 // ---- begin oxicuda/kernel/image.hpp ----
 // oxicuda/kernel/image.hpp — what kind of image a module is loaded from (PTX text,

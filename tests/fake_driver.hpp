@@ -8,7 +8,9 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,6 +33,7 @@ struct Fake {
   fake_hold_fn hold;
   fake_pending_fn pending;
   fake_stream_destroys_fn stream_destroys;
+  fake_set_process_id_fn set_process_id;
 
   // The fake that oxicuda loaded (loading it first if need be).
   static Fake& get() {
@@ -61,6 +64,7 @@ struct Fake {
       x.hold = reinterpret_cast<fake_hold_fn>(dlsym(lib, "fake_hold"));
       x.pending = reinterpret_cast<fake_pending_fn>(dlsym(lib, "fake_pending"));
       x.stream_destroys = reinterpret_cast<fake_stream_destroys_fn>(dlsym(lib, "fake_stream_destroys"));
+      x.set_process_id = reinterpret_cast<fake_set_process_id_fn>(dlsym(lib, "fake_set_process_id"));
       return x;
     }();
     return f;
@@ -148,6 +152,26 @@ oxicuda::Error error_of(F&& f) {
   FAIL("no error");
   return oxicuda::Error(oxicuda::ffi::CUDA_SUCCESS, "");
 }
+
+// An IPC handle as if another process had exported it: its bytes with the
+// exporter's id and number (bytes 8 to 24 of the envelope, see
+// oxicuda/driver/ipc_handle.hpp) changed. The fake must believe so too:
+// OtherProcess.
+template <class Handle>
+Handle as_if_exported_elsewhere(const Handle& handle) {
+  auto bytes = handle.to_bytes();
+  for (std::size_t i = 8; i < 24; ++i) bytes[i] ^= std::byte{0x5a};
+  return Handle::from_bytes(bytes);
+}
+
+// For its scope, the fake believes it runs in another process than the one
+// that exported the handles made before (fake_set_process_id).
+struct OtherProcess {
+  OtherProcess() { Fake::get().set_process_id(static_cast<long>(::getpid()) + 100000); }
+  OtherProcess(const OtherProcess&) = delete;
+  OtherProcess& operator=(const OtherProcess&) = delete;
+  ~OtherProcess() { Fake::get().set_process_id(0); }
+};
 
 // Heap allocations made by this process so far (tests/cpu/main.cpp counts them).
 long heap_allocations();

@@ -1,6 +1,7 @@
 // oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the current
-// context's guards; the shared in-context handle; event; the stream view and the enqueue path; stream;
-// profiler ranges; a context's limits and cache preference; peer access between devices; the device pool.
+// context's guards; the shared in-context handle; IPC handles' bytes; event; the stream view and the enqueue
+// path; stream; profiler ranges; a context's limits and cache preference; peer access between devices; the
+// device pool.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -14,6 +15,7 @@
 #include "driver/context.hpp"
 #include "driver/current.hpp"
 #include "driver/in_context.hpp"
+#include "driver/ipc_handle.hpp"
 #include "driver/event.hpp"
 #include "driver/stream_ref.hpp"
 #include "driver/stream.hpp"

@@ -1,6 +1,6 @@
 // oxicuda/memory.hpp — the memory wing: device spans; copies; copies between devices; fills; device buffers;
 // memory pools (the default one, and your own); 2D (pitched) memory and copies; managed memory; registered host memory;
-// pointer queries.
+// pointer queries; memory shared between processes (IPC).
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -18,4 +18,5 @@
 #include "memory/managed.hpp"
 #include "memory/registered.hpp"
 #include "memory/pointer.hpp"
+#include "memory/ipc.hpp"
 // clang-format on

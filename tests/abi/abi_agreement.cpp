@@ -81,6 +81,7 @@ static_assert(oxicuda::ffi::mem_attach_host == CU_MEM_ATTACH_HOST);
 static_assert(oxicuda::ffi::memhostregister_portable == CU_MEMHOSTREGISTER_PORTABLE);
 static_assert(oxicuda::ffi::memhostregister_devicemap == CU_MEMHOSTREGISTER_DEVICEMAP);
 static_assert(oxicuda::ffi::memhostregister_read_only == CU_MEMHOSTREGISTER_READ_ONLY);
+static_assert(oxicuda::ffi::ipc_handle_size == CU_IPC_HANDLE_SIZE);
 
 #include "abi_checks.inc"
 

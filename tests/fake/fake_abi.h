@@ -22,7 +22,8 @@
   X(pool, "cuMemPoolDestroy")              /* pools made by cuMemPoolCreate */ \
   X(graph, "cuGraphDestroy")               /* also made by cuStreamEndCapture */ \
   X(graph_exec, "cuGraphExecDestroy")                                         \
-  X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */
+  X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */ \
+  X(ipc_memory, "cuIpcCloseMemHandle")     /* mappings made by cuIpcOpenMemHandle */
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +90,11 @@ typedef long (*fake_pending_fn)(const void* stream);
 // The cuStreamDestroy_v2 calls made on a stream handle since the fake
 // created it (or ever, for a handle it did not create: a default stream).
 typedef long (*fake_stream_destroys_fn)(const void* stream);
+// The process id the fake believes it runs in, until fake_reset (0: the
+// real one). An IPC handle names its exporter's id, and the fake, as the
+// driver, refuses to open one in the exporting process: a test opens its
+// own handle "in another process" by setting another id here.
+typedef void (*fake_set_process_id_fn)(long pid);
 
 // The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
 // fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as

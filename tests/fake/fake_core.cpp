@@ -106,6 +106,7 @@ FAKE_EXPORT void fake_reset() {
   }
   total_calls = 0;
   reset_device_attributes();
+  reset_ipc();
   std::lock_guard lock(mu);
   invalid_destroys = 0;
   host_funcs_run = 0;

@@ -127,6 +127,21 @@ void graph_memory_forget(CUdeviceptr ptr) {
 
 bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) { return in_block(graph_blocks, ptr, bytes); }
 
+bool ipc_allocation(CUdeviceptr ptr, std::size_t& bytes, unsigned long long& id) {
+  auto a = allocations.find(ptr);
+  auto o = owners.find(ptr);
+  if (a == allocations.end() || o == owners.end() || o->second.managed || o->second.type != CU_MEMORYTYPE_DEVICE)
+    return false;  // (cuMemAllocAsync's blocks have no owner: a pool's)
+  bytes = a->second;
+  id = o->second.id;
+  return true;
+}
+
+bool ipc_allocation_live(CUdeviceptr ptr, unsigned long long id) {
+  auto o = owners.find(ptr);
+  return allocations.count(ptr) && o != owners.end() && o->second.id == id;
+}
+
 long live_memory() { return static_cast<long>(allocations.size()); }
 long live_pinned() { return static_cast<long>(host_allocations.size()); }
 long live_registered() { return static_cast<long>(registrations.size()); }

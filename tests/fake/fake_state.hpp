@@ -104,6 +104,12 @@ bool graph_memory_free(CUdeviceptr ptr);
 void module_variable_add(CUdeviceptr ptr, std::size_t bytes);
 void module_variable_remove(CUdeviceptr ptr);
 void graph_memory_forget(CUdeviceptr ptr);  // the block itself is gone
+// With `mu` held: for cuIpcGetMemHandle, whether `ptr` is the start of an
+// allocation made by cuMemAlloc (its size and its id, unique in the run, out).
+bool ipc_allocation(CUdeviceptr ptr, std::size_t& bytes, unsigned long long& id);
+// With `mu` held: whether that allocation is still there (not freed, its
+// address not reused by another).
+bool ipc_allocation_live(CUdeviceptr ptr, unsigned long long id);
 
 // fake_module_launch.cpp
 // Checks a launch's configuration against the function (as cuLaunchKernel does).
@@ -117,6 +123,13 @@ void run_launch(CUfunction fn, CUstream s, const unsigned grid[3], const unsigne
 void mark_recorded(CUevent e);  // an event record has run
 CUcontext stream_context(CUstream s);
 bool blocking_stream(CUstream s);
+// With `mu` held: a live event's flags; -1 for a dead one.
+long event_flags(CUevent e);
+// With `mu` held: a new event in `ctx` with `flags` (cuIpcOpenEventHandle's).
+CUevent new_event(CUcontext ctx, unsigned flags);
+
+// fake_ipc.cpp
+void reset_ipc();  // forgets fake_set_process_id (takes `mu`)
 
 // fake_graph*.cpp: graphs (fake_graph_capture.cpp: stream capture).
 // One node's work, as enqueued on a stream or added to a graph.

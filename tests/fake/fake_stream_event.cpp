@@ -120,6 +120,14 @@ bool blocking_stream(CUstream s) {
   return alive(s, Kind::stream) && (reinterpret_cast<Stream*>(s)->flags & CU_STREAM_NON_BLOCKING) == 0;
 }
 
+long event_flags(CUevent e) { return alive(e, Kind::event) ? reinterpret_cast<Event*>(e)->flags : -1; }
+
+CUevent new_event(CUcontext ctx, unsigned flags) {
+  auto* e = new Event{ctx, flags, false, 0, nullptr};
+  live[e] = Kind::event;
+  return reinterpret_cast<CUevent>(e);
+}
+
 long live_stream() { return count_live(Kind::stream); }
 long live_event() { return count_live(Kind::event); }
 

@@ -731,6 +731,23 @@ enum CUuserObjectRetain_flags : int {
   CU_GRAPH_USER_OBJECT_MOVE = 1,
 };
 
+// --- interprocess handles (cuIpc*) --------------------------------------------
+
+// CU_IPC_HANDLE_SIZE (a macro in cuda.h): the bytes of an IPC handle.
+inline constexpr std::size_t ipc_handle_size = 64;
+
+struct CUipcMemHandle {
+  char reserved[ipc_handle_size];
+};
+
+struct CUipcEventHandle {
+  char reserved[ipc_handle_size];
+};
+
+enum CUipcMem_flags : int {
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
+};
+
 // cuGraphConditionalHandleCreate's flag (a macro in cuda.h).
 inline constexpr unsigned int graph_cond_assign_default = 0x1;
 
@@ -1007,6 +1024,12 @@ struct CUgraphExecUpdateResultInfo {
   X(MemHostUnregister, 4000, "cuMemHostUnregister", (void* p))                                                         \
   X(PointerGetAttributes, 7000, "cuPointerGetAttributes",                                                              \
     (unsigned int numAttributes, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr))                       \
+  X(IpcGetMemHandle, 4010, "cuIpcGetMemHandle", (CUipcMemHandle * pHandle, CUdeviceptr dptr))                        \
+  X(IpcOpenMemHandle, 11000, "cuIpcOpenMemHandle_v2",                                                                  \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                                                  \
+  X(IpcCloseMemHandle, 4010, "cuIpcCloseMemHandle", (CUdeviceptr dptr))                                                \
+  X(IpcGetEventHandle, 4010, "cuIpcGetEventHandle", (CUipcEventHandle * pHandle, CUevent event))                       \
+  X(IpcOpenEventHandle, 4010, "cuIpcOpenEventHandle", (CUevent * phEvent, CUipcEventHandle handle))                    \
   X(MemAllocAsync, 11020, "cuMemAllocAsync", (CUdeviceptr * dptr, std::size_t bytesize, CUstream hStream))             \
   X(MemFreeAsync, 11020, "cuMemFreeAsync", (CUdeviceptr dptr, CUstream hStream))                                       \
   X(DeviceGetDefaultMemPool, 11020, "cuDeviceGetDefaultMemPool", (CUmemoryPool * pool_out, CUdevice dev))              \

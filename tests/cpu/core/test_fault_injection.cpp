@@ -193,6 +193,19 @@ std::vector<Op> operations() {
          (void)pointer_info(m);
          (void)pointer_info(host.data());
        }},
+      {"IPC: memory and an event exported, opened as if in another process, closed",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         DeviceBuffer<int> b(ctx, 16);
+         Event e(ctx, {.timing = false, .interprocess = true});
+         const IpcMemoryHandle h = as_if_exported_elsewhere(ipc_export(b));
+         const IpcEventHandle eh = as_if_exported_elsewhere(ipc_export(e));
+         OtherProcess other;
+         IpcMemory<int> m(ctx, h);
+         Event opened(ctx, eh);
+         s.wait(opened);
+       }},
       {"memory",
        [] {
          Context ctx = Context::primary(Device::get(0));
