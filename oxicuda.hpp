@@ -6053,11 +6053,10 @@ void PinnedBuffer<T>::release() noexcept {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/buffer.hpp ----
 
-// ---- begin oxicuda/memory/pitched.hpp ----
-// oxicuda/memory/pitched.hpp — 2D memory: DeviceSpan2D<T> and HostSpan2D<T>
-// (rows of elements a pitch apart), PitchedBuffer<T> (cuMemAllocPitch), and
-// 2D copies between any two of them, synchronous and stream-ordered, with
-// the extents checked (cuMemcpy2DAsync).
+// ---- begin oxicuda/memory/span_2d.hpp ----
+// oxicuda/memory/span_2d.hpp — 2D views: DeviceSpan2D<T> and HostSpan2D<T>
+// (rows of elements a pitch apart), their extent checks, and view_2d over
+// a linear device or host range.
 
 #include <concepts>
 #include <cstddef>
@@ -6207,6 +6206,69 @@ concept range_2d = device_range_2d<R> || host_range_2d<R>;
 template <class R>
 using element_2d_t = typename decltype(std::declval<const R&>().span_2d())::element_type;
 
+}  // namespace detail
+
+// A 2D view of a linear range: `height` rows of `width` elements, each
+// `pitch_bytes` after the one before (0: width * sizeof(T), rows packed).
+// A device range (DeviceBuffer, DeviceSpan, ManagedBuffer) gives a
+// DeviceSpan2D; a contiguous host range (std::vector, std::array,
+// PinnedBuffer) a HostSpan2D. An Error when the rows do not fit the range,
+// a row is wider than the pitch, or the pitch misaligns the rows.
+template <class R>
+  requires detail::device_range<std::remove_cvref_t<R>>
+[[nodiscard]] auto view_2d(R&& range, std::size_t width, std::size_t height, std::size_t pitch_bytes = 0,
+                           SourceLocation where = SourceLocation::current()) {
+  using T = detail::device_element_t<std::remove_cvref_t<R>>;
+  constexpr const char* op = "oxicuda::view_2d";
+  detail::check_buffer_handle(range, op, where);
+  const auto s = range.device_span();
+  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
+  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
+  if (OXICUDA_DETAIL_UNLIKELY(need > detail::span_bytes(s, op, where)))
+    detail::bad_2d(op,
+                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
+                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
+                                " bytes; the range has ", std::to_string(s.size_bytes())}),
+                   where);
+  return DeviceSpan2D<T>(s.device_ptr(), width, height, pitch_bytes, s.context(), s.stream());
+}
+
+template <class R>
+  requires detail::host_range<std::remove_cvref_t<R>>
+[[nodiscard]] auto view_2d(R&& range, std::size_t width, std::size_t height, std::size_t pitch_bytes = 0,
+                           SourceLocation where = SourceLocation::current()) {
+  using T = detail::host_element_t<std::remove_reference_t<R>>;
+  constexpr const char* op = "oxicuda::view_2d";
+  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
+  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
+  const std::size_t have = std::size(range) * sizeof(T);
+  if (OXICUDA_DETAIL_UNLIKELY(need > have))
+    detail::bad_2d(op,
+                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
+                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
+                                " bytes; the range has ", std::to_string(have)}),
+                   where);
+  return HostSpan2D<T>(std::data(range), width, height, pitch_bytes);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/span_2d.hpp ----
+
+// ---- begin oxicuda/memory/pitched.hpp ----
+// oxicuda/memory/pitched.hpp — PitchedBuffer<T> (cuMemAllocPitch), and 2D
+// copies between pitched device memory, linear device memory and host rows
+// (span_2d.hpp's views), synchronous and stream-ordered, with the extents
+// checked (cuMemcpy2DAsync).
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
 template <class R>
 CUcontext context_2d(const R& r) noexcept {
   if constexpr (device_range_2d<R>)
@@ -6280,49 +6342,6 @@ template <class Dst, class Src>
 concept copyable_2d = range_2d<Dst> && range_2d<Src> && (device_range_2d<Dst> || device_range_2d<Src>);
 
 }  // namespace detail
-
-// A 2D view of a linear range: `height` rows of `width` elements, each
-// `pitch_bytes` after the one before (0: width * sizeof(T), rows packed).
-// A device range (DeviceBuffer, DeviceSpan, ManagedBuffer) gives a
-// DeviceSpan2D; a contiguous host range (std::vector, std::array,
-// PinnedBuffer) a HostSpan2D. An Error when the rows do not fit the range,
-// a row is wider than the pitch, or the pitch misaligns the rows.
-template <class R>
-  requires detail::device_range<std::remove_cvref_t<R>>
-[[nodiscard]] auto view_2d(R&& range, std::size_t width, std::size_t height, std::size_t pitch_bytes = 0,
-                           SourceLocation where = SourceLocation::current()) {
-  using T = detail::device_element_t<std::remove_cvref_t<R>>;
-  constexpr const char* op = "oxicuda::view_2d";
-  detail::check_buffer_handle(range, op, where);
-  const auto s = range.device_span();
-  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
-  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
-  if (OXICUDA_DETAIL_UNLIKELY(need > detail::span_bytes(s, op, where)))
-    detail::bad_2d(op,
-                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
-                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
-                                " bytes; the range has ", std::to_string(s.size_bytes())}),
-                   where);
-  return DeviceSpan2D<T>(s.device_ptr(), width, height, pitch_bytes, s.context(), s.stream());
-}
-
-template <class R>
-  requires detail::host_range<std::remove_cvref_t<R>>
-[[nodiscard]] auto view_2d(R&& range, std::size_t width, std::size_t height, std::size_t pitch_bytes = 0,
-                           SourceLocation where = SourceLocation::current()) {
-  using T = detail::host_element_t<std::remove_reference_t<R>>;
-  constexpr const char* op = "oxicuda::view_2d";
-  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
-  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
-  const std::size_t have = std::size(range) * sizeof(T);
-  if (OXICUDA_DETAIL_UNLIKELY(need > have))
-    detail::bad_2d(op,
-                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
-                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
-                                " bytes; the range has ", std::to_string(have)}),
-                   where);
-  return HostSpan2D<T>(std::data(range), width, height, pitch_bytes);
-}
 
 // `height()` rows of `width()` elements of T in device memory, each row
 // aligned for the device (cuMemAllocPitch chooses pitch_bytes(), a row's

@@ -14,6 +14,7 @@
 #include "memory/fill.hpp"
 #include "memory/pool.hpp"
 #include "memory/buffer.hpp"
+#include "memory/span_2d.hpp"
 #include "memory/pitched.hpp"
 #include "memory/managed.hpp"
 #include "memory/registered.hpp"
