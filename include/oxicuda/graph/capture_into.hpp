@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -57,9 +58,14 @@ inline CapturesInto& captures_into() noexcept {
   return *c;
 }
 
+// A stream destroyed while it captured into a graph ended that capture:
+// its entry goes (detail::stream_destroyed_hook).
+inline void stream_destroyed(CUstream q) noexcept;
+
 // Holds `graph` for a capture about to begin on `key` (before the driver
 // call: this is what can fail); its ticket.
 inline std::uint64_t hold_capture_into(CaptureKey key, const Graph& graph) {
+  stream_destroyed_hook.store(&stream_destroyed, std::memory_order_release);
   CapturesInto& c = captures_into();
   const SpinGuard lock(c.lock);
   c.list.push_back({key, c.next, graph});
@@ -93,6 +99,11 @@ inline void began_capture(CaptureKey key, std::uint64_t ticket) noexcept {
   }
 }
 
+inline void stream_destroyed(CUstream q) noexcept {
+  while (take_capture_into_if([&](const CaptureInto& e) { return e.key.stream == q; })) {
+  }
+}
+
 // The entry of a capture that did not begin.
 inline void forget_capture_into(std::uint64_t ticket) noexcept {
   (void)take_capture_into_if([&](const CaptureInto& e) { return e.ticket == ticket; });
@@ -114,6 +125,15 @@ inline Graph find_capture_into(CaptureKey key) noexcept {
 }
 
 inline bool capturing_into(CaptureKey key) noexcept { return static_cast<bool>(find_capture_into(key)); }
+
+// Whether a capture (begun by oxicuda) is capturing into `g`.
+inline bool captured_into(CUgraph g) noexcept {
+  CapturesInto& c = captures_into();
+  const SpinGuard lock(c.lock);
+  for (const CaptureInto& e : c.list)
+    if (e.graph.raw() == g) return true;
+  return false;
+}
 
 // Checks `nodes` against the nodes of `g` (listed once): each one set, none
 // twice, each a node of `g` (`whose`: how errors name that graph), and
@@ -177,6 +197,10 @@ inline void begin_capture_to(const Stream& stream, const Graph& graph, Dependenc
       raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, operation,
                   "the graph belongs to another context than the stream: capture into a graph made in the "
                   "stream's context",
+                  where));
+    if (captured_into(g))
+      raise(Error(ffi::CUDA_ERROR_ILLEGAL_STATE, operation,
+                  "another capture is capturing into this graph: end it first (one capture into a graph at a time)",
                   where));
     check_nodes_of(g, after, edges, "the graph to capture into", operation, where);
     const std::vector<ffi::CUgraphEdgeData> data = edges_to_driver(edges);
