@@ -651,6 +651,24 @@ enum CUstreamCaptureMode : int {
   CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 
+// cuStreamUpdateCaptureDependencies' flags.
+enum CUstreamUpdateCaptureDependencies_flags : int {
+  CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0x0,
+  CU_STREAM_SET_CAPTURE_DEPENDENCIES = 0x1,
+};
+
+// A graph edge's type (CUgraphEdgeData::type).
+enum CUgraphDependencyType : int {
+  CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0,
+  CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1,
+};
+
+// A kernel node's outgoing ports (CUgraphEdgeData::from_port): cuda.h's
+// CU_GRAPH_KERNEL_NODE_PORT_* macros.
+inline constexpr unsigned char graph_kernel_node_port_default = 0;
+inline constexpr unsigned char graph_kernel_node_port_programmatic = 1;
+inline constexpr unsigned char graph_kernel_node_port_launch_order = 2;
+
 enum CUgraphNodeType : int {
   CU_GRAPH_NODE_TYPE_KERNEL = 0,
   CU_GRAPH_NODE_TYPE_MEMCPY = 1,
@@ -1126,6 +1144,12 @@ struct CUgraphExecUpdateResultInfo {
   X(StreamGetCaptureInfo, 12030, "cuStreamGetCaptureInfo_v3",                                                          \
     (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out, CUgraph * graph_out,            \
      const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, std::size_t* numDependencies_out))   \
+  X(StreamBeginCaptureToGraph, 12030, "cuStreamBeginCaptureToGraph",                                                  \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData,         \
+     std::size_t numDependencies, CUstreamCaptureMode mode))                                                           \
+  X(StreamUpdateCaptureDependencies, 12030, "cuStreamUpdateCaptureDependencies_v2",                                    \
+    (CUstream hStream, CUgraphNode * dependencies, const CUgraphEdgeData* dependencyData, std::size_t numDependencies, \
+     unsigned int flags))                                                                                              \
   X(GraphCreate, 10000, "cuGraphCreate", (CUgraph * phGraph, unsigned int flags))                                      \
   X(GraphDestroy, 10000, "cuGraphDestroy", (CUgraph hGraph))                                                           \
   X(GraphClone, 10000, "cuGraphClone", (CUgraph * phGraphClone, CUgraph originalGraph))                                \
@@ -4325,6 +4349,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 // oxicuda/driver/stream.hpp — Stream: a queue of work on the GPU. Copies are
 // handles to one queue; record/wait tie queues together through events.
 
+#include <atomic>
 #include <memory>
 #include <utility>
 
@@ -4341,6 +4366,12 @@ struct StreamOptions {
   // default stream (the seed's default). false: a blocking stream.
   bool non_blocking = true;
 };
+
+namespace detail {
+// Told of each stream oxicuda destroys, after the destroy; null until a part
+// needs it (capture_into.hpp: a capture into a graph ends with its stream).
+inline std::atomic<void (*)(CUstream) noexcept> stream_destroyed_hook{nullptr};
+}  // namespace detail
 
 // The deleter of every Stream's std::shared_ptr<CUstream_st> (reach it with
 // std::get_deleter<StreamDeleter>(stream.shared())). It keeps the stream's
@@ -4376,6 +4407,7 @@ class StreamDeleter {
   void operator()(CUstream_st* s) noexcept {
     if (owns_) {
       detail::check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
+      if (auto* hook = detail::stream_destroyed_hook.load(std::memory_order_acquire)) hook(s);
       detail::reclaim();
     }
     adopted_.reset();
@@ -8413,14 +8445,16 @@ OXICUDA_DETAIL_NAMESPACE_END
 // ---- begin oxicuda/graph/node.hpp ----
 // oxicuda/graph/node.hpp — the nodes of a graph as handles: GraphNode (its
 // kind, its dependencies and dependents), GraphNodes (a list the driver
-// gave), Dependencies (the nodes a new node runs after), and the one table
-// of the names errors give this wing's handles.
+// gave), Dependencies (the nodes a new node runs after), EdgeData (what an
+// edge carries), and the one table of the names errors give this wing's
+// handles.
 
 #include <cstddef>
 #include <initializer_list>
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -8523,6 +8557,9 @@ class Dependencies {
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::span<const GraphNode> nodes, SourceLocation where = SourceLocation::current())
       : Dependencies(nodes.data(), nodes.size(), where) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): e.g. CaptureInfo::dependencies
+  Dependencies(const std::vector<GraphNode>& nodes, SourceLocation where = SourceLocation::current())
+      : Dependencies(nodes.data(), nodes.size(), where) {}
   Dependencies(const Dependencies&) = delete;
   Dependencies& operator=(const Dependencies&) = delete;
 
@@ -8548,7 +8585,46 @@ class Dependencies {
   SourceLocation where_;
 };
 
+// What an edge carries (cuda.h's CUgraphEdgeData, CUDA 12.3): where it
+// leaves the node before it, and its type. The default, all zero, is a full
+// dependency: the node after it runs when the node before it has finished,
+// and sees its memory. Only kernel nodes have other ports.
+enum class EdgePort : unsigned char {
+  // The node has finished (CU_GRAPH_KERNEL_NODE_PORT_DEFAULT).
+  completion = ffi::graph_kernel_node_port_default,
+  // Every block of the kernel has called cudaTriggerProgrammaticLaunchCompletion()
+  // or ended; only with EdgeType::programmatic (CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC).
+  programmatic = ffi::graph_kernel_node_port_programmatic,
+  // Every block of the kernel has begun (CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER).
+  launch_order = ffi::graph_kernel_node_port_launch_order,
+};
+enum class EdgeType : unsigned char {
+  full = ffi::CU_GRAPH_DEPENDENCY_TYPE_DEFAULT,  // an ordinary dependency
+  // The kernel after it may use cudaGridDependencySynchronize(); between
+  // kernel nodes only, from port programmatic or launch_order
+  // (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC).
+  programmatic = ffi::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC,
+};
+struct EdgeData {
+  EdgePort from_port = EdgePort::completion;
+  EdgeType type = EdgeType::full;
+  unsigned char to_port = 0;  // no node kind defines one yet: 0
+  friend bool operator==(const EdgeData&, const EdgeData&) = default;
+};
+
 namespace detail {
+
+inline ffi::CUgraphEdgeData edge_to_driver(const EdgeData& e) noexcept {
+  ffi::CUgraphEdgeData d{};
+  d.from_port = static_cast<unsigned char>(e.from_port);
+  d.to_port = e.to_port;
+  d.type = static_cast<unsigned char>(e.type);
+  return d;
+}
+
+inline EdgeData edge_from_driver(const ffi::CUgraphEdgeData& d) noexcept {
+  return {static_cast<EdgePort>(d.from_port), static_cast<EdgeType>(d.type), d.to_port};
+}
 
 // The name an error gives each handle of this wing (empty_handle's `type`),
 // by the driver handle it holds: one table, so that every check of a handle
@@ -10037,13 +10113,238 @@ inline const char* update_result_text(ffi::CUgraphExecUpdateResult r) noexcept {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/graph_exec.hpp ----
 
+// ---- begin oxicuda/graph/capture_into.hpp ----
+// oxicuda/graph/capture_into.hpp — what capturing into a graph of the
+// caller's needs (begin_capture_to in capture.hpp): the list of such
+// captures not ended yet, each holding the caller's Graph, so that ending
+// one gives that Graph back (never a second owner of its CUgraph) and the
+// graph outlives the capture; the check that nodes belong to a graph; and
+// the begin itself.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// What a capture is known by: its stream, and for the per-thread default
+// stream (another stream on each thread and in each context) the thread
+// and the context.
+struct CaptureKey {
+  CUstream stream = nullptr;
+  const void* thread = nullptr;
+  CUcontext ctx = nullptr;
+  friend bool operator==(const CaptureKey&, const CaptureKey&) = default;
+};
+
+inline const void* this_thread_tag() noexcept {
+  static thread_local const char tag = 0;
+  return &tag;
+}
+
+inline CaptureKey capture_key(CUstream q, const Context& ctx) noexcept {
+  if (q == ffi::stream_per_thread()) return {q, this_thread_tag(), ctx.raw()};
+  return {q, nullptr, nullptr};
+}
+
+// The captures into a graph of the caller's that have not ended. A spin
+// lock, as destroyed_contexts (no <mutex> in the header); never destroyed
+// (an entry may outlive static destructors).
+struct CaptureInto {
+  CaptureKey key;
+  std::uint64_t ticket;
+  Graph graph;
+};
+struct CapturesInto {
+  std::atomic_flag lock;  // clear (C++20)
+  std::uint64_t next = 1;
+  std::vector<CaptureInto> list;
+};
+inline CapturesInto& captures_into() noexcept {
+  static CapturesInto* c = new CapturesInto;
+  return *c;
+}
+
+// A stream destroyed while it captured into a graph ended that capture:
+// its entry goes (detail::stream_destroyed_hook).
+inline void stream_destroyed(CUstream q) noexcept;
+
+// Holds `graph` for a capture about to begin on `key` (before the driver
+// call: this is what can fail); its ticket.
+inline std::uint64_t hold_capture_into(CaptureKey key, const Graph& graph) {
+  stream_destroyed_hook.store(&stream_destroyed, std::memory_order_release);
+  CapturesInto& c = captures_into();
+  const SpinGuard lock(c.lock);
+  c.list.push_back({key, c.next, graph});
+  return c.next++;
+}
+
+// Takes off the list the first entry that `match(entry)` selects: its
+// Graph, or an empty one when none matched (an entry's Graph is never
+// empty). Nothing allocates; the caller drops it outside the lock (the
+// last Graph handle destroys its graph).
+template <class Match>
+Graph take_capture_into_if(Match match) noexcept {
+  Graph out;
+  CapturesInto& c = captures_into();
+  const SpinGuard lock(c.lock);
+  for (auto it = c.list.begin(); it != c.list.end(); ++it)
+    if (match(*it)) {
+      out = std::move(it->graph);
+      c.list.erase(it);
+      break;
+    }
+  return out;
+}
+
+// A capture on `key` began (`ticket`: the entry of a capture into a graph;
+// 0 for a new graph): any other entry of `key` is stale (its stream was
+// destroyed while it captured, or the capture was ended by a direct driver
+// call), and is forgotten.
+inline void began_capture(CaptureKey key, std::uint64_t ticket) noexcept {
+  while (take_capture_into_if([&](const CaptureInto& e) { return e.key == key && e.ticket != ticket; })) {
+  }
+}
+
+inline void stream_destroyed(CUstream q) noexcept {
+  while (take_capture_into_if([&](const CaptureInto& e) { return e.key.stream == q; })) {
+  }
+}
+
+// The entry of a capture that did not begin.
+inline void forget_capture_into(std::uint64_t ticket) noexcept {
+  (void)take_capture_into_if([&](const CaptureInto& e) { return e.ticket == ticket; });
+}
+
+// The Graph captured into on `key`, taken off the list (the capture is
+// over); empty when the capture on `key` made its own graph.
+inline Graph take_capture_into(CaptureKey key) noexcept {
+  return take_capture_into_if([&](const CaptureInto& e) { return e.key == key; });
+}
+
+// The Graph captured into on `key` (a copy), or empty.
+inline Graph find_capture_into(CaptureKey key) noexcept {
+  CapturesInto& c = captures_into();
+  const SpinGuard lock(c.lock);
+  for (const CaptureInto& e : c.list)
+    if (e.key == key) return e.graph;
+  return {};
+}
+
+inline bool capturing_into(CaptureKey key) noexcept { return static_cast<bool>(find_capture_into(key)); }
+
+// Whether a capture (begun by oxicuda) is capturing into `g`.
+inline bool captured_into(CUgraph g) noexcept {
+  CapturesInto& c = captures_into();
+  const SpinGuard lock(c.lock);
+  for (const CaptureInto& e : c.list)
+    if (e.graph.raw() == g) return true;
+  return false;
+}
+
+// Checks `nodes` against the nodes of `g` (listed once): each one set, none
+// twice, each a node of `g` (`whose`: how errors name that graph), and
+// `edges` empty or one per node.
+inline void check_nodes_of(CUgraph g, Dependencies& nodes, std::span<const EdgeData> edges, const char* whose,
+                           const char* operation, SourceLocation where) {
+  const std::size_t n = nodes.size();
+  if (!edges.empty() && edges.size() != n)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({std::to_string(edges.size()), " edge data for ", std::to_string(n),
+                     " dependencies: give one per dependency (the edge from dependency i carries edges[i]), or none"}),
+                where));
+  if (n == 0) return;
+  const CUgraphNode* raw = nodes.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!raw[i]) empty_handle(graph_handle_name<CUgraphNode>(), operation, where);
+    for (std::size_t j = 0; j < i; ++j)
+      if (raw[j] == raw[i])
+        raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                    cat({"dependency ", std::to_string(i), " repeats dependency ", std::to_string(j),
+                         ": name each node once"}),
+                    where));
+  }
+  const GraphNodes all = list_nodes(g, [](CUgraph h, CUgraphNode* out, std::size_t* count) {
+    return OXICUDA_DRIVER(GraphGetNodes, h, out, count);
+  }, where);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!all.contains(GraphNode(raw[i])))
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  cat({"dependency ", std::to_string(i), " is not a node of ", whose,
+                       " (a node of another graph, or of a child graph or body inside it)"}),
+                  where));
+}
+
+// The driver's edge data for `edges` (none when empty).
+inline std::vector<ffi::CUgraphEdgeData> edges_to_driver(std::span<const EdgeData> edges) {
+  std::vector<ffi::CUgraphEdgeData> out;
+  out.reserve(edges.size());
+  for (const EdgeData& e : edges) out.push_back(edge_to_driver(e));
+  return out;
+}
+
+// A refused begin of a capture on `q`: why.
+[[noreturn]] inline void begin_failed(const Outcome& r, CUstream q, SourceLocation where) {
+  const bool legacy = reinterpret_cast<std::uintptr_t>(q) <= 1;  // null or CU_STREAM_LEGACY
+  fail(r, where,
+       legacy ? "the legacy default stream cannot be captured: capture a Stream of your own (or the per-thread "
+                "default stream)"
+       : r.result == ffi::CUDA_ERROR_ILLEGAL_STATE ? "the stream is capturing already"
+                                                   : "");
+}
+
+// begin_capture_to, and ScopedCapture's constructor that captures into a graph.
+inline void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies& after,
+                             std::span<const EdgeData> edges, ffi::CUstreamCaptureMode mode, const char* operation,
+                             SourceLocation where) {
+  on_stream(stream, operation, where, [&](CUstream q) {
+    CUgraph g = checked(graph, operation, where);
+    const Context& sc = stream.context();
+    if (sc && graph.context() && sc != graph.context())
+      raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, operation,
+                  "the graph belongs to another context than the stream: capture into a graph made in the "
+                  "stream's context",
+                  where));
+    if (captured_into(g))
+      raise(Error(ffi::CUDA_ERROR_ILLEGAL_STATE, operation,
+                  "another capture is capturing into this graph: end it first (one capture into a graph at a time)",
+                  where));
+    check_nodes_of(g, after, edges, "the graph to capture into", operation, where);
+    const std::vector<ffi::CUgraphEdgeData> data = edges_to_driver(edges);
+    const CaptureKey key = capture_key(q, sc);
+    const std::uint64_t ticket = hold_capture_into(key, graph);
+    const Outcome r = OXICUDA_DRIVER(StreamBeginCaptureToGraph, q, g, after.data(),
+                                     data.empty() ? nullptr : data.data(), after.size(), mode);
+    if (!r.ok()) {
+      forget_capture_into(ticket);
+      begin_failed(r, q, where);
+    }
+    began_capture(key, ticket);
+  });
+}
+
+}  // namespace detail
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/graph/capture_into.hpp ----
+
 // ---- begin oxicuda/graph/capture.hpp ----
 // oxicuda/graph/capture.hpp — stream capture: the work enqueued on a stream (and
 // on the streams that join it through events) recorded into a Graph instead
-// of run, and a scoped form that never leaves a stream capturing.
-// GraphedStep (graphed_step.hpp) builds on it.
+// of run, into a new graph or into one of the caller's after given nodes
+// (begin_capture_to), and a scoped form that never leaves a stream
+// capturing. GraphedStep (graphed_step.hpp) builds on it; capture_info.hpp
+// reads and changes a capture while it runs.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -10076,10 +10377,32 @@ enum class CaptureStatus {
 // is recorded, not run, until end_capture. Prefer ScopedCapture or capture().
 void begin_capture(const Stream& stream, CaptureMode mode = CaptureMode::global,
                    SourceLocation where = SourceLocation::current());
+// Begins capturing the work enqueued on `stream` into `graph`, a graph of
+// yours, which may hold nodes already (cuStreamBeginCaptureToGraph, a CUDA
+// 12.3 driver): the captured work becomes nodes of `graph`, the first of
+// them after `after` (nodes of `graph`; `{}`: the first are roots), each
+// edge from `after[i]` carrying `edges[i]` when given. end_capture (or
+// ScopedCapture::end) returns `graph` itself: the same Graph, sharing its
+// copies' state, never a second owner of the driver's graph (the driver
+// gives the same CUgraph back from cuStreamEndCapture). Until the capture
+// ends, oxicuda holds a copy of `graph`, so dropping yours cannot destroy it
+// mid-capture (the driver forbids that). A capture that fails (invalidated,
+// unjoined) leaves `graph` yours, with the nodes it had and any captured
+// before the failure. `graph` may be a conditional node's body: captured
+// work there must be of the kinds a body allows (see Graph::add_if), which
+// the driver checks only at instantiation. Bad input is an Error before the
+// driver is called: an empty stream or graph, a graph of another context
+// than the stream's, a node of `after` that is empty, repeated or not a node
+// of `graph`, `edges` not one per node of `after`.
+void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after,
+                      CaptureMode mode = CaptureMode::global, SourceLocation where = SourceLocation::current());
+void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after, std::span<const EdgeData> edges,
+                      CaptureMode mode = CaptureMode::global, SourceLocation where = SourceLocation::current());
 // Ends the capture begun on `stream` and returns the graph of its work
-// (cuStreamEndCapture). A capture the driver invalidated, one with a stream
-// that joined it and was not joined back, or one ended on the wrong stream
-// or thread is an Error saying what happened and what to do.
+// (cuStreamEndCapture): a new graph, or the one begin_capture_to captured
+// into. A capture the driver invalidated, one with a stream that joined it
+// and was not joined back, or one ended on the wrong stream or thread is an
+// Error saying what happened and what to do.
 [[nodiscard]] Graph end_capture(const Stream& stream, SourceLocation where = SourceLocation::current());
 
 // A capture that cannot outlive its scope: begun by the constructor; end()
@@ -10089,10 +10412,17 @@ void begin_capture(const Stream& stream, CaptureMode mode = CaptureMode::global,
 //   ScopedCapture capture{stream};
 //   launch(stream, kernel, cfg, args...);
 //   Graph graph = capture.end();
+// Given a graph (and the nodes to start after), it captures into that graph
+// (begin_capture_to); end() returns it, and an abandoned capture leaves it
+// to its owner, with what was captured into it.
 class ScopedCapture {
  public:
   explicit ScopedCapture(const Stream& stream, CaptureMode mode = CaptureMode::global,
                          SourceLocation where = SourceLocation::current());
+  ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after, CaptureMode mode = CaptureMode::global,
+                SourceLocation where = SourceLocation::current());
+  ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after, std::span<const EdgeData> edges,
+                CaptureMode mode = CaptureMode::global, SourceLocation where = SourceLocation::current());
   ScopedCapture(const ScopedCapture&) = delete;
   ScopedCapture& operator=(const ScopedCapture&) = delete;
   ~ScopedCapture();
@@ -10159,14 +10489,21 @@ inline CaptureStatus capture_status(const Stream& stream, SourceLocation where) 
 inline void begin_capture(const Stream& stream, CaptureMode mode, SourceLocation where) {
   detail::on_stream(stream, "oxicuda::begin_capture", where, [&](CUstream q) {
     const detail::Outcome r = OXICUDA_DRIVER(StreamBeginCapture, q, static_cast<ffi::CUstreamCaptureMode>(mode));
-    if (r.ok()) return;
-    const bool legacy = reinterpret_cast<std::uintptr_t>(q) <= 1;  // null or CU_STREAM_LEGACY
-    detail::fail(r, where,
-                 legacy ? "the legacy default stream cannot be captured: capture a Stream of your own (or the "
-                          "per-thread default stream)"
-                 : r.result == ffi::CUDA_ERROR_ILLEGAL_STATE ? "the stream is capturing already"
-                                                             : "");
+    if (!r.ok()) detail::begin_failed(r, q, where);
+    detail::began_capture(detail::capture_key(q, stream.context()), 0);  // (a stale capture into a graph is forgotten)
   });
+}
+
+inline void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after, CaptureMode mode,
+                             SourceLocation where) {
+  detail::begin_capture_to(stream, graph, after, {}, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::begin_capture_to", where);
+}
+
+inline void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after,
+                             std::span<const EdgeData> edges, CaptureMode mode, SourceLocation where) {
+  detail::begin_capture_to(stream, graph, after, edges, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::begin_capture_to", where);
 }
 
 namespace detail {
@@ -10174,17 +10511,23 @@ namespace detail {
 // `over` tells whether the capture is over (ended, or ended by the driver
 // as invalidated or unjoined), which a failure from the wrong thread, say,
 // is not.
+// A capture into a graph of the caller's (begin_capture_to) gives back that
+// Graph, never destroyed here.
 inline Graph end_capture(const Stream& stream, const char* operation, bool& over, SourceLocation where) {
   CUgraph raw = nullptr;
+  Graph into;
   on_stream(stream, operation, where, [&](CUstream q) {
     const Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &raw);
     over = r.ok() || r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
            r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    const CaptureKey key = capture_key(q, stream.context());
+    if (over) into = take_capture_into(key);
     if (!r.ok()) {
-      if (raw) destroy_graph(raw);
+      if (raw && !into && !capturing_into(key)) destroy_graph(raw);
       fail(r, where, capture_end_reason(r.result));
     }
   });
+  if (into && (!raw || raw == into.raw())) return into;
   return Graph::adopt(raw, stream.context(), where);
 }
 }  // namespace detail
@@ -10196,6 +10539,22 @@ inline Graph end_capture(const Stream& stream, SourceLocation where) {
 
 inline ScopedCapture::ScopedCapture(const Stream& stream, CaptureMode mode, SourceLocation where) : stream_(stream) {
   begin_capture(stream_, mode, where);
+  active_ = true;
+}
+
+inline ScopedCapture::ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after, CaptureMode mode,
+                                    SourceLocation where)
+    : stream_(stream) {
+  detail::begin_capture_to(stream_, graph, after, {}, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::ScopedCapture::ScopedCapture", where);
+  active_ = true;
+}
+
+inline ScopedCapture::ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after,
+                                    std::span<const EdgeData> edges, CaptureMode mode, SourceLocation where)
+    : stream_(stream) {
+  detail::begin_capture_to(stream_, graph, after, edges, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::ScopedCapture::ScopedCapture", where);
   active_ = true;
 }
 
@@ -10227,13 +10586,153 @@ inline ScopedCapture::~ScopedCapture() {
                                              "ending an abandoned capture (oxicuda::ScopedCapture)");
   CUgraph graph = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &graph);
-  if (r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
-    detail::check_nothrow(r, "ending an abandoned capture (oxicuda::ScopedCapture)");
-  if (graph) detail::destroy_graph(graph);
+  const bool over = r.ok() || r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+                    r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+  if (!over) detail::check_nothrow(r, "ending an abandoned capture (oxicuda::ScopedCapture)");
+  // A graph of the caller's (begin_capture_to) stays theirs, with what was captured into it.
+  const detail::CaptureKey key = detail::capture_key(q, stream_.context());
+  const Graph into = over ? detail::take_capture_into(key) : Graph();
+  if (graph && !into && !detail::capturing_into(key)) detail::destroy_graph(graph);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/graph/capture.hpp ----
+
+// ---- begin oxicuda/graph/capture_info.hpp ----
+// oxicuda/graph/capture_info.hpp — a capture while it runs: its state (status,
+// id, the graph it captures into, the nodes the next captured work will
+// depend on and their edge data: cuStreamGetCaptureInfo), and changing those
+// dependencies (cuStreamUpdateCaptureDependencies), so that code can add
+// nodes to the graph by hand in the middle of a capture and go on capturing
+// after them.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// A stream's capture, as cuStreamGetCaptureInfo tells it.
+struct CaptureInfo {
+  CaptureStatus status = CaptureStatus::none;
+  // Unique to the capture in this process (0 when the stream is not
+  // capturing); the same for every query within one capture.
+  std::uint64_t id = 0;
+  // The graph being captured into: the Graph given to begin_capture_to (the
+  // same handle, so what nodes added through it use is kept alive with it),
+  // or the capture's own graph, borrowed (end_capture gives it an owner;
+  // a kernel node added through this handle does not keep its module alive:
+  // keep it alive while the graph can run, as for captured launches).
+  // Nodes may be added to it while it is captured into; it may not be
+  // destroyed, nor nodes removed, before the capture ends.
+  Graph graph;
+  // The nodes the next work captured on the stream will depend on (none
+  // before the first, unless begin_capture_to started after some), and the
+  // edge data of each (all default unless given).
+  std::vector<GraphNode> dependencies;
+  std::vector<EdgeData> edges;
+};
+
+// How update_capture_dependencies changes a capturing stream's dependencies.
+enum class CaptureDependencies : unsigned {
+  add = ffi::CU_STREAM_ADD_CAPTURE_DEPENDENCIES,  // the nodes join those there are
+  set = ffi::CU_STREAM_SET_CAPTURE_DEPENDENCIES,  // the nodes replace them
+};
+
+// The capture on `stream` (one cuStreamGetCaptureInfo). Not capturing:
+// status none and nothing else; invalidated: the status alone (the driver
+// tells nothing more).
+[[nodiscard]] CaptureInfo capture_info(const Stream& stream, SourceLocation where = SourceLocation::current());
+
+// Changes the nodes the next work captured on `stream` depends on
+// (cuStreamUpdateCaptureDependencies, a CUDA 12.3 driver): adds `nodes` to
+// them, or sets them to `nodes` (`{}`: none, so the next captured node is a
+// root), with the edge data `edges[i]` on the edge from `nodes[i]` when
+// given. The way to add a node by hand in the middle of a capture:
+//   CaptureInfo info = capture_info(stream);
+//   GraphNode mine = info.graph.add_host(info.dependencies, [] { ... });
+//   update_capture_dependencies(stream, mine, CaptureDependencies::set);
+// Nodes taken out of the dependencies this way do not make ending the
+// capture fail as unjoined. Bad input is an Error before the driver is
+// called: an empty stream, a stream that is not capturing (or whose capture
+// was invalidated), a node that is empty, repeated or not a node of the
+// graph being captured into, `edges` not one per node.
+void update_capture_dependencies(const Stream& stream, Dependencies nodes, CaptureDependencies mode,
+                                 SourceLocation where = SourceLocation::current());
+void update_capture_dependencies(const Stream& stream, Dependencies nodes, std::span<const EdgeData> edges,
+                                 CaptureDependencies mode, SourceLocation where = SourceLocation::current());
+
+namespace detail {
+
+// One cuStreamGetCaptureInfo on `q` (made by on_stream): the status, and
+// when active, the rest.
+inline CaptureInfo capture_info(const Stream& stream, CUstream q, SourceLocation where) {
+  ffi::CUstreamCaptureStatus status = ffi::CU_STREAM_CAPTURE_STATUS_NONE;
+  ffi::cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* deps = nullptr;
+  const ffi::CUgraphEdgeData* edges = nullptr;
+  std::size_t n = 0;
+  check(OXICUDA_DRIVER(StreamGetCaptureInfo, q, &status, &id, &graph, &deps, &edges, &n), where);
+  CaptureInfo info;
+  info.status = static_cast<CaptureStatus>(status);
+  if (status != ffi::CU_STREAM_CAPTURE_STATUS_ACTIVE) return info;
+  info.id = id;
+  info.dependencies.reserve(n);
+  info.edges.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    info.dependencies.emplace_back(deps[i]);
+    info.edges.push_back(edges ? edge_from_driver(edges[i]) : EdgeData{});  // (no array: all default)
+  }
+  info.graph = find_capture_into(capture_key(q, stream.context()));
+  if (info.graph.raw() != graph) info.graph = Graph::borrow(graph, stream.context());
+  return info;
+}
+
+inline void update_capture_dependencies(const Stream& stream, Dependencies& nodes, std::span<const EdgeData> edges,
+                                        CaptureDependencies mode, SourceLocation where) {
+  constexpr const char* op = "oxicuda::update_capture_dependencies";
+  on_stream(stream, op, where, [&](CUstream q) {
+    const CaptureInfo info = capture_info(stream, q, where);
+    if (info.status == CaptureStatus::none)
+      raise(Error(ffi::CUDA_ERROR_ILLEGAL_STATE, op,
+                  "the stream is not capturing: its capture dependencies exist only between begin_capture (or "
+                  "begin_capture_to) and end_capture",
+                  where));
+    if (info.status == CaptureStatus::invalidated)
+      raise(Error(ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, op,
+                  "the stream's capture was invalidated (by a call not permitted while it captures): end it, which "
+                  "fails and makes no graph, and capture again",
+                  where));
+    check_nodes_of(info.graph.raw(), nodes, edges, "the graph being captured into", op, where);
+    const std::vector<ffi::CUgraphEdgeData> data = edges_to_driver(edges);
+    check(OXICUDA_DRIVER(StreamUpdateCaptureDependencies, q, nodes.data(), data.empty() ? nullptr : data.data(),
+                         nodes.size(), static_cast<unsigned>(mode)),
+          where);
+  });
+}
+
+}  // namespace detail
+
+inline CaptureInfo capture_info(const Stream& stream, SourceLocation where) {
+  return detail::on_stream(stream, "oxicuda::capture_info", where,
+                           [&](CUstream q) { return detail::capture_info(stream, q, where); });
+}
+
+inline void update_capture_dependencies(const Stream& stream, Dependencies nodes, CaptureDependencies mode,
+                                        SourceLocation where) {
+  detail::update_capture_dependencies(stream, nodes, {}, mode, where);
+}
+
+inline void update_capture_dependencies(const Stream& stream, Dependencies nodes, std::span<const EdgeData> edges,
+                                        CaptureDependencies mode, SourceLocation where) {
+  detail::update_capture_dependencies(stream, nodes, edges, mode, where);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/graph/capture_info.hpp ----
 
 // ---- begin oxicuda/graph/graphed_step.hpp ----
 // oxicuda/graph/graphed_step.hpp — GraphedStep: a function that enqueues

@@ -82,6 +82,9 @@ static_assert(oxicuda::ffi::memhostregister_portable == CU_MEMHOSTREGISTER_PORTA
 static_assert(oxicuda::ffi::memhostregister_devicemap == CU_MEMHOSTREGISTER_DEVICEMAP);
 static_assert(oxicuda::ffi::memhostregister_read_only == CU_MEMHOSTREGISTER_READ_ONLY);
 static_assert(oxicuda::ffi::ipc_handle_size == CU_IPC_HANDLE_SIZE);
+static_assert(oxicuda::ffi::graph_kernel_node_port_default == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT);
+static_assert(oxicuda::ffi::graph_kernel_node_port_programmatic == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
+static_assert(oxicuda::ffi::graph_kernel_node_port_launch_order == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
 
 #include "abi_checks.inc"
 

@@ -228,6 +228,13 @@ CUresult fake_GraphDestroy(CUgraph graph) {
     ++invalid_destroys;
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // A graph a capture is still capturing into (cuStreamBeginCaptureToGraph)
+  // may not be destroyed, the driver documents: counted as a bad destroy.
+  for (const Capture* c : captures)
+    if (c->graph == reinterpret_cast<Graph*>(graph)) {
+      ++invalid_destroys;
+      return CUDA_ERROR_ILLEGAL_STATE;
+    }
   for (auto& [p, kind] : live)
     if (kind == Kind::graph_exec && static_cast<Exec*>(const_cast<void*>(p))->source == reinterpret_cast<Graph*>(graph))
       static_cast<Exec*>(const_cast<void*>(p))->source = nullptr;

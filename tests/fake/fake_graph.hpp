@@ -87,16 +87,19 @@ struct Capture {
   std::thread::id thread;
   unsigned long long id;
   bool invalidated = false;
+  bool into = false;  // into a graph of the caller's (cuStreamBeginCaptureToGraph): never destroyed here
 };
 
 struct StreamCapture {
   Capture* capture;
-  std::vector<Node*> deps;  // the stream's current tail in the capture graph
+  std::vector<Node*> deps;               // the stream's current tail in the capture graph
+  std::vector<CUgraphEdgeData> edges;    // each dependency's edge data (parallel to deps)
 };
 
 struct CapturedRecord {
   Capture* capture;
   std::vector<Node*> deps;
+  std::vector<CUgraphEdgeData> edges;
 };
 
 extern std::unordered_map<CUstream, StreamCapture> stream_captures;

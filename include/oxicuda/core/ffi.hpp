@@ -575,6 +575,24 @@ enum CUstreamCaptureMode : int {
   CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 
+// cuStreamUpdateCaptureDependencies' flags.
+enum CUstreamUpdateCaptureDependencies_flags : int {
+  CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0x0,
+  CU_STREAM_SET_CAPTURE_DEPENDENCIES = 0x1,
+};
+
+// A graph edge's type (CUgraphEdgeData::type).
+enum CUgraphDependencyType : int {
+  CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0,
+  CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1,
+};
+
+// A kernel node's outgoing ports (CUgraphEdgeData::from_port): cuda.h's
+// CU_GRAPH_KERNEL_NODE_PORT_* macros.
+inline constexpr unsigned char graph_kernel_node_port_default = 0;
+inline constexpr unsigned char graph_kernel_node_port_programmatic = 1;
+inline constexpr unsigned char graph_kernel_node_port_launch_order = 2;
+
 enum CUgraphNodeType : int {
   CU_GRAPH_NODE_TYPE_KERNEL = 0,
   CU_GRAPH_NODE_TYPE_MEMCPY = 1,
@@ -1050,6 +1068,12 @@ struct CUgraphExecUpdateResultInfo {
   X(StreamGetCaptureInfo, 12030, "cuStreamGetCaptureInfo_v3",                                                          \
     (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out, CUgraph * graph_out,            \
      const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out, std::size_t* numDependencies_out))   \
+  X(StreamBeginCaptureToGraph, 12030, "cuStreamBeginCaptureToGraph",                                                  \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies, const CUgraphEdgeData* dependencyData,         \
+     std::size_t numDependencies, CUstreamCaptureMode mode))                                                           \
+  X(StreamUpdateCaptureDependencies, 12030, "cuStreamUpdateCaptureDependencies_v2",                                    \
+    (CUstream hStream, CUgraphNode * dependencies, const CUgraphEdgeData* dependencyData, std::size_t numDependencies, \
+     unsigned int flags))                                                                                              \
   X(GraphCreate, 10000, "cuGraphCreate", (CUgraph * phGraph, unsigned int flags))                                      \
   X(GraphDestroy, 10000, "cuGraphDestroy", (CUgraph hGraph))                                                           \
   X(GraphClone, 10000, "cuGraphClone", (CUgraph * phGraphClone, CUgraph originalGraph))                                \

@@ -2,6 +2,7 @@
 // handles to one queue; record/wait tie queues together through events.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <utility>
 
@@ -19,6 +20,12 @@ struct StreamOptions {
   // default stream (the seed's default). false: a blocking stream.
   bool non_blocking = true;
 };
+
+namespace detail {
+// Told of each stream oxicuda destroys, after the destroy; null until a part
+// needs it (capture_into.hpp: a capture into a graph ends with its stream).
+inline std::atomic<void (*)(CUstream) noexcept> stream_destroyed_hook{nullptr};
+}  // namespace detail
 
 // The deleter of every Stream's std::shared_ptr<CUstream_st> (reach it with
 // std::get_deleter<StreamDeleter>(stream.shared())). It keeps the stream's
@@ -54,6 +61,7 @@ class StreamDeleter {
   void operator()(CUstream_st* s) noexcept {
     if (owns_) {
       detail::check_nothrow(OXICUDA_DRIVER(StreamDestroy, s), "destroying an oxicuda::Stream");
+      if (auto* hook = detail::stream_destroyed_hook.load(std::memory_order_acquire)) hook(s);
       detail::reclaim();
     }
     adopted_.reset();

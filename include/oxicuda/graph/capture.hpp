@@ -1,14 +1,18 @@
 // oxicuda/graph/capture.hpp — stream capture: the work enqueued on a stream (and
 // on the streams that join it through events) recorded into a Graph instead
-// of run, and a scoped form that never leaves a stream capturing.
-// GraphedStep (graphed_step.hpp) builds on it.
+// of run, into a new graph or into one of the caller's after given nodes
+// (begin_capture_to), and a scoped form that never leaves a stream
+// capturing. GraphedStep (graphed_step.hpp) builds on it; capture_info.hpp
+// reads and changes a capture while it runs.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "capture_into.hpp"
 #include "graph_exec.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -38,10 +42,32 @@ enum class CaptureStatus {
 // is recorded, not run, until end_capture. Prefer ScopedCapture or capture().
 void begin_capture(const Stream& stream, CaptureMode mode = CaptureMode::global,
                    SourceLocation where = SourceLocation::current());
+// Begins capturing the work enqueued on `stream` into `graph`, a graph of
+// yours, which may hold nodes already (cuStreamBeginCaptureToGraph, a CUDA
+// 12.3 driver): the captured work becomes nodes of `graph`, the first of
+// them after `after` (nodes of `graph`; `{}`: the first are roots), each
+// edge from `after[i]` carrying `edges[i]` when given. end_capture (or
+// ScopedCapture::end) returns `graph` itself: the same Graph, sharing its
+// copies' state, never a second owner of the driver's graph (the driver
+// gives the same CUgraph back from cuStreamEndCapture). Until the capture
+// ends, oxicuda holds a copy of `graph`, so dropping yours cannot destroy it
+// mid-capture (the driver forbids that). A capture that fails (invalidated,
+// unjoined) leaves `graph` yours, with the nodes it had and any captured
+// before the failure. `graph` may be a conditional node's body: captured
+// work there must be of the kinds a body allows (see Graph::add_if), which
+// the driver checks only at instantiation. Bad input is an Error before the
+// driver is called: an empty stream or graph, a graph of another context
+// than the stream's, a node of `after` that is empty, repeated or not a node
+// of `graph`, `edges` not one per node of `after`.
+void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after,
+                      CaptureMode mode = CaptureMode::global, SourceLocation where = SourceLocation::current());
+void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after, std::span<const EdgeData> edges,
+                      CaptureMode mode = CaptureMode::global, SourceLocation where = SourceLocation::current());
 // Ends the capture begun on `stream` and returns the graph of its work
-// (cuStreamEndCapture). A capture the driver invalidated, one with a stream
-// that joined it and was not joined back, or one ended on the wrong stream
-// or thread is an Error saying what happened and what to do.
+// (cuStreamEndCapture): a new graph, or the one begin_capture_to captured
+// into. A capture the driver invalidated, one with a stream that joined it
+// and was not joined back, or one ended on the wrong stream or thread is an
+// Error saying what happened and what to do.
 [[nodiscard]] Graph end_capture(const Stream& stream, SourceLocation where = SourceLocation::current());
 
 // A capture that cannot outlive its scope: begun by the constructor; end()
@@ -51,10 +77,17 @@ void begin_capture(const Stream& stream, CaptureMode mode = CaptureMode::global,
 //   ScopedCapture capture{stream};
 //   launch(stream, kernel, cfg, args...);
 //   Graph graph = capture.end();
+// Given a graph (and the nodes to start after), it captures into that graph
+// (begin_capture_to); end() returns it, and an abandoned capture leaves it
+// to its owner, with what was captured into it.
 class ScopedCapture {
  public:
   explicit ScopedCapture(const Stream& stream, CaptureMode mode = CaptureMode::global,
                          SourceLocation where = SourceLocation::current());
+  ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after, CaptureMode mode = CaptureMode::global,
+                SourceLocation where = SourceLocation::current());
+  ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after, std::span<const EdgeData> edges,
+                CaptureMode mode = CaptureMode::global, SourceLocation where = SourceLocation::current());
   ScopedCapture(const ScopedCapture&) = delete;
   ScopedCapture& operator=(const ScopedCapture&) = delete;
   ~ScopedCapture();
@@ -121,14 +154,21 @@ inline CaptureStatus capture_status(const Stream& stream, SourceLocation where) 
 inline void begin_capture(const Stream& stream, CaptureMode mode, SourceLocation where) {
   detail::on_stream(stream, "oxicuda::begin_capture", where, [&](CUstream q) {
     const detail::Outcome r = OXICUDA_DRIVER(StreamBeginCapture, q, static_cast<ffi::CUstreamCaptureMode>(mode));
-    if (r.ok()) return;
-    const bool legacy = reinterpret_cast<std::uintptr_t>(q) <= 1;  // null or CU_STREAM_LEGACY
-    detail::fail(r, where,
-                 legacy ? "the legacy default stream cannot be captured: capture a Stream of your own (or the "
-                          "per-thread default stream)"
-                 : r.result == ffi::CUDA_ERROR_ILLEGAL_STATE ? "the stream is capturing already"
-                                                             : "");
+    if (!r.ok()) detail::begin_failed(r, q, where);
+    detail::began_capture(detail::capture_key(q, stream.context()), 0);  // (a stale capture into a graph is forgotten)
   });
+}
+
+inline void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after, CaptureMode mode,
+                             SourceLocation where) {
+  detail::begin_capture_to(stream, graph, after, {}, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::begin_capture_to", where);
+}
+
+inline void begin_capture_to(const Stream& stream, const Graph& graph, Dependencies after,
+                             std::span<const EdgeData> edges, CaptureMode mode, SourceLocation where) {
+  detail::begin_capture_to(stream, graph, after, edges, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::begin_capture_to", where);
 }
 
 namespace detail {
@@ -136,17 +176,23 @@ namespace detail {
 // `over` tells whether the capture is over (ended, or ended by the driver
 // as invalidated or unjoined), which a failure from the wrong thread, say,
 // is not.
+// A capture into a graph of the caller's (begin_capture_to) gives back that
+// Graph, never destroyed here.
 inline Graph end_capture(const Stream& stream, const char* operation, bool& over, SourceLocation where) {
   CUgraph raw = nullptr;
+  Graph into;
   on_stream(stream, operation, where, [&](CUstream q) {
     const Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &raw);
     over = r.ok() || r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
            r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    const CaptureKey key = capture_key(q, stream.context());
+    if (over) into = take_capture_into(key);
     if (!r.ok()) {
-      if (raw) destroy_graph(raw);
+      if (raw && !into && !capturing_into(key)) destroy_graph(raw);
       fail(r, where, capture_end_reason(r.result));
     }
   });
+  if (into && (!raw || raw == into.raw())) return into;
   return Graph::adopt(raw, stream.context(), where);
 }
 }  // namespace detail
@@ -158,6 +204,22 @@ inline Graph end_capture(const Stream& stream, SourceLocation where) {
 
 inline ScopedCapture::ScopedCapture(const Stream& stream, CaptureMode mode, SourceLocation where) : stream_(stream) {
   begin_capture(stream_, mode, where);
+  active_ = true;
+}
+
+inline ScopedCapture::ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after, CaptureMode mode,
+                                    SourceLocation where)
+    : stream_(stream) {
+  detail::begin_capture_to(stream_, graph, after, {}, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::ScopedCapture::ScopedCapture", where);
+  active_ = true;
+}
+
+inline ScopedCapture::ScopedCapture(const Stream& stream, const Graph& graph, Dependencies after,
+                                    std::span<const EdgeData> edges, CaptureMode mode, SourceLocation where)
+    : stream_(stream) {
+  detail::begin_capture_to(stream_, graph, after, edges, static_cast<ffi::CUstreamCaptureMode>(mode),
+                           "oxicuda::ScopedCapture::ScopedCapture", where);
   active_ = true;
 }
 
@@ -189,9 +251,13 @@ inline ScopedCapture::~ScopedCapture() {
                                              "ending an abandoned capture (oxicuda::ScopedCapture)");
   CUgraph graph = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(StreamEndCapture, q, &graph);
-  if (r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && r.result != ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
-    detail::check_nothrow(r, "ending an abandoned capture (oxicuda::ScopedCapture)");
-  if (graph) detail::destroy_graph(graph);
+  const bool over = r.ok() || r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+                    r.result == ffi::CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+  if (!over) detail::check_nothrow(r, "ending an abandoned capture (oxicuda::ScopedCapture)");
+  // A graph of the caller's (begin_capture_to) stays theirs, with what was captured into it.
+  const detail::CaptureKey key = detail::capture_key(q, stream_.context());
+  const Graph into = over ? detail::take_capture_into(key) : Graph();
+  if (graph && !into && !detail::capturing_into(key)) detail::destroy_graph(graph);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END

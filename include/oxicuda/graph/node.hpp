@@ -1,7 +1,8 @@
 // oxicuda/graph/node.hpp — the nodes of a graph as handles: GraphNode (its
 // kind, its dependencies and dependents), GraphNodes (a list the driver
-// gave), Dependencies (the nodes a new node runs after), and the one table
-// of the names errors give this wing's handles.
+// gave), Dependencies (the nodes a new node runs after), EdgeData (what an
+// edge carries), and the one table of the names errors give this wing's
+// handles.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../driver/handle.hpp"
 
@@ -112,6 +114,9 @@ class Dependencies {
   // NOLINTNEXTLINE(google-explicit-constructor)
   Dependencies(std::span<const GraphNode> nodes, SourceLocation where = SourceLocation::current())
       : Dependencies(nodes.data(), nodes.size(), where) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): e.g. CaptureInfo::dependencies
+  Dependencies(const std::vector<GraphNode>& nodes, SourceLocation where = SourceLocation::current())
+      : Dependencies(nodes.data(), nodes.size(), where) {}
   Dependencies(const Dependencies&) = delete;
   Dependencies& operator=(const Dependencies&) = delete;
 
@@ -137,7 +142,46 @@ class Dependencies {
   SourceLocation where_;
 };
 
+// What an edge carries (cuda.h's CUgraphEdgeData, CUDA 12.3): where it
+// leaves the node before it, and its type. The default, all zero, is a full
+// dependency: the node after it runs when the node before it has finished,
+// and sees its memory. Only kernel nodes have other ports.
+enum class EdgePort : unsigned char {
+  // The node has finished (CU_GRAPH_KERNEL_NODE_PORT_DEFAULT).
+  completion = ffi::graph_kernel_node_port_default,
+  // Every block of the kernel has called cudaTriggerProgrammaticLaunchCompletion()
+  // or ended; only with EdgeType::programmatic (CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC).
+  programmatic = ffi::graph_kernel_node_port_programmatic,
+  // Every block of the kernel has begun (CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER).
+  launch_order = ffi::graph_kernel_node_port_launch_order,
+};
+enum class EdgeType : unsigned char {
+  full = ffi::CU_GRAPH_DEPENDENCY_TYPE_DEFAULT,  // an ordinary dependency
+  // The kernel after it may use cudaGridDependencySynchronize(); between
+  // kernel nodes only, from port programmatic or launch_order
+  // (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC).
+  programmatic = ffi::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC,
+};
+struct EdgeData {
+  EdgePort from_port = EdgePort::completion;
+  EdgeType type = EdgeType::full;
+  unsigned char to_port = 0;  // no node kind defines one yet: 0
+  friend bool operator==(const EdgeData&, const EdgeData&) = default;
+};
+
 namespace detail {
+
+inline ffi::CUgraphEdgeData edge_to_driver(const EdgeData& e) noexcept {
+  ffi::CUgraphEdgeData d{};
+  d.from_port = static_cast<unsigned char>(e.from_port);
+  d.to_port = e.to_port;
+  d.type = static_cast<unsigned char>(e.type);
+  return d;
+}
+
+inline EdgeData edge_from_driver(const ffi::CUgraphEdgeData& d) noexcept {
+  return {static_cast<EdgePort>(d.from_port), static_cast<EdgeType>(d.type), d.to_port};
+}
 
 // The name an error gives each handle of this wing (empty_handle's `type`),
 // by the driver handle it holds: one table, so that every check of a handle

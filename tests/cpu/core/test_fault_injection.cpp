@@ -350,6 +350,22 @@ std::vector<Op> operations() {
          step(s, 2.0f);
          s.synchronize();
        }},
+      {"graphs: capture into a graph after its nodes, capture info, dependencies updated by hand",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         DeviceBuffer<float> x(ctx, 64);
+         Graph g(ctx);
+         GraphNode first = g.add_fill({}, x, 1.0f);
+         ScopedCapture scope{s, g, first};
+         fill_async(s, x, 2.0f);
+         const CaptureInfo info = capture_info(s);
+         GraphNode mine = info.graph.add_empty(info.dependencies);
+         update_capture_dependencies(s, mine, CaptureDependencies::set);
+         fill_async(s, x, 3.0f);
+         Graph back = scope.end();
+         (void)back.node_count();
+       }},
   };
 }
 
