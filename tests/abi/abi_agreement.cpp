@@ -68,6 +68,7 @@ inline constexpr bool same = std::is_same_v<typename norm<A>::type, typename nor
 // Handle and scalar types are the toolkit's own.
 static_assert(std::is_same_v<oxicuda::ffi::CUdevice, ::CUdevice>);
 static_assert(std::is_same_v<oxicuda::ffi::CUdeviceptr, ::CUdeviceptr>);
+static_assert(std::is_same_v<oxicuda::ffi::cuuint32_t, ::cuuint32_t>);
 static_assert(std::is_same_v<oxicuda::ffi::cuuint64_t, ::cuuint64_t>);
 static_assert(abi::same<oxicuda::ffi::CUhostFn, ::CUhostFn>);
 static_assert(abi::same<oxicuda::ffi::CUoccupancyB2DSize, ::CUoccupancyB2DSize>);
@@ -81,6 +82,7 @@ static_assert(oxicuda::ffi::mem_attach_host == CU_MEM_ATTACH_HOST);
 static_assert(oxicuda::ffi::memhostregister_portable == CU_MEMHOSTREGISTER_PORTABLE);
 static_assert(oxicuda::ffi::memhostregister_devicemap == CU_MEMHOSTREGISTER_DEVICEMAP);
 static_assert(oxicuda::ffi::memhostregister_read_only == CU_MEMHOSTREGISTER_READ_ONLY);
+static_assert(oxicuda::ffi::tensor_map_num_qwords == CU_TENSOR_MAP_NUM_QWORDS);
 
 #include "abi_checks.inc"
 
