@@ -69,7 +69,7 @@ int main() {
     const Module m = module_from_source(ctx, kSource);
     const auto tile = m.kernel<void(TensorMap, float*, int, int)>("tile_copy");
     std::vector<float> box(32 * 32);
-    for (const auto [x, y] : {std::pair{64, 32}, std::pair{1008, 500}}) {
+    for (const auto& [x, y] : {std::pair{64, 32}, std::pair{1008, 500}}) {
       launch(stream, tile, {.grid = 1, .block = 128}, map, out, x, y);
       copy(stream, box, out);
       std::printf("box at (%d, %d): first row starts %g, last row ends %g\n", x, y, box[0], box[32 * 32 - 1]);
