@@ -110,6 +110,7 @@ namespace ffi {
 
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
+using cuuint32_t = std::uint32_t;
 using cuuint64_t = std::uint64_t;
 using CUhostFn = void(OXICUDA_DETAIL_CUDAAPI*)(void* user_data);
 using CUoccupancyB2DSize = std::size_t(OXICUDA_DETAIL_CUDAAPI*)(int block_size);
@@ -989,6 +990,60 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 
+// --- tensor maps (TMA descriptors) -------------------------------------------
+
+enum CUtensorMapDataType : int {
+  CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+  CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+  CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+  CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+  CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
+  CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ = 12,
+};
+
+enum CUtensorMapInterleave : int {
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+  CU_TENSOR_MAP_INTERLEAVE_16B = 1,
+  CU_TENSOR_MAP_INTERLEAVE_32B = 2,
+};
+
+enum CUtensorMapSwizzle : int {
+  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_32B = 1,
+  CU_TENSOR_MAP_SWIZZLE_64B = 2,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B = 4,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B = 5,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B = 6,
+};
+
+enum CUtensorMapL2promotion : int {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_64B = 1,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+};
+
+enum CUtensorMapFloatOOBfill : int {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
+};
+
+// The opaque descriptor, 128 bytes. Aligned as CUDA 13's cuda.h aligns it
+// (128 bytes; CUDA 12's said 64, which is what the driver requires of the
+// address it writes to).
+inline constexpr std::size_t tensor_map_num_qwords = 16;
+struct CUtensorMap {
+  alignas(128) cuuint64_t opaque[tensor_map_num_qwords];
+};
+
 // The one table of driver entry points oxicuda calls:
 //   X(member, pinned version, exported symbol, parameters)
 // Every entry returns CUresult. `member` is the name without its `cu` prefix
@@ -1215,7 +1270,18 @@ struct CUgraphExecUpdateResultInfo {
     (CUuserObject * object_out, void* ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags))        \
   X(UserObjectRelease, 11030, "cuUserObjectRelease", (CUuserObject object, unsigned int count))                        \
   X(GraphRetainUserObject, 11030, "cuGraphRetainUserObject",                                                           \
-    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))
+    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))                                      \
+  X(TensorMapEncodeTiled, 12000, "cuTensorMapEncodeTiled",                                                             \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void* globalAddress,          \
+     const cuuint64_t* globalDim, const cuuint64_t* globalStrides, const cuuint32_t* boxDim,                          \
+     const cuuint32_t* elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                  \
+     CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))                                            \
+  X(TensorMapEncodeIm2col, 12000, "cuTensorMapEncodeIm2col",                                                           \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void* globalAddress,          \
+     const cuuint64_t* globalDim, const cuuint64_t* globalStrides, const int* pixelBoxLowerCorner,                    \
+     const int* pixelBoxUpperCorner, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn,                          \
+     const cuuint32_t* elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                  \
+     CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))
 
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for
@@ -8441,6 +8507,508 @@ inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Para
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/launch.hpp ----
+
+// ---- begin oxicuda/kernel/tensor_map_rules.hpp ----
+// oxicuda/kernel/tensor_map_rules.hpp — what a tensor map (a TMA descriptor)
+// may describe: its element types, dimension lists and options, and the
+// driver's documented rules for them, checked before the driver sees a
+// description so that a broken rule is an Error that names it and the values.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// The element types a tensor map describes (CUtensorMapDataType; the packed
+// 4- and 6-bit types are not offered).
+enum class TensorElement : int {
+  uint8 = 0,
+  uint16 = 1,
+  uint32 = 2,
+  int32 = 3,
+  uint64 = 4,
+  int64 = 5,
+  float16 = 6,
+  float32 = 7,
+  float64 = 8,
+  bfloat16 = 9,
+  float32_ftz = 10,
+  tfloat32 = 11,
+  tfloat32_ftz = 12,
+};
+
+// The element type of T: deduced for the unsigned integers, int32, int64,
+// float and double. Specialize it for a type of your own, e.g. for a half:
+//   template <> struct oxicuda::tensor_element<__half>
+//       : std::integral_constant<oxicuda::TensorElement, oxicuda::TensorElement::float16> {};
+// or name the element in TensorMapOptions::element (a float16 held as std::uint16_t).
+template <class T>
+struct tensor_element {};
+namespace detail {
+template <class T>
+constexpr TensorElement deduced_element() noexcept {
+  if constexpr (std::is_same_v<T, float>) return TensorElement::float32;
+  else if constexpr (std::is_same_v<T, double>) return TensorElement::float64;
+  else if constexpr (std::is_signed_v<T>) return sizeof(T) == 4 ? TensorElement::int32 : TensorElement::int64;
+  else return sizeof(T) == 1 ? TensorElement::uint8 : sizeof(T) == 2 ? TensorElement::uint16
+                                                    : sizeof(T) == 4 ? TensorElement::uint32 : TensorElement::uint64;
+}
+template <class T>
+concept deducible_element = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                            (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_unsigned_v<T>) ||
+                            (std::is_integral_v<T> && std::is_signed_v<T> && (sizeof(T) == 4 || sizeof(T) == 8));
+}  // namespace detail
+template <class T>
+  requires detail::deducible_element<T>
+struct tensor_element<T> : std::integral_constant<TensorElement, detail::deduced_element<T>()> {};
+
+// How the box lands in shared memory: 16-byte chunks swizzled within a
+// 32-, 64- or 128-byte span (or 32- or 64-byte atoms within 128 bytes).
+enum class TensorSwizzle : int {
+  none = 0,
+  bytes_32 = 1,
+  bytes_64 = 2,
+  bytes_128 = 3,
+  bytes_128_atom_32 = 4,
+  bytes_128_atom_32_flip_8 = 5,
+  bytes_128_atom_64 = 6,
+};
+// Interleaved layouts (NC/8HWC8: 16 bytes; NC/16HWC16: 32 bytes).
+enum class TensorInterleave : int { none = 0, bytes_16 = 1, bytes_32 = 2 };
+// The granularity at which L2 is filled from memory.
+enum class TensorL2Promotion : int { none = 0, bytes_64 = 1, bytes_128 = 2, bytes_256 = 3 };
+// What out-of-bounds elements read as: zeros, or (floating-point elements
+// only) a NaN that FMA treats as zero.
+enum class TensorOobFill : int { zeros = 0, nan_request_zero_fma = 1 };
+
+// Up to five values, one per dimension, the innermost (contiguous) first:
+// extents {columns, rows}. From a brace list or any contiguous range of V; a
+// list of more than five keeps its count, and the rank check refuses it.
+template <class V>
+class TensorDims {
+ public:
+  static constexpr std::size_t capacity = 5;
+  constexpr TensorDims() noexcept = default;
+  constexpr TensorDims(std::initializer_list<V> values) noexcept : TensorDims(values.begin(), values.size()) {}
+  // clang-format off
+  template <class R>
+    requires(!std::is_same_v<std::remove_cvref_t<R>, TensorDims> && requires(const R& r) {
+      { std::data(r) } -> std::convertible_to<const V*>;
+      std::size(r);
+    })
+  constexpr TensorDims(const R& r) noexcept : TensorDims(std::data(r), std::size(r)) {}  // NOLINT: a range's values
+  // clang-format on
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return n_; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return n_ == 0; }
+  [[nodiscard]] constexpr V operator[](std::size_t i) const noexcept { return i < capacity ? v_[i] : V{}; }
+  [[nodiscard]] constexpr const V* data() const noexcept { return v_.data(); }
+
+ private:
+  constexpr TensorDims(const V* p, std::size_t n) noexcept : n_(n) {
+    for (std::size_t i = 0; i < n && i < capacity; ++i) v_[i] = p[i];
+  }
+  std::array<V, capacity> v_{};
+  std::size_t n_ = 0;
+};
+
+// The options of a tensor map, by designated initializers:
+//   {.swizzle = TensorSwizzle::bytes_128, .oob_fill = TensorOobFill::nan_request_zero_fma}
+struct TensorMapOptions {
+  std::optional<TensorElement> element{};  // default: tensor_element<T>
+  TensorDims<std::uint32_t> element_strides{};  // the traversal step per dimension, 1 to 8; empty: all 1
+  TensorInterleave interleave = TensorInterleave::none;
+  TensorSwizzle swizzle = TensorSwizzle::none;
+  TensorL2Promotion l2_promotion = TensorL2Promotion::none;
+  TensorOobFill oob_fill = TensorOobFill::zeros;
+};
+
+namespace detail {
+
+inline constexpr std::uint64_t tensor_extent_limit = 1ull << 32;
+inline constexpr std::uint64_t tensor_stride_limit = 1ull << 40;
+
+inline constexpr const char* element_names[] = {"uint8",   "uint16",   "uint32",   "int32",       "uint64",
+                                                "int64",   "float16",  "float32",  "float64",     "bfloat16",
+                                                "float32_ftz", "tfloat32", "tfloat32_ftz"};
+inline constexpr unsigned char element_sizes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+
+// A description with its element resolved and its lists filled to the rank
+// (strides: packed where none were given; element strides: 1).
+struct TensorMapDescription {
+  TensorElement element = TensorElement::uint8;
+  std::size_t element_bytes = 1;
+  std::uint64_t address = 0;
+  std::size_t rank = 0;
+  TensorDims<std::uint64_t> extents;
+  std::array<std::uint64_t, 4> strides{};
+  std::array<std::uint32_t, 5> element_strides{};
+  TensorMapOptions options;
+};
+
+inline std::string hex_text(std::uint64_t v) {
+  std::string s;
+  do s.insert(s.begin(), "0123456789abcdef"[v % 16]), v /= 16;
+  while (v);
+  return s;
+}
+
+template <class V>
+std::string dims_text(const TensorDims<V>& d) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < d.size() && i < d.capacity; ++i) s = cat({s, i ? ", " : "", std::to_string(d[i])});
+  return cat({s, d.size() > d.capacity ? ", ...}" : "}"});
+}
+
+// The description's rules that tiled and im2col maps share (cuda.h's
+// cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col). `rank_least` is 1 for
+// a tiled map, 3 for im2col. Raises the first rule broken.
+inline TensorMapDescription describe_tensor(const char* op, std::optional<TensorElement> deduced, std::size_t type_bytes,
+                                            std::uint64_t address, const TensorDims<std::uint64_t>& extents,
+                                            const TensorDims<std::uint64_t>& strides, const TensorMapOptions& o,
+                                            std::size_t rank_least, SourceLocation where) {
+  const auto bad = [&](const std::string& why) { raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where)); };
+  const auto in = [](auto e, int last) { return static_cast<int>(e) >= 0 && static_cast<int>(e) <= last; };
+  TensorMapDescription d;
+  d.options = o;
+  if (!in(o.interleave, 2) || !in(o.swizzle, 6) || !in(o.l2_promotion, 3) || !in(o.oob_fill, 1) ||
+      (o.element && !in(*o.element, 12)))
+    bad(cat({"an option is not one of its enumeration's values (element ", o.element ? std::to_string(int(*o.element)) : "-",
+             ", interleave ", std::to_string(int(o.interleave)), ", swizzle ", std::to_string(int(o.swizzle)),
+             ", L2 promotion ", std::to_string(int(o.l2_promotion)), ", OOB fill ", std::to_string(int(o.oob_fill)), ")"}));
+  if (!o.element && !deduced)
+    bad("the element type has no TMA element type: name one in TensorMapOptions::element, or specialize "
+        "oxicuda::tensor_element<T>");
+  d.element = o.element ? *o.element : *deduced;
+  d.element_bytes = element_sizes[int(d.element)];
+  const std::string element = cat({element_names[int(d.element)], " (", std::to_string(d.element_bytes), " bytes)"});
+  if (d.element_bytes != type_bytes)
+    bad(cat({"the element ", element, " is not the size of the memory's element type (", std::to_string(type_bytes),
+             " bytes)"}));
+  const bool interleaved = o.interleave != TensorInterleave::none;
+  d.rank = extents.size();
+  const std::size_t least = interleaved && rank_least < 3 ? 3 : rank_least;
+  if (d.rank < least || d.rank > 5)
+    bad(cat({"rank ", std::to_string(d.rank), " (extents ", dims_text(extents), "): a ",
+             rank_least == 3 ? "im2col tensor map has 3 to 5 dimensions"
+             : interleaved   ? "tensor map with an interleaved layout has 3 to 5 dimensions"
+                             : "tensor map has 1 to 5 dimensions"}));
+  d.extents = extents;
+  d.address = address;
+  const std::uint64_t align = o.interleave == TensorInterleave::bytes_32 ? 32 : 16;
+  if (address == 0) bad("the global address is null: a tensor map describes device memory");
+  if (address % align != 0)
+    bad(cat({"the global address 0x", hex_text(address), " is not aligned to ", std::to_string(align), " bytes",
+             align == 32 ? " (32 with a 32-byte interleave)" : "", ": TMA needs a ", std::to_string(align),
+             "-byte aligned start"}));
+  for (std::size_t i = 0; i < d.rank; ++i)
+    if (extents[i] == 0 || extents[i] > tensor_extent_limit)
+      bad(cat({"extent[", std::to_string(i), "] is ", std::to_string(extents[i]), " (extents ", dims_text(extents),
+               "): each extent is 1 to 2^32 elements"}));
+  if (strides.empty()) {
+    std::uint64_t s = extents[0] * d.element_bytes;
+    for (std::size_t i = 0; i + 1 < d.rank; ++i) {
+      d.strides[i] = s;
+      s = extents[i + 1] > (std::uint64_t(-1) / s) ? std::uint64_t(-1) : s * extents[i + 1];
+    }
+  } else if (strides.size() != d.rank - 1) {
+    bad(cat({std::to_string(strides.size()), " strides ", dims_text(strides), " for rank ", std::to_string(d.rank),
+             ": give the byte strides of dimensions 1 to rank - 1 (", std::to_string(d.rank - 1),
+             "), or none for a packed tensor"}));
+  } else {
+    for (std::size_t i = 0; i + 1 < d.rank; ++i) d.strides[i] = strides[i];
+  }
+  const std::uint64_t stride_align = o.interleave == TensorInterleave::bytes_32 ? 32 : 16;
+  for (std::size_t i = 0; i + 1 < d.rank; ++i)
+    if (d.strides[i] % stride_align != 0 || d.strides[i] >= tensor_stride_limit)
+      bad(cat({"the stride of dimension ", std::to_string(i + 1), " is ", std::to_string(d.strides[i]),
+               " bytes", strides.empty() ? " (packed)" : "", ": strides are multiples of ", std::to_string(stride_align),
+               " bytes below 2^40", strides.empty() ? "; pad the rows and give the strides" : ""}));
+  if (!o.element_strides.empty() && o.element_strides.size() != d.rank)
+    bad(cat({std::to_string(o.element_strides.size()), " element strides ", dims_text(o.element_strides),
+             " for rank ", std::to_string(d.rank), ": give one per dimension, or none"}));
+  for (std::size_t i = 0; i < d.rank; ++i) {
+    d.element_strides[i] = o.element_strides.empty() ? 1 : o.element_strides[i];
+    if (d.element_strides[i] < 1 || d.element_strides[i] > 8)
+      bad(cat({"element stride[", std::to_string(i), "] is ", std::to_string(d.element_strides[i]),
+               ": element strides are 1 to 8"}));
+  }
+  if (o.interleave == TensorInterleave::bytes_32 && o.swizzle != TensorSwizzle::bytes_32)
+    bad(cat({"a 32-byte interleave needs the 32-byte swizzle (TensorSwizzle::bytes_32), not swizzle ",
+             std::to_string(int(o.swizzle))}));
+  const bool floating = d.element >= TensorElement::float16;
+  if (o.oob_fill == TensorOobFill::nan_request_zero_fma && !floating)
+    bad(cat({"the NaN out-of-bounds fill is for floating-point elements, not ", element}));
+  return d;
+}
+
+// The swizzle rule on the box's inner dimension (interleave none): at most
+// the swizzle's span.
+inline void check_swizzle_span(const char* op, const TensorMapDescription& d, std::uint64_t inner_bytes,
+                               const char* inner, SourceLocation where) {
+  if (d.options.interleave != TensorInterleave::none || d.options.swizzle == TensorSwizzle::none) return;
+  const std::uint64_t span = d.options.swizzle == TensorSwizzle::bytes_32 ? 32
+                             : d.options.swizzle == TensorSwizzle::bytes_64 ? 64 : 128;
+  if (inner_bytes > span)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                cat({"the box's inner dimension (", inner, ") is ", std::to_string(inner_bytes), " bytes, more than the ",
+                     std::to_string(span), "-byte span of its swizzle: narrow the box or take a wider swizzle"}),
+                where));
+}
+
+// Whether a tensor of this description fits `bytes` of memory from its
+// address: the last element's end, (extent[i] - 1) * stride[i] summed, plus
+// a row's bytes.
+inline void check_reach(const char* op, const TensorMapDescription& d, std::size_t bytes, SourceLocation where) {
+  const auto mul = [](std::uint64_t a, std::uint64_t b) { return a && b > std::uint64_t(-1) / a ? std::uint64_t(-1) : a * b; };
+  const auto add = [](std::uint64_t a, std::uint64_t b) { return a > std::uint64_t(-1) - b ? std::uint64_t(-1) : a + b; };
+  std::uint64_t reach = mul(d.extents[0], d.element_bytes);
+  for (std::size_t i = 1; i < d.rank; ++i) reach = add(reach, mul(d.extents[i] - 1, d.strides[i - 1]));
+  if (reach > bytes)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                cat({"the tensor (extents ", dims_text(d.extents), ") reaches ", std::to_string(reach),
+                     " bytes from its address, but the memory holds ", std::to_string(bytes), " bytes"}),
+                where));
+}
+
+}  // namespace detail
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/tensor_map_rules.hpp ----
+
+// ---- begin oxicuda/kernel/tensor_map.hpp ----
+// oxicuda/kernel/tensor_map.hpp — TensorMap, a TMA descriptor
+// (cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col) encoded from a typed
+// description and checked against the driver's rules first
+// (tensor_map_rules.hpp). It is the 128 bytes a kernel takes as a
+// `const __grid_constant__` parameter, passed by value like any other.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// The pixel box of an im2col tensor map: the bounding box's corners as
+// offsets along the spatial dimensions (W, H, D, innermost first: rank - 2
+// of them; in [-32768, 32767] for rank 3, [-128, 127] for rank 4, [-16, 15]
+// for rank 5), and what one load reads: `channels_per_pixel` elements along
+// C (1 to 256) for each of `pixels_per_column` pixels (1 to 1024).
+struct Im2colBox {
+  TensorDims<int> lower_corner{};
+  TensorDims<int> upper_corner{};
+  std::uint32_t channels_per_pixel = 0;
+  std::uint32_t pixels_per_column = 0;
+};
+
+// A tensor map: 128 opaque bytes that describe a tensor in device memory and
+// the box a TMA copy moves. Trivially copyable and aligned as cuda.h (CUDA
+// 13) aligns CUtensorMap, so Kernel<void(TensorMap, float*)> passes it to
+//   __global__ void k(const __grid_constant__ CUtensorMap map, float* out)
+// or to a parameter of any 128-byte type aligned to 128 (Module::kernel
+// checks the layout). A default TensorMap is zeros and describes nothing.
+// Encoding needs no context; the driver reads the memory only when a kernel
+// copies through the map, which must not outlive the memory.
+class TensorMap {
+ public:
+  TensorMap() noexcept = default;
+
+  // A tiled map over the memory of a device range (DeviceBuffer, DeviceSpan):
+  // `extents` in elements and `strides_bytes` (dimensions 1 to rank - 1;
+  // none: packed) innermost first, and the `box` a copy moves. The element
+  // type is tensor_element<T> unless the options name one. Refused before
+  // the driver sees it: a broken rule of the driver's, a box larger than the
+  // extents, or a tensor reaching past the memory.
+  template <detail::device_range R>
+  [[nodiscard]] static TensorMap tiled(const R& memory, TensorDims<std::uint64_t> extents,
+                                       TensorDims<std::uint64_t> strides_bytes, TensorDims<std::uint32_t> box,
+                                       const TensorMapOptions& options = {},
+                                       SourceLocation where = SourceLocation::current()) {
+    const auto span = memory.device_span();
+    using T = std::remove_cv_t<detail::device_element_t<R>>;
+    return encode_tiled(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), span.device_ptr(), extents,
+                                                strides_bytes, options, 1, where),
+                        box, span.size_bytes(), where);
+  }
+  // The same over a raw device address, whose size is not known.
+  template <class T>
+  [[nodiscard]] static TensorMap tiled(const T* device_address, TensorDims<std::uint64_t> extents,
+                                       TensorDims<std::uint64_t> strides_bytes, TensorDims<std::uint32_t> box,
+                                       const TensorMapOptions& options = {},
+                                       SourceLocation where = SourceLocation::current()) {
+    using U = std::remove_cv_t<T>;
+    return encode_tiled(detail::describe_tensor(tiled_op, deduced<U>(), sizeof(U),
+                                                reinterpret_cast<std::uintptr_t>(device_address), extents,
+                                                strides_bytes, options, 1, where),
+                        box, std::nullopt, where);
+  }
+  // A 2D map over pitched memory (PitchedBuffer, DeviceSpan2D): extents
+  // {width, height}, the pitch as the row stride.
+  template <detail::device_range_2d R>
+  [[nodiscard]] static TensorMap tiled(const R& memory, TensorDims<std::uint32_t> box,
+                                          const TensorMapOptions& options = {},
+                                          SourceLocation where = SourceLocation::current()) {
+    const auto s = memory.span_2d();
+    using T = std::remove_cv_t<detail::element_2d_t<R>>;
+    return encode_tiled(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), s.device_ptr(),
+                                                {s.width(), s.height()}, {s.pitch_bytes()}, options, 1, where),
+                        box, std::nullopt, where);
+  }
+
+  // An im2col map (rank 3 to 5: C, the spatial dimensions, N) over a device
+  // range, for convolutions: a load reads a column of pixels of the box.
+  template <detail::device_range R>
+  [[nodiscard]] static TensorMap im2col(const R& memory, TensorDims<std::uint64_t> extents,
+                                        TensorDims<std::uint64_t> strides_bytes, const Im2colBox& box,
+                                        const TensorMapOptions& options = {},
+                                        SourceLocation where = SourceLocation::current()) {
+    const auto span = memory.device_span();
+    using T = std::remove_cv_t<detail::device_element_t<R>>;
+    const detail::TensorMapDescription d = detail::describe_tensor(
+        im2col_op, deduced<T>(), sizeof(T), span.device_ptr(), extents, strides_bytes, options, 3, where);
+    detail::check_reach(im2col_op, d, span.size_bytes(), where);
+    return encode_im2col(d, box, where);
+  }
+
+  // The descriptor, for cuda.h's APIs: reinterpret_cast<const CUtensorMap*>(&map.raw()).
+  [[nodiscard]] const ffi::CUtensorMap& raw() const noexcept { return map_; }
+  // Whether it was encoded (a default TensorMap is all zeros).
+  [[nodiscard]] explicit operator bool() const noexcept {
+    for (const auto q : map_.opaque)
+      if (q) return true;
+    return false;
+  }
+
+ private:
+  static constexpr const char* tiled_op = "oxicuda::TensorMap::tiled";
+  static constexpr const char* im2col_op = "oxicuda::TensorMap::im2col";
+
+  template <class T>
+  static constexpr std::optional<TensorElement> deduced() noexcept {
+    if constexpr (requires { tensor_element<T>::value; })
+      return TensorElement(tensor_element<T>::value);
+    else
+      return std::nullopt;
+  }
+
+  static TensorMap encode_tiled(const detail::TensorMapDescription& d, const TensorDims<std::uint32_t>& box,
+                                std::optional<std::size_t> memory_bytes, SourceLocation where);
+  static TensorMap encode_im2col(const detail::TensorMapDescription& d, const Im2colBox& box, SourceLocation where);
+
+  ffi::CUtensorMap map_{};
+};
+
+static_assert(sizeof(TensorMap) == 128 && alignof(TensorMap) == alignof(ffi::CUtensorMap) &&
+              std::is_trivially_copyable_v<TensorMap>);
+
+namespace detail {
+
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_box(const char* op, const std::string& why, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where));
+}
+
+template <class E>
+auto raw_enum(E e) noexcept {
+  if constexpr (std::is_same_v<E, TensorElement>) return static_cast<ffi::CUtensorMapDataType>(e);
+  else if constexpr (std::is_same_v<E, TensorInterleave>) return static_cast<ffi::CUtensorMapInterleave>(e);
+  else if constexpr (std::is_same_v<E, TensorSwizzle>) return static_cast<ffi::CUtensorMapSwizzle>(e);
+  else if constexpr (std::is_same_v<E, TensorL2Promotion>) return static_cast<ffi::CUtensorMapL2promotion>(e);
+  else return static_cast<ffi::CUtensorMapFloatOOBfill>(e);
+}
+
+}  // namespace detail
+
+inline TensorMap TensorMap::encode_tiled(const detail::TensorMapDescription& d, const TensorDims<std::uint32_t>& box,
+                                         std::optional<std::size_t> memory_bytes, SourceLocation where) {
+  using detail::cat, detail::dims_text;
+  if (box.size() != d.rank)
+    detail::bad_box(tiled_op, cat({"the box ", dims_text(box), " has ", std::to_string(box.size()),
+                                   " dimensions, the tensor (extents ", dims_text(d.extents), ") ",
+                                   std::to_string(d.rank), ": give one box dimension per extent"}),
+                    where);
+  for (std::size_t i = 0; i < d.rank; ++i) {
+    if (box[i] < 1 || box[i] > 256)
+      detail::bad_box(tiled_op, cat({"box[", std::to_string(i), "] is ", std::to_string(box[i]), " (box ",
+                                     dims_text(box), "): each box dimension is 1 to 256 elements"}),
+                      where);
+    if (box[i] > d.extents[i])
+      detail::bad_box(tiled_op, cat({"the box ", dims_text(box), " exceeds the extents ", dims_text(d.extents),
+                                     " in dimension ", std::to_string(i), " (", std::to_string(box[i]), " > ",
+                                     std::to_string(d.extents[i]),
+                                     "): a box lies within the tensor (boxes at its edges are filled out of bounds)"}),
+                      where);
+  }
+  const std::uint64_t inner = std::uint64_t(box[0]) * d.element_bytes;
+  if (d.options.interleave == TensorInterleave::none && inner % 16 != 0)
+    detail::bad_box(tiled_op, cat({"the box's inner dimension is ", std::to_string(box[0]), " elements of ",
+                                   std::to_string(d.element_bytes), " bytes = ", std::to_string(inner),
+                                   " bytes, not a multiple of 16: TMA moves rows of whole 16-byte chunks"}),
+                    where);
+  detail::check_swizzle_span(tiled_op, d, inner, "box[0] elements", where);
+  if (memory_bytes) detail::check_reach(tiled_op, d, *memory_bytes, where);
+  TensorMap m;
+  detail::check(OXICUDA_DRIVER(TensorMapEncodeTiled, &m.map_, detail::raw_enum(d.element),
+                               static_cast<ffi::cuuint32_t>(d.rank),
+                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
+                               d.strides.data(), box.data(), d.element_strides.data(),
+                               detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
+                               detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill)),
+                where);
+  return m;
+}
+
+inline TensorMap TensorMap::encode_im2col(const detail::TensorMapDescription& d, const Im2colBox& box,
+                                          SourceLocation where) {
+  using detail::cat, detail::dims_text;
+  const std::size_t corners = d.rank - 2;
+  const int range = d.rank == 3 ? 32768 : d.rank == 4 ? 128 : 16;
+  for (const auto* c : {&box.lower_corner, &box.upper_corner}) {
+    const char* which = c == &box.lower_corner ? "lower" : "upper";
+    if (c->size() != corners)
+      detail::bad_box(im2col_op, cat({"the pixel box's ", which, " corner ", dims_text(*c), " has ",
+                                      std::to_string(c->size()), " offsets; rank ", std::to_string(d.rank),
+                                      " takes ", std::to_string(corners), " (one per spatial dimension)"}),
+                      where);
+    for (std::size_t i = 0; i < corners; ++i)
+      if ((*c)[i] < -range || (*c)[i] > range - 1)
+        detail::bad_box(im2col_op, cat({"the pixel box's ", which, " corner ", dims_text(*c), ": offset ",
+                                        std::to_string((*c)[i]), " is outside [", std::to_string(-range), ", ",
+                                        std::to_string(range - 1), "], the range for rank ", std::to_string(d.rank)}),
+                        where);
+  }
+  if (box.channels_per_pixel < 1 || box.channels_per_pixel > 256)
+    detail::bad_box(im2col_op, cat({"channels_per_pixel is ", std::to_string(box.channels_per_pixel),
+                                    ": a load reads 1 to 256 channels of each pixel"}),
+                    where);
+  if (box.pixels_per_column < 1 || box.pixels_per_column > 1024)
+    detail::bad_box(im2col_op, cat({"pixels_per_column is ", std::to_string(box.pixels_per_column),
+                                    ": a load reads a column of 1 to 1024 pixels"}),
+                    where);
+  detail::check_swizzle_span(im2col_op, d, std::uint64_t(box.channels_per_pixel) * d.element_bytes,
+                             "channels_per_pixel elements", where);
+  TensorMap m;
+  detail::check(OXICUDA_DRIVER(TensorMapEncodeIm2col, &m.map_, detail::raw_enum(d.element),
+                               static_cast<ffi::cuuint32_t>(d.rank),
+                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
+                               d.strides.data(), box.lower_corner.data(), box.upper_corner.data(),
+                               box.channels_per_pixel, box.pixels_per_column, d.element_strides.data(),
+                               detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
+                               detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill)),
+                where);
+  return m;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/tensor_map.hpp ----
 
 // ---- begin oxicuda/graph/node.hpp ----
 // oxicuda/graph/node.hpp — the nodes of a graph as handles: GraphNode (its

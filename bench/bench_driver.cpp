@@ -310,6 +310,79 @@ TEST_CASE("a 2D copy, raw and oxicuda interleaved") {
                  });
 }
 
+// Issue 24 (7): a 4096 x 4096 float matrix copied tile by tile (64 x 64
+// floats, one block each, through shared memory), the tiles loaded by TMA
+// through a TensorMap against plain coalesced loads. Needs compute
+// capability 9.0. Not a raw/oxicuda pair: two ways of loading a tile.
+TEST_CASE("a TMA tile copy against a plain-load kernel") {
+  Fixture& f = fx();
+  const ComputeCapability cc = f.ctx.device().compute_capability();
+  if (cc.major < 9) {
+    WARN("TMA needs compute capability 9.0: nothing to measure");
+    return;
+  }
+  const Module m = module_from_source(f.ctx, R"(
+struct alignas(128) Map { unsigned long long q[16]; };
+__device__ unsigned smem(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+extern "C" __global__ void tma_copy(const __grid_constant__ Map map, float* out, unsigned cols) {
+  __shared__ alignas(128) float tile[64 * 64];
+  __shared__ alignas(8) unsigned long long bar;
+  const int x = blockIdx.x * 64, y = blockIdx.y * 64;
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem(&bar)) : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("{\n\t.reg .b64 state;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n\t}"
+                 :: "r"(smem(&bar)), "r"(64u * 64u * 4u) : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(smem(tile)), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(smem(&bar))
+                 : "memory");
+  }
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem(&bar)), "r"(0u) : "memory");
+  for (unsigned i = threadIdx.x; i < 64 * 64; i += blockDim.x) out[(y + i / 64) * cols + x + i % 64] = tile[i];
+}
+extern "C" __global__ void plain_copy(const float* in, float* out, unsigned cols) {
+  __shared__ alignas(128) float tile[64 * 64];
+  const int x = blockIdx.x * 64, y = blockIdx.y * 64;
+  for (unsigned i = threadIdx.x; i < 64 * 64; i += blockDim.x) tile[i] = in[(y + i / 64) * cols + x + i % 64];
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < 64 * 64; i += blockDim.x) out[(y + i / 64) * cols + x + i % 64] = tile[i];
+})");
+  const auto tma = m.kernel<void(TensorMap, float*, unsigned)>("tma_copy");
+  const auto plain = m.kernel<void(const float*, float*, unsigned)>("plain_copy");
+  constexpr unsigned cols = 4096, rows = 4096;
+  std::vector<float> host(std::size_t{cols} * rows);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 100003);
+  DeviceBuffer<float> in(f.ctx, host.size()), out(f.ctx, host.size());
+  copy(in, host);
+  const TensorMap map = TensorMap::tiled(in, {cols, rows}, {}, {64, 64});
+  const StreamRef s = f.stream;
+  const LaunchConfig config{.grid = {cols / 64, rows / 64}, .block = 256};
+  std::vector<float> back(host.size());
+  for (const bool with_tma : {true, false}) {
+    fill(s, out, 0.0f);
+    if (with_tma)
+      launch(s, tma, config, map, out, cols);
+    else
+      launch(s, plain, config, in, out, cols);
+    copy(s, back, out);
+    REQUIRE(back == host);
+  }
+  BENCHMARK("tile copy 4096 x 4096 floats in 64 x 64 boxes: TMA") {
+    launch(s, tma, config, map, out, cols);
+    s.synchronize();
+  };
+  BENCHMARK("tile copy 4096 x 4096 floats in 64 x 64 boxes: plain loads") {
+    launch(s, plain, config, in, out, cols);
+    s.synchronize();
+  };
+}
+
 int main(int argc, char** argv) {
   const DriverInfo& info = driver_info();
   int devices = 0;

@@ -1,5 +1,6 @@
 // oxicuda/kernel.hpp — the kernel wing: module images; Module; Function; Module::global; Kernel<Sig> and its
-// layout check; argument packing (shared by launches and graph nodes); launch config and launches.
+// layout check; argument packing (shared by launches and graph nodes); launch config and launches;
+// tensor maps (TMA descriptors) and their rules.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -14,4 +15,6 @@
 #include "kernel/kernel.hpp"
 #include "kernel/kernel_args.hpp"
 #include "kernel/launch.hpp"
+#include "kernel/tensor_map_rules.hpp"
+#include "kernel/tensor_map.hpp"
 // clang-format on

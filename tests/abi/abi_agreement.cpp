@@ -68,6 +68,7 @@ inline constexpr bool same = std::is_same_v<typename norm<A>::type, typename nor
 // Handle and scalar types are the toolkit's own.
 static_assert(std::is_same_v<oxicuda::ffi::CUdevice, ::CUdevice>);
 static_assert(std::is_same_v<oxicuda::ffi::CUdeviceptr, ::CUdeviceptr>);
+static_assert(std::is_same_v<oxicuda::ffi::cuuint32_t, ::cuuint32_t>);
 static_assert(std::is_same_v<oxicuda::ffi::cuuint64_t, ::cuuint64_t>);
 static_assert(abi::same<oxicuda::ffi::CUhostFn, ::CUhostFn>);
 static_assert(abi::same<oxicuda::ffi::CUoccupancyB2DSize, ::CUoccupancyB2DSize>);
@@ -85,6 +86,7 @@ static_assert(oxicuda::ffi::ipc_handle_size == CU_IPC_HANDLE_SIZE);
 static_assert(oxicuda::ffi::graph_kernel_node_port_default == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT);
 static_assert(oxicuda::ffi::graph_kernel_node_port_programmatic == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
 static_assert(oxicuda::ffi::graph_kernel_node_port_launch_order == CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER);
+static_assert(oxicuda::ffi::tensor_map_num_qwords == CU_TENSOR_MAP_NUM_QWORDS);
 
 #include "abi_checks.inc"
 

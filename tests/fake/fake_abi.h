@@ -46,6 +46,23 @@ struct FakeLaunch {
   unsigned char params[1024];
 };
 
+// What the fake's cuTensorMapEncodeTiled and cuTensorMapEncodeIm2col write
+// into the 128-byte descriptor (the rest zero): the description as given,
+// so that tests can read what the library passed.
+struct FakeTensorMap {
+  unsigned long long address;
+  unsigned long long dims[5];
+  unsigned long long strides[4];       // bytes, dimensions 1 to rank - 1
+  unsigned short box[5];               // tiled
+  unsigned short channels_per_pixel;   // im2col
+  unsigned short pixels_per_column;    // im2col
+  short lower_corner[3];               // im2col
+  short upper_corner[3];               // im2col
+  unsigned char element_strides[5];
+  unsigned char kind;                  // 1: tiled, 2: im2col
+  unsigned char data_type, rank, interleave, swizzle, l2_promotion, oob_fill;
+};
+
 // Forgets faults and counters (live handles stay: they belong to the test).
 typedef void (*fake_reset_fn)(void);
 // Calls made to an entry point so far, by driver name ("cuStreamDestroy");

@@ -175,7 +175,8 @@ static CUresult allocate(CUdeviceptr* p, std::size_t bytes) {
   if (bytes > (std::size_t{1} << 36)) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(mu);
   if (const CUresult r = capture_forbids_unsafe()) return r;
-  void* mem = std::malloc(bytes);
+  // Aligned to 256 bytes, as the driver's allocations are (TMA needs 16 or 32).
+  void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
   allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
   own(reinterpret_cast<std::uintptr_t>(mem), CU_MEMORYTYPE_DEVICE, false);

@@ -34,6 +34,7 @@ namespace ffi {
 
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
+using cuuint32_t = std::uint32_t;
 using cuuint64_t = std::uint64_t;
 using CUhostFn = void(OXICUDA_DETAIL_CUDAAPI*)(void* user_data);
 using CUoccupancyB2DSize = std::size_t(OXICUDA_DETAIL_CUDAAPI*)(int block_size);
@@ -913,6 +914,60 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 
+// --- tensor maps (TMA descriptors) -------------------------------------------
+
+enum CUtensorMapDataType : int {
+  CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+  CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+  CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+  CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+  CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
+  CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ = 12,
+};
+
+enum CUtensorMapInterleave : int {
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+  CU_TENSOR_MAP_INTERLEAVE_16B = 1,
+  CU_TENSOR_MAP_INTERLEAVE_32B = 2,
+};
+
+enum CUtensorMapSwizzle : int {
+  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_32B = 1,
+  CU_TENSOR_MAP_SWIZZLE_64B = 2,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B = 4,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B = 5,
+  CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B = 6,
+};
+
+enum CUtensorMapL2promotion : int {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_64B = 1,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+};
+
+enum CUtensorMapFloatOOBfill : int {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
+};
+
+// The opaque descriptor, 128 bytes. Aligned as CUDA 13's cuda.h aligns it
+// (128 bytes; CUDA 12's said 64, which is what the driver requires of the
+// address it writes to).
+inline constexpr std::size_t tensor_map_num_qwords = 16;
+struct CUtensorMap {
+  alignas(128) cuuint64_t opaque[tensor_map_num_qwords];
+};
+
 // The one table of driver entry points oxicuda calls:
 //   X(member, pinned version, exported symbol, parameters)
 // Every entry returns CUresult. `member` is the name without its `cu` prefix
@@ -1139,7 +1194,18 @@ struct CUgraphExecUpdateResultInfo {
     (CUuserObject * object_out, void* ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags))        \
   X(UserObjectRelease, 11030, "cuUserObjectRelease", (CUuserObject object, unsigned int count))                        \
   X(GraphRetainUserObject, 11030, "cuGraphRetainUserObject",                                                           \
-    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))
+    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))                                      \
+  X(TensorMapEncodeTiled, 12000, "cuTensorMapEncodeTiled",                                                             \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void* globalAddress,          \
+     const cuuint64_t* globalDim, const cuuint64_t* globalStrides, const cuuint32_t* boxDim,                          \
+     const cuuint32_t* elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                  \
+     CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))                                            \
+  X(TensorMapEncodeIm2col, 12000, "cuTensorMapEncodeIm2col",                                                           \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void* globalAddress,          \
+     const cuuint64_t* globalDim, const cuuint64_t* globalStrides, const int* pixelBoxLowerCorner,                    \
+     const int* pixelBoxUpperCorner, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn,                          \
+     const cuuint32_t* elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                  \
+     CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))
 
 struct EntryInfo {
   const char* name;    // "cuStreamDestroy": what cuGetProcAddress_v2 is asked for

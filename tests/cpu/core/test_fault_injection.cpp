@@ -181,6 +181,14 @@ std::vector<Op> operations() {
        },
        {},
        {"cuMemFreeAsync", "pool"}},
+      {"tensor maps, tiled and im2col",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         DeviceBuffer<float> buf(ctx, 4096);
+         (void)TensorMap::tiled(buf, {64, 64}, {}, {32, 32});
+         (void)TensorMap::im2col(buf, {8, 16, 4}, {},
+                                 {.lower_corner = {0}, .upper_corner = {0}, .channels_per_pixel = 8, .pixels_per_column = 16});
+       }},
       {"managed memory, registered host memory, pointer queries",
        [] {
          Context ctx = Context::primary(Device::get(0));
