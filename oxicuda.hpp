@@ -585,24 +585,50 @@ enum CUmemPool_attribute : int {
 
 enum CUlaunchAttributeID : int {
   CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1,
   CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
   CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT = 7,
+  CU_LAUNCH_ATTRIBUTE_PRIORITY = 8,
+};
+
+enum CUaccessProperty : int {
+  CU_ACCESS_PROPERTY_NORMAL = 0,
+  CU_ACCESS_PROPERTY_STREAMING = 1,
+  CU_ACCESS_PROPERTY_PERSISTING = 2,
+};
+
+struct CUaccessPolicyWindow {
+  void* base_ptr;
+  std::size_t num_bytes;
+  float hitRatio;
+  CUaccessProperty hitProp;
+  CUaccessProperty missProp;
 };
 
 // The members of cuda.h's 64-byte union that oxicuda sets, and one that
 // gives it cuda.h's 8-byte alignment.
 union CUlaunchAttributeValue {
   char pad[64];
+  CUaccessPolicyWindow accessPolicyWindow;
   int cooperative;
   struct {
     unsigned int x;
     unsigned int y;
     unsigned int z;
   } clusterDim;
+  int programmaticStreamSerializationAllowed;
+  struct {
+    CUevent event;
+    int flags;
+    int triggerAtBlockStart;
+  } programmaticEvent;
   struct {
     CUevent event;
     int flags;
   } launchCompletionEvent;
+  int priority;
 };
 
 struct CUlaunchAttribute {
@@ -1097,6 +1123,10 @@ struct CUtensorMap {
   X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))                                 \
   X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))                                 \
   X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))                                        \
+  X(StreamSetAttribute, 11000, "cuStreamSetAttribute",                                                                 \
+    (CUstream hStream, CUlaunchAttributeID attr, const CUlaunchAttributeValue* param))                                 \
+  X(StreamGetAttribute, 11000, "cuStreamGetAttribute",                                                                 \
+    (CUstream hStream, CUlaunchAttributeID attr, CUlaunchAttributeValue* value))                                       \
   X(LaunchHostFunc, 10000, "cuLaunchHostFunc", (CUstream hStream, CUhostFn fn, void* userData))                        \
   X(EventCreate, 2000, "cuEventCreate", (CUevent * phEvent, unsigned int Flags))                                       \
   X(EventDestroy, 4000, "cuEventDestroy_v2", (CUevent hEvent))                                                         \
@@ -1214,6 +1244,8 @@ struct CUtensorMap {
     (CUgraphNode hNode, CUgraphNode * dependencies, std::size_t * numDependencies))                                    \
   X(GraphNodeGetDependentNodes, 10000, "cuGraphNodeGetDependentNodes",                                                 \
     (CUgraphNode hNode, CUgraphNode * dependentNodes, std::size_t * numDependentNodes))                                \
+  X(GraphKernelNodeSetAttribute, 11000, "cuGraphKernelNodeSetAttribute",                                               \
+    (CUgraphNode hNode, CUlaunchAttributeID attr, const CUlaunchAttributeValue* value))                                \
   X(GraphChildGraphNodeGetGraph, 10000, "cuGraphChildGraphNodeGetGraph", (CUgraphNode hNode, CUgraph * phGraph))       \
   X(GraphAddDependencies, 10000, "cuGraphAddDependencies",                                                             \
     (CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, std::size_t numDependencies))                     \
@@ -4743,6 +4775,102 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/stream.hpp ----
 
+// ---- begin oxicuda/driver/access_policy.hpp ----
+// oxicuda/driver/access_policy.hpp — the L2 access-policy window (persisting
+// lines for a range of device memory): AccessPolicyWindow, set on a stream
+// (cuStreamSetAttribute) or on a launch (LaunchConfig::access_policy).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// How the L2 cache treats the lines of a window: kept (persisting), let
+// go first (streaming), or as usual (normal).
+enum class AccessProperty : int {
+  normal = ffi::CU_ACCESS_PROPERTY_NORMAL,
+  streaming = ffi::CU_ACCESS_PROPERTY_STREAMING,
+  persisting = ffi::CU_ACCESS_PROPERTY_PERSISTING,
+};
+
+// A range of device memory whose L2 lines a stream's kernels (or one
+// launch) treat with `hit` for a fraction `hit_ratio` of the range and
+// `miss` for the rest. Persisting lines use the context's persisting L2
+// size (set_limit(ctx, Limit::persisting_l2_cache_size, bytes)); the
+// window is at most CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE
+// bytes. A window of 0 bytes is none (and clears a stream's).
+struct AccessPolicyWindow {
+  ffi::CUdeviceptr base = 0;
+  std::size_t num_bytes = 0;
+  float hit_ratio = 1.0f;  // in [0, 1]
+  AccessProperty hit = AccessProperty::persisting;
+  AccessProperty miss = AccessProperty::streaming;  // normal or streaming
+
+  // The window over a device range's bytes (DeviceBuffer, DeviceSpan, ...).
+  template <class R>
+    requires requires(const R& r) { r.device_span().size_bytes(); }
+  [[nodiscard]] static AccessPolicyWindow over(const R& range, float hit_ratio = 1.0f) noexcept {
+    const auto s = range.device_span();
+    return {s.device_ptr(), s.size_bytes(), hit_ratio};
+  }
+  [[nodiscard]] constexpr bool empty() const noexcept { return num_bytes == 0; }
+  friend constexpr bool operator==(const AccessPolicyWindow&, const AccessPolicyWindow&) = default;
+};
+
+namespace detail {
+
+// The window as the driver takes it, after the checks the driver leaves to
+// its bare CUDA_ERROR_INVALID_VALUE: a ratio outside [0, 1], a miss
+// property that is persisting.
+inline ffi::CUaccessPolicyWindow raw_window(const AccessPolicyWindow& w, const char* operation, SourceLocation where) {
+  if (w.num_bytes != 0) {
+    if (!(w.hit_ratio >= 0.0f && w.hit_ratio <= 1.0f))
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  cat({"the access-policy window's hit_ratio is ", std::to_string(w.hit_ratio),
+                       "; it is the fraction of the window given the hit property, in [0, 1]"}),
+                  where));
+    if (w.miss == AccessProperty::persisting)
+      raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                  "the access-policy window's miss property is persisting; the driver takes normal or streaming for "
+                  "the lines outside the hit fraction",
+                  where));
+  }
+  return {reinterpret_cast<void*>(static_cast<std::uintptr_t>(w.base)), w.num_bytes, w.hit_ratio,
+          static_cast<ffi::CUaccessProperty>(w.hit), static_cast<ffi::CUaccessProperty>(w.miss)};
+}
+
+}  // namespace detail
+
+// Sets the access-policy window of the kernels launched on `stream` from
+// now on (cuStreamSetAttribute); a window of 0 bytes clears it. A window
+// larger than the device allows is the driver's Error.
+inline void set_access_policy_window(StreamRef stream, const AccessPolicyWindow& window,
+                                     SourceLocation where = SourceLocation::current()) {
+  constexpr const char* op = "oxicuda::set_access_policy_window";
+  ffi::CUlaunchAttributeValue v{};
+  v.accessPolicyWindow = detail::raw_window(window, op, where);
+  detail::on_stream(stream, op, where, [&](CUstream q) {
+    detail::check(OXICUDA_DRIVER(StreamSetAttribute, q, ffi::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v), where);
+  });
+}
+
+// The stream's access-policy window (0 bytes: none).
+[[nodiscard]] inline AccessPolicyWindow access_policy_window(StreamRef stream,
+                                                             SourceLocation where = SourceLocation::current()) {
+  ffi::CUlaunchAttributeValue v{};
+  detail::on_stream(stream, "oxicuda::access_policy_window", where, [&](CUstream q) {
+    detail::check(OXICUDA_DRIVER(StreamGetAttribute, q, ffi::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v), where);
+  });
+  const ffi::CUaccessPolicyWindow& w = v.accessPolicyWindow;
+  return {static_cast<ffi::CUdeviceptr>(reinterpret_cast<std::uintptr_t>(w.base_ptr)), w.num_bytes, w.hitRatio,
+          static_cast<AccessProperty>(w.hitProp), static_cast<AccessProperty>(w.missProp)};
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/access_policy.hpp ----
+
 // ---- begin oxicuda/driver/profiler.hpp ----
 // oxicuda/driver/profiler.hpp — ProfilerRange: the profiler's collection
 // (cuProfilerStart, cuProfilerStop) over a scope, in one context, safe to
@@ -8115,6 +8243,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 // as the driver takes them, or checked as an untyped launch's bytes.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -8153,7 +8282,38 @@ struct LaunchConfig {
   // the grid in each dimension, is an Error naming both.
   Dim3 cluster{0, 0, 0};
   bool cooperative = false;
+  // Programmatic dependent launch (compute capability 9.0+): this kernel may
+  // start before the kernel before it on the stream has finished, once that
+  // one's blocks have all triggered (griddepcontrol.launch_dependents, or
+  // cudaTriggerProgrammaticLaunchCompletion) or exited; it must wait
+  // (griddepcontrol.wait, cudaGridDependencySynchronize) before reading what
+  // that kernel wrote. CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+  bool programmatic = false;
+  // An event recorded when this kernel's blocks have all triggered (or,
+  // with trigger_at_block_start, started): another stream that waits on it
+  // may start early, as programmatic above does on one stream. Only
+  // Stream::wait may use it (the driver's rule). CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT.
+  struct ProgrammaticEvent {
+    EventRef event;
+    bool trigger_at_block_start = false;
+  } programmatic_event{};
+  // The launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY): as a stream's,
+  // lower numbers are more urgent, within Context::stream_priority_range();
+  // unset: the stream's.
+  std::optional<int> priority;
+  // The L2 access-policy window of this launch (CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+  // 0 bytes: the stream's.
+  AccessPolicyWindow access_policy{};
 };
+
+namespace detail {
+// Whether a configuration has launch attributes beyond clusters and
+// cooperative launches (each a cuLaunchKernelEx attribute).
+inline bool has_extra_attributes(const LaunchConfig& cfg) noexcept {
+  return cfg.programmatic || cfg.programmatic_event.event || cfg.priority.has_value() ||
+         cfg.access_policy.num_bytes != 0;
+}
+}  // namespace detail
 
 namespace detail {
 
@@ -8293,6 +8453,8 @@ OXICUDA_DETAIL_NAMESPACE_END
 // oxicuda/kernel/launch.hpp — launching kernels on a stream: the untyped variadic
 // launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 
+#include <cstdint>
+#include <string>
 #include <utility>
 
 
@@ -8300,13 +8462,31 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
+// An attribute of the kernel's device, or `otherwise` when the driver
+// cannot tell (explaining a failure must not fail).
+inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr, int otherwise) noexcept {
+  CUdevice dev = 0;
+  int v = 0;
+  const CUcontext ctx = fn.module().context().raw();
+  if (!ctx) return otherwise;
+  const ScopedCurrentNothrow current(ctx, "explaining a launch's failure");
+  return current.ok() && OXICUDA_DRIVER(CtxGetDevice, &dev).ok() && OXICUDA_DRIVER(DeviceGetAttribute, &v, attr, dev).ok()
+             ? v
+             : otherwise;
+}
+
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
                                                     SourceLocation where) {
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
-           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
+           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : "",
+           cfg.programmatic ? ", programmatic (PDL)" : "", cfg.programmatic_event.event ? ", a programmatic event" : "",
+           cfg.priority ? ", priority " + std::to_string(*cfg.priority) : std::string(),
+           cfg.access_policy.num_bytes ? ", an access-policy window of " + std::to_string(cfg.access_policy.num_bytes) +
+                                             " bytes"
+                                       : std::string()});
   // Both figures, where dynamic shared memory is the reason (raising the
   // limit failed, or the launch was refused asking for more than the device
   // can give): what the launch asks for, and what the device can give this
@@ -8340,6 +8520,14 @@ namespace detail {
     why = cat({why, ": ", shared});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
+  } else if ((cfg.programmatic || cfg.programmatic_event.event) &&
+             device_attribute_or(fn, ffi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9) < 9) {
+    why = cat({why, ": programmatic dependent launch needs compute capability 9.0 or later"});
+  } else if (cfg.access_policy.num_bytes != 0 && r.result == ffi::CUDA_ERROR_INVALID_VALUE &&
+             device_attribute_or(fn, ffi::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, -1) >= 0) {
+    why = cat({why, ": the device takes an access-policy window of at most ",
+               std::to_string(device_attribute_or(fn, ffi::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, -1)),
+               " bytes"});
   } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
     why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
   }
@@ -8348,11 +8536,9 @@ namespace detail {
 
 // One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
 // clusters and cooperative launches. Returns the driver's answer.
-inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
-  if (OXICUDA_DETAIL_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
-    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
-                          cfg.shared_bytes, s, params, nullptr);
-  ffi::CUlaunchAttribute attrs[2] = {};
+// A configuration's launch attributes (at most 6), in `attrs`; how many.
+// The access-policy window was checked when the launch began (check_attributes).
+inline unsigned launch_attributes(const LaunchConfig& cfg, ffi::CUlaunchAttribute (&attrs)[6]) noexcept {
   unsigned n = 0;
   if (cfg.cluster.x) {
     attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -8364,6 +8550,39 @@ inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, vo
     attrs[n].value.cooperative = 1;
     ++n;
   }
+  if (cfg.programmatic) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cfg.programmatic_event.event) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+    attrs[n].value.programmaticEvent = {cfg.programmatic_event.event.raw(), 0,
+                                        cfg.programmatic_event.trigger_at_block_start ? 1 : 0};
+    ++n;
+  }
+  if (cfg.priority) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attrs[n].value.priority = *cfg.priority;
+    ++n;
+  }
+  if (cfg.access_policy.num_bytes != 0) {
+    const AccessPolicyWindow& w = cfg.access_policy;
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    attrs[n].value.accessPolicyWindow = {reinterpret_cast<void*>(static_cast<std::uintptr_t>(w.base)), w.num_bytes,
+                                         w.hit_ratio, static_cast<ffi::CUaccessProperty>(w.hit),
+                                         static_cast<ffi::CUaccessProperty>(w.miss)};
+    ++n;
+  }
+  return n;
+}
+
+inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
+  if (OXICUDA_DETAIL_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative && !has_extra_attributes(cfg)))
+    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                          cfg.shared_bytes, s, params, nullptr);
+  ffi::CUlaunchAttribute attrs[6] = {};
+  const unsigned n = launch_attributes(cfg, attrs);
   const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
                                    cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
   return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
@@ -8407,6 +8626,7 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 OXICUDA_DETAIL_COLD inline void launch_special(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
                            SourceLocation where) {
   if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0) check_cluster(fn, cfg, "oxicuda::launch", where);
+  if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, "oxicuda::launch", where);
   if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
   const Outcome r = launch_once(s, fn.raw(), cfg, params);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
@@ -8421,7 +8641,8 @@ inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (OXICUDA_DETAIL_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z | cfg.shared_bytes |
-                                 static_cast<unsigned>(cfg.cooperative)) != 0))
+                                 static_cast<unsigned>(cfg.cooperative)) != 0 ||
+                                has_extra_attributes(cfg)))
       return launch_special(s, fn, cfg, params, where);
     const Outcome r = OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y,
                                      cfg.block.z, 0u, s, params, nullptr);
@@ -9743,17 +9964,33 @@ ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, 
   return memset_params(dst, std::bit_cast<U>(std::remove_cv_t<T>(value)), sizeof(T), ctx);
 }
 
-// The kernel node parameters of a launch configuration (no clusters, no
-// cooperative launch: those are launch attributes kernel nodes do not take here).
+// The kernel node parameters of a launch configuration. A node being added
+// takes the launch attributes a kernel node has (clusters, cooperative,
+// priority, the access-policy window: set on the node after it is added);
+// programmatic dependent launch is a stream's, not a node's (in a graph it
+// is an edge's). Updating an instantiated node (`attributes` false) changes
+// its parameters, not its attributes: a configuration with any is refused.
 inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
-                                                     const char* op, SourceLocation where) {
+                                                     const char* op, SourceLocation where, bool attributes = true) {
   CUfunction f = checked(fn, "oxicuda::Function", op, where);
-  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
+  if (cfg.programmatic || cfg.programmatic_event.event)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
                 cat({"kernel '", fn.name(),
-                     "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
-                     "capture such a launch into the graph instead (capture.hpp)"}),
+                     "': programmatic dependent launch is an attribute of a launch on a stream, not of a graph's "
+                     "kernel node (in a graph it is a programmatic edge, which oxicuda does not add yet); capture "
+                     "the launches into the graph instead (capture.hpp)"}),
                 where));
+  const bool any = (cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative ||
+                   cfg.priority.has_value() || cfg.access_policy.num_bytes != 0;
+  if (!attributes && any)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
+                cat({"kernel '", fn.name(),
+                     "': an instantiated graph's kernel node keeps the launch attributes it was added with "
+                     "(cluster, cooperative, priority, access-policy window); set_kernel changes its grid, block, "
+                     "shared memory and arguments only: pass a configuration without attributes"}),
+                where));
+  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0) check_cluster(fn, cfg, op, where);
+  if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, op, where);
   if (cfg.shared_bytes != 0) {
     // The kernel's own limit (the driver's default is 48 KiB less its static
     // shared memory), raised when the node asks for more, as a launch does.
@@ -9837,6 +10074,14 @@ inline GraphNode add_kernel_node(const Shared<GraphState>& s, CUgraph g, Depende
   const Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
   if (!r.ok()) launch_failed(r, fn, config, after.where());
   keep.commit(node);
+  // The node's launch attributes (a node the driver refuses one for stays
+  // in the graph, without it: the Error says which).
+  ffi::CUlaunchAttribute attrs[6] = {};
+  const unsigned n = launch_attributes(config, attrs);
+  for (unsigned i = 0; i < n; ++i) {
+    const Outcome set = OXICUDA_DRIVER(GraphKernelNodeSetAttribute, node, attrs[i].id, &attrs[i].value);
+    if (!set.ok()) launch_failed(set, fn, config, after.where());
+  }
   return GraphNode(node);
 }
 
@@ -10586,7 +10831,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
-  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where);
+  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where, false);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
   // giving one node new arguments), nothing is copied or counted.

@@ -381,6 +381,44 @@ extern "C" __global__ void plain_copy(const float* in, float* out, unsigned cols
     launch(s, plain, config, in, out, cols);
     s.synchronize();
   };
+
+// Issue 24: a dependent kernel pair (the second reads what the first
+// wrote, after griddepcontrol.wait), 50 pairs a round, launched with and
+// without programmatic dependent launch on the second.
+TEST_CASE("a dependent kernel pair, with and without programmatic dependent launch") {
+  Fixture& f = fx();
+  if (f.ctx.device().compute_capability().major < 9) {
+    WARN("compute capability below 9.0: no programmatic dependent launch to measure");
+    return;
+  }
+  const Module m = module_from_source(f.ctx, R"(
+extern "C" __global__ void first(float* a, unsigned n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a[i] = a[i] * 0.5f + 1.0f;
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+extern "C" __global__ void second(const float* a, float* b, unsigned n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (i < n) b[i] = a[i] + 1.0f;
+})");
+  const auto first = m.kernel<void(float*, unsigned)>("first");
+  const auto second = m.kernel<void(const float*, float*, unsigned)>("second");
+  constexpr unsigned n = 1u << 16;
+  DeviceBuffer<float> a(f.ctx, n), b(f.ctx, n);
+  fill(a, 1.0f);
+  const StreamRef s = f.stream;
+  auto pairs = [&](bool pdl) {
+    for (int i = 0; i < 50; ++i) {
+      launch(s, first, {.grid = n / 256, .block = 256}, a, n);
+      launch(s, second, {.grid = n / 256, .block = 256, .programmatic = pdl}, a, b, n);
+    }
+    s.synchronize();
+  };
+  BENCHMARK("50 dependent pairs: without PDL") { pairs(false); };
+  BENCHMARK("50 dependent pairs: with PDL") { pairs(true); };
+  BENCHMARK("50 dependent pairs (again): with PDL") { pairs(true); };
+  BENCHMARK("50 dependent pairs (again): without PDL") { pairs(false); };
 }
 
 int main(int argc, char** argv) {

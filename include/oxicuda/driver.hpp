@@ -19,6 +19,7 @@
 #include "driver/event.hpp"
 #include "driver/stream_ref.hpp"
 #include "driver/stream.hpp"
+#include "driver/access_policy.hpp"
 #include "driver/profiler.hpp"
 #include "driver/limits.hpp"
 #include "driver/peer.hpp"

@@ -85,6 +85,11 @@ typedef void (*fake_set_peer_access_fn)(int dev, int peer, int can);
 // What cuDriverGetVersion answers from now on (13000 until set).
 typedef void (*fake_set_driver_version_fn)(int version);
 typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
+// A launch attribute of the last launch (CUlaunchAttributeID), as one
+// number: the window's bytes, the priority, the serialization flag, 1 for a
+// programmatic event (2 when triggered at block start), the cluster's x,
+// the cooperative flag; -1 when the last launch did not have it.
+typedef long long (*fake_last_launch_attribute_fn)(int id);
 // The context that the last work enqueued on a stream went to (for a
 // default stream: the enqueuing thread's current context).
 typedef const void* (*fake_last_context_fn)(void);

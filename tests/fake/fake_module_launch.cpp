@@ -3,6 +3,8 @@
 // kernels), and runs a kernel called `dbl` on the host.
 #include "fake_state.hpp"
 
+#include <algorithm>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -394,6 +396,10 @@ CUresult fake_LaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsi
                            unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
                            void** extra) {
   FAKE_ENTRY(LaunchKernel);
+  {
+    std::lock_guard lock(mu);
+    note_launch_attribute(nullptr);
+  }
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz}, none[3] = {0, 0, 0};
   return launch(fn, grid, block, shared, s, params, extra, none, 0, 0);
 }
@@ -403,16 +409,22 @@ CUresult fake_LaunchKernelEx(const CUlaunchConfig* c, CUfunction fn, void** para
   if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
   unsigned cluster[3] = {0, 0, 0};
   int cooperative = 0;
-  for (unsigned i = 0; i < c->numAttrs; ++i) {
-    const CUlaunchAttribute& a = c->attrs[i];
-    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-      cluster[0] = a.value.clusterDim.x, cluster[1] = a.value.clusterDim.y, cluster[2] = a.value.clusterDim.z;
-      if (!cluster[0] || !cluster[1] || !cluster[2]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
-    } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-      cooperative = a.value.cooperative;
-    } else if (a.id != CU_LAUNCH_ATTRIBUTE_IGNORE) {
-      return CUDA_ERROR_NOT_SUPPORTED;
+  {
+    std::lock_guard lock(mu);
+    const int dev = std::max(context_device(stream_context(c->hStream)), 0);
+    for (unsigned i = 0; i < c->numAttrs; ++i) {
+      const CUlaunchAttribute& a = c->attrs[i];
+      if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        cluster[0] = a.value.clusterDim.x, cluster[1] = a.value.clusterDim.y, cluster[2] = a.value.clusterDim.z;
+        if (!cluster[0] || !cluster[1] || !cluster[2]) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+      } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+        cooperative = a.value.cooperative;
+      } else if (const CUresult r = check_attribute(a, dev, false)) {
+        return r;
+      }
     }
+    note_launch_attribute(nullptr);
+    for (unsigned i = 0; i < c->numAttrs; ++i) note_launch_attribute(&c->attrs[i]);
   }
   const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
   const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};

@@ -122,6 +122,12 @@ void run_launch(CUfunction fn, CUstream s, const unsigned grid[3], const unsigne
 // fake_stream_event.cpp
 void mark_recorded(CUevent e);  // an event record has run
 CUcontext stream_context(CUstream s);
+// fake_attributes.cpp: a launch attribute checked as the driver does (for a
+// launch, or a kernel node), with `mu` held; the last launch's attributes
+// noted (null: a new launch begins); a stream's attributes forgotten.
+CUresult check_attribute(const CUlaunchAttribute& a, int dev, bool node);
+void note_launch_attribute(const CUlaunchAttribute* a);
+void forget_stream_attributes(CUstream s);
 bool blocking_stream(CUstream s);
 // With `mu` held: a live event's flags; -1 for a dead one.
 long event_flags(CUevent e);

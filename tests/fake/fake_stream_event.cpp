@@ -208,6 +208,7 @@ CUresult fake_StreamDestroy(CUstream s) {
     return CUDA_ERROR_INVALID_HANDLE;
   }
   stream_destroyed(s);
+  forget_stream_attributes(s);
   live.erase(s);
   auto* st = reinterpret_cast<Stream*>(s);
   // As the driver: cuStreamDestroy returns at once; pending work runs later.

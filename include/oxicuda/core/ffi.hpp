@@ -509,24 +509,50 @@ enum CUmemPool_attribute : int {
 
 enum CUlaunchAttributeID : int {
   CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1,
   CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
   CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT = 7,
+  CU_LAUNCH_ATTRIBUTE_PRIORITY = 8,
+};
+
+enum CUaccessProperty : int {
+  CU_ACCESS_PROPERTY_NORMAL = 0,
+  CU_ACCESS_PROPERTY_STREAMING = 1,
+  CU_ACCESS_PROPERTY_PERSISTING = 2,
+};
+
+struct CUaccessPolicyWindow {
+  void* base_ptr;
+  std::size_t num_bytes;
+  float hitRatio;
+  CUaccessProperty hitProp;
+  CUaccessProperty missProp;
 };
 
 // The members of cuda.h's 64-byte union that oxicuda sets, and one that
 // gives it cuda.h's 8-byte alignment.
 union CUlaunchAttributeValue {
   char pad[64];
+  CUaccessPolicyWindow accessPolicyWindow;
   int cooperative;
   struct {
     unsigned int x;
     unsigned int y;
     unsigned int z;
   } clusterDim;
+  int programmaticStreamSerializationAllowed;
+  struct {
+    CUevent event;
+    int flags;
+    int triggerAtBlockStart;
+  } programmaticEvent;
   struct {
     CUevent event;
     int flags;
   } launchCompletionEvent;
+  int priority;
 };
 
 struct CUlaunchAttribute {
@@ -1021,6 +1047,10 @@ struct CUtensorMap {
   X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))                                 \
   X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))                                 \
   X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))                                        \
+  X(StreamSetAttribute, 11000, "cuStreamSetAttribute",                                                                 \
+    (CUstream hStream, CUlaunchAttributeID attr, const CUlaunchAttributeValue* param))                                 \
+  X(StreamGetAttribute, 11000, "cuStreamGetAttribute",                                                                 \
+    (CUstream hStream, CUlaunchAttributeID attr, CUlaunchAttributeValue* value))                                       \
   X(LaunchHostFunc, 10000, "cuLaunchHostFunc", (CUstream hStream, CUhostFn fn, void* userData))                        \
   X(EventCreate, 2000, "cuEventCreate", (CUevent * phEvent, unsigned int Flags))                                       \
   X(EventDestroy, 4000, "cuEventDestroy_v2", (CUevent hEvent))                                                         \
@@ -1138,6 +1168,8 @@ struct CUtensorMap {
     (CUgraphNode hNode, CUgraphNode * dependencies, std::size_t * numDependencies))                                    \
   X(GraphNodeGetDependentNodes, 10000, "cuGraphNodeGetDependentNodes",                                                 \
     (CUgraphNode hNode, CUgraphNode * dependentNodes, std::size_t * numDependentNodes))                                \
+  X(GraphKernelNodeSetAttribute, 11000, "cuGraphKernelNodeSetAttribute",                                               \
+    (CUgraphNode hNode, CUlaunchAttributeID attr, const CUlaunchAttributeValue* value))                                \
   X(GraphChildGraphNodeGetGraph, 10000, "cuGraphChildGraphNodeGetGraph", (CUgraphNode hNode, CUgraph * phGraph))       \
   X(GraphAddDependencies, 10000, "cuGraphAddDependencies",                                                             \
     (CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to, std::size_t numDependencies))                     \

@@ -51,6 +51,14 @@ inline GraphNode add_kernel_node(const Shared<GraphState>& s, CUgraph g, Depende
   const Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
   if (!r.ok()) launch_failed(r, fn, config, after.where());
   keep.commit(node);
+  // The node's launch attributes (a node the driver refuses one for stays
+  // in the graph, without it: the Error says which).
+  ffi::CUlaunchAttribute attrs[6] = {};
+  const unsigned n = launch_attributes(config, attrs);
+  for (unsigned i = 0; i < n; ++i) {
+    const Outcome set = OXICUDA_DRIVER(GraphKernelNodeSetAttribute, node, attrs[i].id, &attrs[i].value);
+    if (!set.ok()) launch_failed(set, fn, config, after.where());
+  }
   return GraphNode(node);
 }
 

@@ -58,17 +58,33 @@ ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, 
   return memset_params(dst, std::bit_cast<U>(std::remove_cv_t<T>(value)), sizeof(T), ctx);
 }
 
-// The kernel node parameters of a launch configuration (no clusters, no
-// cooperative launch: those are launch attributes kernel nodes do not take here).
+// The kernel node parameters of a launch configuration. A node being added
+// takes the launch attributes a kernel node has (clusters, cooperative,
+// priority, the access-policy window: set on the node after it is added);
+// programmatic dependent launch is a stream's, not a node's (in a graph it
+// is an edge's). Updating an instantiated node (`attributes` false) changes
+// its parameters, not its attributes: a configuration with any is refused.
 inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
-                                                     const char* op, SourceLocation where) {
+                                                     const char* op, SourceLocation where, bool attributes = true) {
   CUfunction f = checked(fn, "oxicuda::Function", op, where);
-  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative)
+  if (cfg.programmatic || cfg.programmatic_event.event)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
                 cat({"kernel '", fn.name(),
-                     "': clusters and cooperative launches are not supported in graph kernel nodes by oxicuda; "
-                     "capture such a launch into the graph instead (capture.hpp)"}),
+                     "': programmatic dependent launch is an attribute of a launch on a stream, not of a graph's "
+                     "kernel node (in a graph it is a programmatic edge, which oxicuda does not add yet); capture "
+                     "the launches into the graph instead (capture.hpp)"}),
                 where));
+  const bool any = (cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0 || cfg.cooperative ||
+                   cfg.priority.has_value() || cfg.access_policy.num_bytes != 0;
+  if (!attributes && any)
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
+                cat({"kernel '", fn.name(),
+                     "': an instantiated graph's kernel node keeps the launch attributes it was added with "
+                     "(cluster, cooperative, priority, access-policy window); set_kernel changes its grid, block, "
+                     "shared memory and arguments only: pass a configuration without attributes"}),
+                where));
+  if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0) check_cluster(fn, cfg, op, where);
+  if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, op, where);
   if (cfg.shared_bytes != 0) {
     // The kernel's own limit (the driver's default is 48 KiB less its static
     // shared memory), raised when the node asks for more, as a launch does.

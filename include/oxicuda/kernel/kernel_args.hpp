@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -12,6 +13,8 @@
 #include <utility>
 
 #include "../memory/buffer.hpp"
+#include "../driver/access_policy.hpp"
+#include "../driver/event.hpp"
 #include "kernel.hpp"
 #include "../memory/span.hpp"
 
@@ -46,7 +49,38 @@ struct LaunchConfig {
   // the grid in each dimension, is an Error naming both.
   Dim3 cluster{0, 0, 0};
   bool cooperative = false;
+  // Programmatic dependent launch (compute capability 9.0+): this kernel may
+  // start before the kernel before it on the stream has finished, once that
+  // one's blocks have all triggered (griddepcontrol.launch_dependents, or
+  // cudaTriggerProgrammaticLaunchCompletion) or exited; it must wait
+  // (griddepcontrol.wait, cudaGridDependencySynchronize) before reading what
+  // that kernel wrote. CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+  bool programmatic = false;
+  // An event recorded when this kernel's blocks have all triggered (or,
+  // with trigger_at_block_start, started): another stream that waits on it
+  // may start early, as programmatic above does on one stream. Only
+  // Stream::wait may use it (the driver's rule). CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT.
+  struct ProgrammaticEvent {
+    EventRef event;
+    bool trigger_at_block_start = false;
+  } programmatic_event{};
+  // The launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY): as a stream's,
+  // lower numbers are more urgent, within Context::stream_priority_range();
+  // unset: the stream's.
+  std::optional<int> priority;
+  // The L2 access-policy window of this launch (CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+  // 0 bytes: the stream's.
+  AccessPolicyWindow access_policy{};
 };
+
+namespace detail {
+// Whether a configuration has launch attributes beyond clusters and
+// cooperative launches (each a cuLaunchKernelEx attribute).
+inline bool has_extra_attributes(const LaunchConfig& cfg) noexcept {
+  return cfg.programmatic || cfg.programmatic_event.event || cfg.priority.has_value() ||
+         cfg.access_policy.num_bytes != 0;
+}
+}  // namespace detail
 
 namespace detail {
 

@@ -2,6 +2,8 @@
 // launch of a Function, and the typed, checked launch of a Kernel<Sig>.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <utility>
 
 #include "kernel_args.hpp"
@@ -11,13 +13,31 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 
+// An attribute of the kernel's device, or `otherwise` when the driver
+// cannot tell (explaining a failure must not fail).
+inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr, int otherwise) noexcept {
+  CUdevice dev = 0;
+  int v = 0;
+  const CUcontext ctx = fn.module().context().raw();
+  if (!ctx) return otherwise;
+  const ScopedCurrentNothrow current(ctx, "explaining a launch's failure");
+  return current.ok() && OXICUDA_DRIVER(CtxGetDevice, &dev).ok() && OXICUDA_DRIVER(DeviceGetAttribute, &v, attr, dev).ok()
+             ? v
+             : otherwise;
+}
+
 // Why a launch failed, in words, computed only after it has.
 [[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
                                                     SourceLocation where) {
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
            std::to_string(cfg.shared_bytes), " bytes of dynamic shared memory", cfg.cluster.x ? ", cluster " : "",
-           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : ""});
+           cfg.cluster.x ? dims(cfg.cluster) : std::string(), cfg.cooperative ? ", cooperative" : "",
+           cfg.programmatic ? ", programmatic (PDL)" : "", cfg.programmatic_event.event ? ", a programmatic event" : "",
+           cfg.priority ? ", priority " + std::to_string(*cfg.priority) : std::string(),
+           cfg.access_policy.num_bytes ? ", an access-policy window of " + std::to_string(cfg.access_policy.num_bytes) +
+                                             " bytes"
+                                       : std::string()});
   // Both figures, where dynamic shared memory is the reason (raising the
   // limit failed, or the launch was refused asking for more than the device
   // can give): what the launch asks for, and what the device can give this
@@ -51,6 +71,14 @@ namespace detail {
     why = cat({why, ": ", shared});
   } else if (cfg.grid.volume() == 0 || cfg.block.volume() == 0) {
     why = cat({why, ": a grid or block dimension is zero"});
+  } else if ((cfg.programmatic || cfg.programmatic_event.event) &&
+             device_attribute_or(fn, ffi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9) < 9) {
+    why = cat({why, ": programmatic dependent launch needs compute capability 9.0 or later"});
+  } else if (cfg.access_policy.num_bytes != 0 && r.result == ffi::CUDA_ERROR_INVALID_VALUE &&
+             device_attribute_or(fn, ffi::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, -1) >= 0) {
+    why = cat({why, ": the device takes an access-policy window of at most ",
+               std::to_string(device_attribute_or(fn, ffi::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, -1)),
+               " bytes"});
   } else if (r.result == ffi::CUDA_ERROR_INVALID_CONTEXT) {
     why = cat({why, ": the kernel's module and the stream belong to different contexts, or the context is gone"});
   }
@@ -59,11 +87,9 @@ namespace detail {
 
 // One launch call: cuLaunchKernel on the plain path, cuLaunchKernelEx for
 // clusters and cooperative launches. Returns the driver's answer.
-inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
-  if (OXICUDA_DETAIL_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative))
-    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
-                          cfg.shared_bytes, s, params, nullptr);
-  ffi::CUlaunchAttribute attrs[2] = {};
+// A configuration's launch attributes (at most 6), in `attrs`; how many.
+// The access-policy window was checked when the launch began (check_attributes).
+inline unsigned launch_attributes(const LaunchConfig& cfg, ffi::CUlaunchAttribute (&attrs)[6]) noexcept {
   unsigned n = 0;
   if (cfg.cluster.x) {
     attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -75,6 +101,39 @@ inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, vo
     attrs[n].value.cooperative = 1;
     ++n;
   }
+  if (cfg.programmatic) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cfg.programmatic_event.event) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+    attrs[n].value.programmaticEvent = {cfg.programmatic_event.event.raw(), 0,
+                                        cfg.programmatic_event.trigger_at_block_start ? 1 : 0};
+    ++n;
+  }
+  if (cfg.priority) {
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attrs[n].value.priority = *cfg.priority;
+    ++n;
+  }
+  if (cfg.access_policy.num_bytes != 0) {
+    const AccessPolicyWindow& w = cfg.access_policy;
+    attrs[n].id = ffi::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    attrs[n].value.accessPolicyWindow = {reinterpret_cast<void*>(static_cast<std::uintptr_t>(w.base)), w.num_bytes,
+                                         w.hit_ratio, static_cast<ffi::CUaccessProperty>(w.hit),
+                                         static_cast<ffi::CUaccessProperty>(w.miss)};
+    ++n;
+  }
+  return n;
+}
+
+inline Outcome launch_once(CUstream s, CUfunction f, const LaunchConfig& cfg, void** params) noexcept {
+  if (OXICUDA_DETAIL_LIKELY(cfg.cluster.x == 0 && !cfg.cooperative && !has_extra_attributes(cfg)))
+    return OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z,
+                          cfg.shared_bytes, s, params, nullptr);
+  ffi::CUlaunchAttribute attrs[6] = {};
+  const unsigned n = launch_attributes(cfg, attrs);
   const ffi::CUlaunchConfig config{cfg.grid.x,  cfg.grid.y,       cfg.grid.z, cfg.block.x, cfg.block.y,
                                    cfg.block.z, cfg.shared_bytes, s,          attrs,       n};
   return OXICUDA_DRIVER(LaunchKernelEx, &config, f, params, nullptr);
@@ -118,6 +177,7 @@ inline void launch_with_shared(CUstream s, const Function& fn, const LaunchConfi
 OXICUDA_DETAIL_COLD inline void launch_special(CUstream s, const Function& fn, const LaunchConfig& cfg, void** params,
                            SourceLocation where) {
   if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0) check_cluster(fn, cfg, "oxicuda::launch", where);
+  if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, "oxicuda::launch", where);
   if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
   const Outcome r = launch_once(s, fn.raw(), cfg, params);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
@@ -132,7 +192,8 @@ inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
     CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
     if (OXICUDA_DETAIL_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z | cfg.shared_bytes |
-                                 static_cast<unsigned>(cfg.cooperative)) != 0))
+                                 static_cast<unsigned>(cfg.cooperative)) != 0 ||
+                                has_extra_attributes(cfg)))
       return launch_special(s, fn, cfg, params, where);
     const Outcome r = OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y,
                                      cfg.block.z, 0u, s, params, nullptr);

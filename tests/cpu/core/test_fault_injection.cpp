@@ -165,6 +165,21 @@ std::vector<Op> operations() {
          (void)pool.most_free_memory();
          pool.synchronize();
        }},
+      {"launch attributes: a stream's access-policy window, a kernel node's attributes",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         DeviceBuffer<float> x(ctx, 64);
+         set_access_policy_window(s, AccessPolicyWindow::over(x));
+         (void)access_policy_window(s);
+         const Module m = Module::from_ptx(ctx, kSource);
+         Graph g{ctx};
+         (void)g.add_kernel({}, m.kernel<void(float*, const float*, float, unsigned)>("fake_saxpy_float_"),
+                            {.grid = 1, .block = 64, .priority = -1}, x, x, 2.0f, 64u);
+         launch(s, m.kernel<void(float*, const float*, float, unsigned)>("fake_saxpy_float_"),
+                {.grid = 1, .block = 64, .programmatic = true}, x, x, 2.0f, 64u);
+         s.synchronize();
+       }},
       {"2D memory and copies, pools of one's own",
        [] {
          Context ctx = Context::primary(Device::get(0));
