@@ -8300,7 +8300,7 @@ struct LaunchConfig {
   // The launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY): as a stream's,
   // lower numbers are more urgent, within Context::stream_priority_range();
   // unset: the stream's.
-  std::optional<int> priority;
+  std::optional<int> priority{};
   // The L2 access-policy window of this launch (CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
   // 0 bytes: the stream's.
   AccessPolicyWindow access_policy{};
@@ -8465,7 +8465,7 @@ namespace detail {
 // An attribute of the kernel's device, or `otherwise` when the driver
 // cannot tell (explaining a failure must not fail).
 inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr, int otherwise) noexcept {
-  CUdevice dev = 0;
+  ffi::CUdevice dev = 0;
   int v = 0;
   const CUcontext ctx = fn.module().context().raw();
   if (!ctx) return otherwise;

@@ -67,7 +67,7 @@ struct LaunchConfig {
   // The launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY): as a stream's,
   // lower numbers are more urgent, within Context::stream_priority_range();
   // unset: the stream's.
-  std::optional<int> priority;
+  std::optional<int> priority{};
   // The L2 access-policy window of this launch (CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
   // 0 bytes: the stream's.
   AccessPolicyWindow access_policy{};

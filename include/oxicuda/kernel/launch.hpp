@@ -16,7 +16,7 @@ namespace detail {
 // An attribute of the kernel's device, or `otherwise` when the driver
 // cannot tell (explaining a failure must not fail).
 inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr, int otherwise) noexcept {
-  CUdevice dev = 0;
+  ffi::CUdevice dev = 0;
   int v = 0;
   const CUcontext ctx = fn.module().context().raw();
   if (!ctx) return otherwise;

@@ -674,9 +674,10 @@ TEST_CASE_FIXTURE(GraphTest, "graph: bad inputs are errors that say why, and not
   const Error size = error_of([&] { (void)g.add_copy({}, small, x); });
   CHECK(size.call() == "oxicuda::Graph::add_copy");
   CHECK(size.detail().find("size mismatch") != std::string::npos);
-  const Error cluster = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 2, .block = 32, .cluster = {2}}, x, N); });
-  CHECK(cluster.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
-  CHECK(cluster.detail().find("capture such a launch") != std::string::npos);
+  // Programmatic dependent launch is a stream's, not a kernel node's (issue 24 (6): clusters are a node's now).
+  const Error pdl = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 2, .block = 32, .programmatic = true}, x, N); });
+  CHECK(pdl.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(pdl.detail().find("capture the launches into the graph instead") != std::string::npos);
   const Error zero = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 0, .block = 32}, x, N); });
   CHECK(zero.call() == "cuGraphAddKernelNode");
   CHECK(zero.detail().find("a grid or block dimension is zero") != std::string::npos);
@@ -969,9 +970,8 @@ TEST_CASE_FIXTURE(GraphTest, "issue 29 in graph kernel nodes: an empty DeviceBuf
   }
   {
     const Error e = error_of([&] { (void)g.add_kernel({}, dbl, {.grid = 2, .block = N, .cluster = {0, 2, 1}}, moved, N); });
-    CHECK(e.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
-    CHECK(e.detail().find("clusters and cooperative launches are not supported in graph kernel nodes") !=
-          std::string::npos);
+    CHECK(e.result() == ffi::CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    CHECK(e.detail().find("a cluster dimension is zero beside a non-zero one") != std::string::npos);
   }
   GraphNode k = g.add_kernel({}, dbl, {.grid = 1, .block = N}, moved, N);
   GraphExec exec{g};
