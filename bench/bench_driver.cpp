@@ -381,6 +381,7 @@ extern "C" __global__ void plain_copy(const float* in, float* out, unsigned cols
     launch(s, plain, config, in, out, cols);
     s.synchronize();
   };
+}
 
 // Issue 24: a dependent kernel pair (the second reads what the first
 // wrote, after griddepcontrol.wait), 50 pairs a round, launched with and
