@@ -8212,8 +8212,23 @@ void check_parameters(const Function& fn, SourceLocation where) {
     if (!r.ok()) layout_query_failed(fn, r, where);
     got[count++] = slot;
   }
-  bool same = count == n;
-  for (std::size_t i = 0; same && i < n; ++i) same = got[i].offset == want[i].offset && got[i].size == want[i].size;
+  // The driver places each parameter at its alignment in the constant bank,
+  // and reports offsets from where the parameters begin, which need not be
+  // a multiple of the largest alignment (on the H100 a 128-byte-aligned
+  // CUtensorMap first comes at 112). So the declared layout is laid out
+  // from every base the bank could have (mod 128, in 4-byte steps) and
+  // accepted when one of them gives the driver's offsets.
+  constexpr std::size_t aligns[n + 1] = {alignof(Params)..., 1};
+  bool same = false;
+  for (std::size_t base = 0; !same && count == n && base < 128; base += 4) {
+    same = true;
+    std::size_t at = base;
+    for (std::size_t i = 0; same && i < n; ++i) {
+      at = (at + aligns[i] - 1) / aligns[i] * aligns[i];
+      same = got[i].offset == at - base && got[i].size == want[i].size;
+      at += want[i].size;
+    }
+  }
   if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
 }
 
@@ -8871,7 +8886,13 @@ struct TensorMapDescription {
   std::array<std::uint64_t, 4> strides{};
   std::array<std::uint32_t, 5> element_strides{};
   TensorMapOptions options;
+  CUcontext ctx = nullptr;  // the memory's context, made current to encode (null: the current one)
 };
+
+inline TensorMapDescription in_context(TensorMapDescription d, CUcontext ctx) noexcept {
+  d.ctx = ctx;
+  return d;
+}
 
 inline std::string hex_text(std::uint64_t v) {
   std::string s;
@@ -9056,8 +9077,10 @@ class TensorMap {
                                        SourceLocation where = SourceLocation::current()) {
     const auto span = memory.device_span();
     using T = std::remove_cv_t<detail::device_element_t<R>>;
-    return encode_tiled(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), span.device_ptr(), extents,
-                                                strides_bytes, options, 1, where),
+    return encode_tiled(detail::in_context(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T),
+                                                                   span.device_ptr(), extents, strides_bytes,
+                                                                   options, 1, where),
+                                           span.context()),
                         box, span.size_bytes(), where);
   }
   // The same over a raw device address, whose size is not known.
@@ -9080,8 +9103,10 @@ class TensorMap {
                                           SourceLocation where = SourceLocation::current()) {
     const auto s = memory.span_2d();
     using T = std::remove_cv_t<detail::element_2d_t<R>>;
-    return encode_tiled(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), s.device_ptr(),
-                                                {s.width(), s.height()}, {s.pitch_bytes()}, options, 1, where),
+    return encode_tiled(detail::in_context(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), s.device_ptr(),
+                                                                   {s.width(), s.height()}, {s.pitch_bytes()},
+                                                                   options, 1, where),
+                                           s.context()),
                         box, std::nullopt, where);
   }
 
@@ -9094,8 +9119,10 @@ class TensorMap {
                                         SourceLocation where = SourceLocation::current()) {
     const auto span = memory.device_span();
     using T = std::remove_cv_t<detail::device_element_t<R>>;
-    const detail::TensorMapDescription d = detail::describe_tensor(
-        im2col_op, deduced<T>(), sizeof(T), span.device_ptr(), extents, strides_bytes, options, 3, where);
+    const detail::TensorMapDescription d = detail::in_context(
+        detail::describe_tensor(im2col_op, deduced<T>(), sizeof(T), span.device_ptr(), extents, strides_bytes, options,
+                                3, where),
+        span.context());
     detail::check_reach(im2col_op, d, span.size_bytes(), where);
     return encode_im2col(d, box, where);
   }
@@ -9135,6 +9162,25 @@ namespace detail {
 
 [[noreturn]] OXICUDA_DETAIL_COLD inline void bad_box(const char* op, const std::string& why, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where));
+}
+
+// The encode call, with the memory's context current when it is known:
+// the driver (580) answers CUDA_ERROR_INVALID_CONTEXT with none current.
+template <class Encode>
+void encode_in(CUcontext ctx, SourceLocation where, Encode&& encode) {
+  Outcome r;
+  if (ctx) {
+    const SwitchCurrent current(ctx, where);
+    r = encode();
+  } else {
+    r = encode();
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
+    fail(r, where,
+         r.result == ffi::CUDA_ERROR_INVALID_CONTEXT
+             ? "encoding a tensor map needs a current context (the driver answers CUDA_ERROR_INVALID_CONTEXT without "
+               "one): make one current (ScopedCurrent), or encode from a buffer or span that knows its context"
+             : "");
 }
 
 template <class E>
@@ -9177,13 +9223,14 @@ inline TensorMap TensorMap::encode_tiled(const detail::TensorMapDescription& d, 
   detail::check_swizzle_span(tiled_op, d, inner, "box[0] elements", where);
   if (memory_bytes) detail::check_reach(tiled_op, d, *memory_bytes, where);
   TensorMap m;
-  detail::check(OXICUDA_DRIVER(TensorMapEncodeTiled, &m.map_, detail::raw_enum(d.element),
-                               static_cast<ffi::cuuint32_t>(d.rank),
-                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
-                               d.strides.data(), box.data(), d.element_strides.data(),
-                               detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
-                               detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill)),
-                where);
+  detail::encode_in(d.ctx, where, [&] {
+    return OXICUDA_DRIVER(TensorMapEncodeTiled, &m.map_, detail::raw_enum(d.element),
+                                 static_cast<ffi::cuuint32_t>(d.rank),
+                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
+                                 d.strides.data(), box.data(), d.element_strides.data(),
+                                 detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
+                                 detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill));
+  });
   return m;
 }
 
@@ -9217,14 +9264,15 @@ inline TensorMap TensorMap::encode_im2col(const detail::TensorMapDescription& d,
   detail::check_swizzle_span(im2col_op, d, std::uint64_t(box.channels_per_pixel) * d.element_bytes,
                              "channels_per_pixel elements", where);
   TensorMap m;
-  detail::check(OXICUDA_DRIVER(TensorMapEncodeIm2col, &m.map_, detail::raw_enum(d.element),
-                               static_cast<ffi::cuuint32_t>(d.rank),
-                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
-                               d.strides.data(), box.lower_corner.data(), box.upper_corner.data(),
-                               box.channels_per_pixel, box.pixels_per_column, d.element_strides.data(),
-                               detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
-                               detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill)),
-                where);
+  detail::encode_in(d.ctx, where, [&] {
+    return OXICUDA_DRIVER(TensorMapEncodeIm2col, &m.map_, detail::raw_enum(d.element),
+                                 static_cast<ffi::cuuint32_t>(d.rank),
+                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
+                                 d.strides.data(), box.lower_corner.data(), box.upper_corner.data(),
+                                 box.channels_per_pixel, box.pixels_per_column, d.element_strides.data(),
+                                 detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
+                                 detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill));
+  });
   return m;
 }
 
@@ -9744,6 +9792,12 @@ struct GraphAccess {
   template <class H>
   static const KeepList* keep(const H& h) noexcept {
     return h.state_ ? &h.state_->keep : nullptr;
+  }
+  // The driver destroyed the graph (a capture into it failed): no handle
+  // destroys it again.
+  template <class H>
+  static void lost(const H& h) noexcept {
+    if (h.state_) h.state_->owns = false;
   }
 };
 
@@ -11337,6 +11391,13 @@ inline Graph end_capture(const Stream& stream, const char* operation, bool& over
     if (over) into = take_capture_into(key);
     if (!r.ok()) {
       if (raw && !into && !capturing_into(key)) destroy_graph(raw);
+      if (into) {
+        GraphAccess::lost(into);
+        fail(r, where,
+             cat({capture_end_reason(r.result),
+                  ". The capture was into a graph of yours: the driver destroyed that graph with the failed capture "
+                  "(driver 580), so its Graph handles name a graph that is gone; build it again"}));
+      }
       fail(r, where, capture_end_reason(r.result));
     }
   });
@@ -11405,6 +11466,7 @@ inline ScopedCapture::~ScopedCapture() {
   // A graph of the caller's (begin_capture_to) stays theirs, with what was captured into it.
   const detail::CaptureKey key = detail::capture_key(q, stream_.context());
   const Graph into = over ? detail::take_capture_into(key) : Graph();
+  if (into && !r.ok()) detail::GraphAccess::lost(into);  // (the driver destroyed it with the failed capture)
   if (graph && !into && !detail::capturing_into(key)) detail::destroy_graph(graph);
 }
 

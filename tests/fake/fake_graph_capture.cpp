@@ -236,8 +236,11 @@ CUresult fake_StreamEndCapture(CUstream s, CUgraph* out) {
   const bool theirs = c->into;
   end_capture(c);
   if (r) {
-    // A graph of the caller's stays theirs, with the nodes captured before the failure.
-    if (!theirs) destroy_graph(g);
+    // The capture's graph is destroyed, also a graph of the caller's that it
+    // captured into (driver 580 does: seen on the H100, where that graph's
+    // handle is invalid afterwards).
+    (void)theirs;
+    destroy_graph(g);
     *out = nullptr;
     return r;
   }

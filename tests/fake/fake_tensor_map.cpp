@@ -76,6 +76,8 @@ CUresult fake_TensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType type, c
                                    const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
                                    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
   FAKE_ENTRY(TensorMapEncodeTiled);
+  // (driver 580 answers CUDA_ERROR_INVALID_CONTEXT with no context current, seen on the H100)
+  if (const CUresult r = fake::need_current()) return r;
   if (!shared_rules(map, type, rank, address, dims, strides, element_strides, interleave, swizzle, l2, oob, 1) || !box)
     return CUDA_ERROR_INVALID_VALUE;
   for (cuuint32_t i = 0; i < rank; ++i)
@@ -96,6 +98,8 @@ CUresult fake_TensorMapEncodeIm2col(CUtensorMap* map, CUtensorMapDataType type, 
                                     const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
                                     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
   FAKE_ENTRY(TensorMapEncodeIm2col);
+  // (driver 580 answers CUDA_ERROR_INVALID_CONTEXT with no context current, seen on the H100)
+  if (const CUresult r = fake::need_current()) return r;
   if (!shared_rules(map, type, rank, address, dims, strides, element_strides, interleave, swizzle, l2, oob, 3) ||
       !lower || !upper)
     return CUDA_ERROR_INVALID_VALUE;

@@ -159,10 +159,12 @@ TEST_CASE("issue 24 (1): what cuStreamEndCapture gives back after cuStreamBeginC
   if (given && given != raw) CHECK(detail::api().GraphDestroy(given) == ffi::CUDA_SUCCESS);
   CHECK(detail::api().GraphDestroy(raw) == ffi::CUDA_SUCCESS);
 
-  // Invalidated mid-capture: the graph stays its owner's; what is in it?
-  Graph g{ctx()};
-  GraphNode set = g.add_fill({}, y, 1.0f);
+  // Invalidated mid-capture: driver 580 destroys the graph captured into
+  // (seen on the H100: its handle is invalid afterwards); the Error says
+  // so, and the Graph no longer destroys it.
   {
+    Graph g{ctx()};
+    GraphNode set = g.add_fill({}, y, 1.0f);
     ScopedCapture capture{s, g, set};
     launch(s, k.scale, cfg, y, 2.0f, n);
     const Error sync = raised_by([&] { s.synchronize(); });
@@ -170,18 +172,15 @@ TEST_CASE("issue 24 (1): what cuStreamEndCapture gives back after cuStreamBeginC
     CHECK(capture_status(s) == CaptureStatus::invalidated);
     const Error end = raised_by([&] { (void)capture.end(); });
     CHECK(end.result() == ffi::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CHECK(std::string(end.what()).find("the driver destroyed that graph") != std::string::npos);
+    CHECK(capture_status(s) == CaptureStatus::none);
+    std::size_t count = 0;
+    const ffi::CUresult after = detail::api().GraphGetNodes(g.raw(), nullptr, &count);
+    MESSAGE("cuGraphGetNodes on the graph after the invalidated capture into it: ", static_cast<int>(after));
+    CHECK(after != ffi::CUDA_SUCCESS);
   }
-  CHECK(capture_status(s) == CaptureStatus::none);
-  CHECK(g.use_count() == 1);
-  MESSAGE("nodes in the graph after the invalidated capture into it: ", g.node_count(), " (1 before it)");
-  try {
-    GraphExec exec{g};
-    exec.launch(s);
-    s.synchronize();
-    MESSAGE("the graph instantiates and runs after the failed capture");
-  } catch (const Error& e) {
-    MESSAGE("the graph after the failed capture does not instantiate: ", std::string(e.what()));
-  }
+  Graph g{ctx()};
+  (void)g.add_fill({}, y, 1.0f);
   // Abandoned (the scope left without end()): the graph is its owner's.
   {
     ScopedCapture abandoned{s, g, {}};

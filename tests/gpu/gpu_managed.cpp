@@ -102,8 +102,8 @@ TEST_CASE("issue 23 (4): limits on the real driver; a kernel's printf above the 
   set_cache_config(fresh, CacheConfig::prefer_shared);
   MESSAGE("cache config after prefer_shared: ", static_cast<int>(get_cache_config(fresh)));
 
+  // (NVRTC declares the device printf itself: no include, and none on its search path.)
   const char* const source = R"(
-#include <cstdio>
 extern "C" __global__ void talk(unsigned n) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) printf("line %u %u %u %u %u %u\n", i, i + 1, i + 2, i + 3, i + 4, i + 5);

@@ -225,6 +225,7 @@ TEST_CASE("issue 24 (7): the driver refuses what the library refuses, and accept
     ffi::CUtensorMapFloatOOBfill oob;
   };
   using namespace oxicuda::ffi;
+  const ScopedCurrent current(ctx());  // (the driver encodes in a current context only: 201 without one)
   const auto encode = [&](const Case& c) {
     return api.TensorMapEncodeTiled(&map, c.type, static_cast<ffi::cuuint32_t>(c.dims.size()), base + c.offset,
                                     c.dims.data(), c.strides.data(), c.box.data(), c.element_strides.data(),
@@ -287,7 +288,7 @@ TEST_CASE("issue 24 (7): the driver refuses what the library refuses, and accept
   MESSAGE("a box of 32 x 32 over a 16 x 16 tensor: the driver answers ", static_cast<int>(encode(larger)));
 }
 
-TEST_CASE("issue 24 (7): a tensor map is encoded with no context current") {
+TEST_CASE("issue 24 (7): with no context current, a map of a buffer is encoded in the buffer's; a raw address is an Error that says why") {
   if (!has_tma()) return;
   DeviceBuffer<float> buf(ctx(), 1 << 16);
   const auto& api = detail::api();
@@ -295,12 +296,18 @@ TEST_CASE("issue 24 (7): a tensor map is encoded with no context current") {
   REQUIRE(api.CtxGetCurrent(&before) == ffi::CUDA_SUCCESS);
   REQUIRE(api.CtxSetCurrent(nullptr) == ffi::CUDA_SUCCESS);
   std::string error;
+  bool from_buffer = false;
   try {
+    from_buffer = static_cast<bool>(TensorMap::tiled(buf, {256, 256}, {}, {32, 32}));
     (void)TensorMap::tiled(buf.data(), {256, 256}, {}, {32, 32});
   } catch (const Error& e) {
     error = e.what();
   }
+  CUcontext after = nullptr;
+  REQUIRE(api.CtxGetCurrent(&after) == ffi::CUDA_SUCCESS);
   REQUIRE(api.CtxSetCurrent(before) == ffi::CUDA_SUCCESS);
-  MESSAGE("encoding with no context current: ", error.empty() ? std::string("succeeded") : error);
-  CHECK(error.empty());
+  CHECK(after == nullptr);  // the buffer's context was current for the call only
+  CHECK(from_buffer);
+  MESSAGE("a raw address with no context current: ", error.empty() ? std::string("encoded") : error);
+  CHECK(error.find("encoding a tensor map needs a current context") != std::string::npos);
 }

@@ -189,6 +189,13 @@ inline Graph end_capture(const Stream& stream, const char* operation, bool& over
     if (over) into = take_capture_into(key);
     if (!r.ok()) {
       if (raw && !into && !capturing_into(key)) destroy_graph(raw);
+      if (into) {
+        GraphAccess::lost(into);
+        fail(r, where,
+             cat({capture_end_reason(r.result),
+                  ". The capture was into a graph of yours: the driver destroyed that graph with the failed capture "
+                  "(driver 580), so its Graph handles name a graph that is gone; build it again"}));
+      }
       fail(r, where, capture_end_reason(r.result));
     }
   });
@@ -257,6 +264,7 @@ inline ScopedCapture::~ScopedCapture() {
   // A graph of the caller's (begin_capture_to) stays theirs, with what was captured into it.
   const detail::CaptureKey key = detail::capture_key(q, stream_.context());
   const Graph into = over ? detail::take_capture_into(key) : Graph();
+  if (into && !r.ok()) detail::GraphAccess::lost(into);  // (the driver destroyed it with the failed capture)
   if (graph && !into && !detail::capturing_into(key)) detail::destroy_graph(graph);
 }
 

@@ -266,6 +266,12 @@ struct GraphAccess {
   static const KeepList* keep(const H& h) noexcept {
     return h.state_ ? &h.state_->keep : nullptr;
   }
+  // The driver destroyed the graph (a capture into it failed): no handle
+  // destroys it again.
+  template <class H>
+  static void lost(const H& h) noexcept {
+    if (h.state_) h.state_->owns = false;
+  }
 };
 
 }  // namespace detail

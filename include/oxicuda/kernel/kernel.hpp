@@ -123,8 +123,23 @@ void check_parameters(const Function& fn, SourceLocation where) {
     if (!r.ok()) layout_query_failed(fn, r, where);
     got[count++] = slot;
   }
-  bool same = count == n;
-  for (std::size_t i = 0; same && i < n; ++i) same = got[i].offset == want[i].offset && got[i].size == want[i].size;
+  // The driver places each parameter at its alignment in the constant bank,
+  // and reports offsets from where the parameters begin, which need not be
+  // a multiple of the largest alignment (on the H100 a 128-byte-aligned
+  // CUtensorMap first comes at 112). So the declared layout is laid out
+  // from every base the bank could have (mod 128, in 4-byte steps) and
+  // accepted when one of them gives the driver's offsets.
+  constexpr std::size_t aligns[n + 1] = {alignof(Params)..., 1};
+  bool same = false;
+  for (std::size_t base = 0; !same && count == n && base < 128; base += 4) {
+    same = true;
+    std::size_t at = base;
+    for (std::size_t i = 0; same && i < n; ++i) {
+      at = (at + aligns[i] - 1) / aligns[i] * aligns[i];
+      same = got[i].offset == at - base && got[i].size == want[i].size;
+      at += want[i].size;
+    }
+  }
   if (!same) layout_mismatch(fn, type_name<void(Params...)>(), want, n, got, count, where);
 }
 

@@ -54,8 +54,10 @@ class TensorMap {
                                        SourceLocation where = SourceLocation::current()) {
     const auto span = memory.device_span();
     using T = std::remove_cv_t<detail::device_element_t<R>>;
-    return encode_tiled(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), span.device_ptr(), extents,
-                                                strides_bytes, options, 1, where),
+    return encode_tiled(detail::in_context(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T),
+                                                                   span.device_ptr(), extents, strides_bytes,
+                                                                   options, 1, where),
+                                           span.context()),
                         box, span.size_bytes(), where);
   }
   // The same over a raw device address, whose size is not known.
@@ -78,8 +80,10 @@ class TensorMap {
                                           SourceLocation where = SourceLocation::current()) {
     const auto s = memory.span_2d();
     using T = std::remove_cv_t<detail::element_2d_t<R>>;
-    return encode_tiled(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), s.device_ptr(),
-                                                {s.width(), s.height()}, {s.pitch_bytes()}, options, 1, where),
+    return encode_tiled(detail::in_context(detail::describe_tensor(tiled_op, deduced<T>(), sizeof(T), s.device_ptr(),
+                                                                   {s.width(), s.height()}, {s.pitch_bytes()},
+                                                                   options, 1, where),
+                                           s.context()),
                         box, std::nullopt, where);
   }
 
@@ -92,8 +96,10 @@ class TensorMap {
                                         SourceLocation where = SourceLocation::current()) {
     const auto span = memory.device_span();
     using T = std::remove_cv_t<detail::device_element_t<R>>;
-    const detail::TensorMapDescription d = detail::describe_tensor(
-        im2col_op, deduced<T>(), sizeof(T), span.device_ptr(), extents, strides_bytes, options, 3, where);
+    const detail::TensorMapDescription d = detail::in_context(
+        detail::describe_tensor(im2col_op, deduced<T>(), sizeof(T), span.device_ptr(), extents, strides_bytes, options,
+                                3, where),
+        span.context());
     detail::check_reach(im2col_op, d, span.size_bytes(), where);
     return encode_im2col(d, box, where);
   }
@@ -133,6 +139,25 @@ namespace detail {
 
 [[noreturn]] OXICUDA_DETAIL_COLD inline void bad_box(const char* op, const std::string& why, SourceLocation where) {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where));
+}
+
+// The encode call, with the memory's context current when it is known:
+// the driver (580) answers CUDA_ERROR_INVALID_CONTEXT with none current.
+template <class Encode>
+void encode_in(CUcontext ctx, SourceLocation where, Encode&& encode) {
+  Outcome r;
+  if (ctx) {
+    const SwitchCurrent current(ctx, where);
+    r = encode();
+  } else {
+    r = encode();
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
+    fail(r, where,
+         r.result == ffi::CUDA_ERROR_INVALID_CONTEXT
+             ? "encoding a tensor map needs a current context (the driver answers CUDA_ERROR_INVALID_CONTEXT without "
+               "one): make one current (ScopedCurrent), or encode from a buffer or span that knows its context"
+             : "");
 }
 
 template <class E>
@@ -175,13 +200,14 @@ inline TensorMap TensorMap::encode_tiled(const detail::TensorMapDescription& d, 
   detail::check_swizzle_span(tiled_op, d, inner, "box[0] elements", where);
   if (memory_bytes) detail::check_reach(tiled_op, d, *memory_bytes, where);
   TensorMap m;
-  detail::check(OXICUDA_DRIVER(TensorMapEncodeTiled, &m.map_, detail::raw_enum(d.element),
-                               static_cast<ffi::cuuint32_t>(d.rank),
-                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
-                               d.strides.data(), box.data(), d.element_strides.data(),
-                               detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
-                               detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill)),
-                where);
+  detail::encode_in(d.ctx, where, [&] {
+    return OXICUDA_DRIVER(TensorMapEncodeTiled, &m.map_, detail::raw_enum(d.element),
+                                 static_cast<ffi::cuuint32_t>(d.rank),
+                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
+                                 d.strides.data(), box.data(), d.element_strides.data(),
+                                 detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
+                                 detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill));
+  });
   return m;
 }
 
@@ -215,14 +241,15 @@ inline TensorMap TensorMap::encode_im2col(const detail::TensorMapDescription& d,
   detail::check_swizzle_span(im2col_op, d, std::uint64_t(box.channels_per_pixel) * d.element_bytes,
                              "channels_per_pixel elements", where);
   TensorMap m;
-  detail::check(OXICUDA_DRIVER(TensorMapEncodeIm2col, &m.map_, detail::raw_enum(d.element),
-                               static_cast<ffi::cuuint32_t>(d.rank),
-                               reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
-                               d.strides.data(), box.lower_corner.data(), box.upper_corner.data(),
-                               box.channels_per_pixel, box.pixels_per_column, d.element_strides.data(),
-                               detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
-                               detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill)),
-                where);
+  detail::encode_in(d.ctx, where, [&] {
+    return OXICUDA_DRIVER(TensorMapEncodeIm2col, &m.map_, detail::raw_enum(d.element),
+                                 static_cast<ffi::cuuint32_t>(d.rank),
+                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(d.address)), d.extents.data(),
+                                 d.strides.data(), box.lower_corner.data(), box.upper_corner.data(),
+                                 box.channels_per_pixel, box.pixels_per_column, d.element_strides.data(),
+                                 detail::raw_enum(d.options.interleave), detail::raw_enum(d.options.swizzle),
+                                 detail::raw_enum(d.options.l2_promotion), detail::raw_enum(d.options.oob_fill));
+  });
   return m;
 }
 

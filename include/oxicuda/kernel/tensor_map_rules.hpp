@@ -141,7 +141,13 @@ struct TensorMapDescription {
   std::array<std::uint64_t, 4> strides{};
   std::array<std::uint32_t, 5> element_strides{};
   TensorMapOptions options;
+  CUcontext ctx = nullptr;  // the memory's context, made current to encode (null: the current one)
 };
+
+inline TensorMapDescription in_context(TensorMapDescription d, CUcontext ctx) noexcept {
+  d.ctx = ctx;
+  return d;
+}
 
 inline std::string hex_text(std::uint64_t v) {
   std::string s;
