@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <system_error>
 #include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -211,10 +212,16 @@ std::vector<Op> operations() {
          ManagedBuffer<float> m(ctx, 16);
          prefetch_async(s, m, MemoryLocation::device(Device::get(0)));
          advise(m, Advice::set_read_mostly, MemoryLocation::host());
-         std::vector<float> host(16);
-         HostRegistration<float> r(ctx, std::span<float>(host), {.device_map = true});
+         // Host memory of its own each run, kept to the end of the process:
+         // a run whose cuMemHostUnregister fails leaves its registration in
+         // the fake (the driver said no), and memory freed and handed out
+         // again at that address would be "already registered" in a later
+         // run (it was, in CI's clang++-16 build).
+         static std::vector<std::unique_ptr<float[]>> hosts;
+         hosts.push_back(std::make_unique<float[]>(16));
+         HostRegistration<float> r(ctx, std::span<float>(hosts.back().get(), 16), {.device_map = true});
          (void)pointer_info(m);
-         (void)pointer_info(host.data());
+         (void)pointer_info(hosts.back().get());
        }},
       {"IPC: memory and an event exported, opened as if in another process, closed",
        [] {
