@@ -138,6 +138,22 @@ std::size_t extent_bytes_2d(std::size_t width, std::size_t height, std::size_t p
   return (height - 1) * pitch + width * sizeof(T);
 }
 
+// view_2d's checks, for either side: the pitch (0: rows packed), the rows'
+// extent, and that they fit the `have` bytes of the range. Gives the pitch.
+template <class T>
+std::size_t view_pitch_2d(std::size_t width, std::size_t height, std::size_t pitch, std::size_t have,
+                          SourceLocation where) {
+  constexpr const char* op = "oxicuda::view_2d";
+  if (pitch == 0) pitch = width * sizeof(T);
+  const std::size_t need = extent_bytes_2d<T>(width, height, pitch, "the view", op, where);
+  if (OXICUDA_DETAIL_UNLIKELY(need > have))
+    bad_2d(op,
+           cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ", std::to_string(pitch),
+                " bytes apart, reach ", std::to_string(need), " bytes; the range has ", std::to_string(have)}),
+           where);
+  return pitch;
+}
+
 template <class R>
 concept device_range_2d = requires(const R& r) {
   { r.span_2d() } -> std::same_as<DeviceSpan2D<typename decltype(r.span_2d())::element_type>>;
@@ -168,14 +184,7 @@ template <class R>
   constexpr const char* op = "oxicuda::view_2d";
   detail::check_buffer_handle(range, op, where);
   const auto s = range.device_span();
-  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
-  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
-  if (OXICUDA_DETAIL_UNLIKELY(need > detail::span_bytes(s, op, where)))
-    detail::bad_2d(op,
-                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
-                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
-                                " bytes; the range has ", std::to_string(s.size_bytes())}),
-                   where);
+  pitch_bytes = detail::view_pitch_2d<T>(width, height, pitch_bytes, detail::span_bytes(s, op, where), where);
   return DeviceSpan2D<T>(s.device_ptr(), width, height, pitch_bytes, s.context(), s.stream());
 }
 
@@ -184,16 +193,7 @@ template <class R>
 [[nodiscard]] auto view_2d(R&& range, std::size_t width, std::size_t height, std::size_t pitch_bytes = 0,
                            SourceLocation where = SourceLocation::current()) {
   using T = detail::host_element_t<std::remove_reference_t<R>>;
-  constexpr const char* op = "oxicuda::view_2d";
-  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
-  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
-  const std::size_t have = std::size(range) * sizeof(T);
-  if (OXICUDA_DETAIL_UNLIKELY(need > have))
-    detail::bad_2d(op,
-                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
-                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
-                                " bytes; the range has ", std::to_string(have)}),
-                   where);
+  pitch_bytes = detail::view_pitch_2d<T>(width, height, pitch_bytes, std::size(range) * sizeof(T), where);
   return HostSpan2D<T>(std::data(range), width, height, pitch_bytes);
 }
 
