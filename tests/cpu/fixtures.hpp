@@ -28,6 +28,14 @@ struct FakeTest : FakeScope {
   }
 };
 
+// Two fake devices for the test's scope (peer access, pools of two devices).
+struct TwoDevices : FakeTest {
+  TwoDevices() { fake.set_device_count(2); }
+  TwoDevices(const TwoDevices&) = delete;
+  TwoDevices& operator=(const TwoDevices&) = delete;
+  ~TwoDevices() { fake.set_device_count(1); }
+};
+
 // The primary context of device 0.
 struct ContextTest : FakeTest {
   oxicuda::Context ctx = oxicuda::Context::primary(oxicuda::Device::get(0));

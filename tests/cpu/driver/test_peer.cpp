@@ -11,16 +11,6 @@
 
 using namespace oxicuda;
 
-namespace {
-// Two fake devices for the test's scope.
-struct TwoDevices : FakeTest {
-  TwoDevices() { fake.set_device_count(2); }
-  TwoDevices(const TwoDevices&) = delete;
-  TwoDevices& operator=(const TwoDevices&) = delete;
-  ~TwoDevices() { fake.set_device_count(1); }
-};
-}  // namespace
-
 TEST_CASE_FIXTURE(TwoDevices, "issue 23 (1): Device::all, can_access_peer, the link's attributes") {
   const std::vector<Device> all = Device::all();
   REQUIRE(all.size() == 2);

@@ -188,16 +188,7 @@ TEST_CASE_FIXTURE(StreamTest, "issue 23 (9): a pool's limits and empty handles a
   CHECK(fake.live("pool") - at_start.pool == 1);
 }
 
-namespace {
-struct TwoDevicePools : FakeTest {
-  TwoDevicePools() { fake.set_device_count(2); }
-  TwoDevicePools(const TwoDevicePools&) = delete;
-  TwoDevicePools& operator=(const TwoDevicePools&) = delete;
-  ~TwoDevicePools() { fake.set_device_count(1); }
-};
-}  // namespace
-
-TEST_CASE_FIXTURE(TwoDevicePools, "issue 23 (9): a peer device reaches a pool once it is given access") {
+TEST_CASE_FIXTURE(TwoDevices, "issue 23 (9): a peer device reaches a pool once it is given access") {
   const Device d0 = Device::get(0), d1 = Device::get(1);
   {
     const MemoryPool pool = MemoryPool::create(d0);
