@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,65 @@ TEST_CASE("issue 24 (7): a tensor map after a pointer, over pitched memory, a 64
     }
   }
 }
+
+// The skipped case above, one factor at a time, to find which one the
+// driver's ILLEGAL_INSTRUCTION comes from. Each poisons its context when it
+// fails, so each runs in a process of its own (tools/gpu_run.sh, TMA_PROBE):
+// --test-case='*TMA probe: <name>*' --no-skip.
+namespace {
+struct Probe {
+  bool map_first, pitched, nan_fill;
+  long box_w, box_h;
+};
+void probe(const Probe& p) {
+  if (!has_tma()) return;
+  Stream s(ctx());
+  const Module m = module_from_source(ctx(), kTmaSource);
+  constexpr long cols = 1000, rows = 300;
+  PitchedBuffer<float> pitched(ctx(), p.pitched ? cols : 1, p.pitched ? rows : 1);
+  DeviceBuffer<float> linear(ctx(), p.pitched ? 1 : cols * rows);
+  const long pitch = p.pitched ? static_cast<long>(pitched.pitch_bytes() / sizeof(float)) : cols;
+  std::vector<float> host(static_cast<std::size_t>(pitch * rows), -1.0f);
+  for (long r = 0; r < rows; ++r)
+    for (long c = 0; c < cols; ++c) host[static_cast<std::size_t>(r * pitch + c)] = static_cast<float>(r * cols + c);
+  const TensorMapOptions o{.oob_fill = p.nan_fill ? TensorOobFill::nan_request_zero_fma : TensorOobFill::zeros};
+  const TensorDims<std::uint32_t> box{static_cast<std::uint32_t>(p.box_w), static_cast<std::uint32_t>(p.box_h)};
+  std::optional<TensorMap> map;
+  if (p.pitched) {
+    copy_2d(pitched, view_2d(host, cols, rows, pitch * sizeof(float)));
+    map.emplace(TensorMap::tiled(pitched, box, o));
+  } else {
+    copy(linear, host);
+    map.emplace(TensorMap::tiled(linear, {cols, rows}, {}, box, o));
+  }
+  MESSAGE("map first: ", p.map_first, ", pitched: ", p.pitched, " (pitch ", pitch * 4, " bytes), NaN fill: ", p.nan_fill,
+          ", box ", p.box_w, " x ", p.box_h);
+  const unsigned count = static_cast<unsigned>(p.box_w * p.box_h);
+  DeviceBuffer<float> out(ctx(), count);
+  const long coords[][2] = {{0, 0}, {100, 7}, {960, 290}, {990, 295}};
+  for (const auto& c : coords) {
+    CAPTURE(c[0]);
+    CAPTURE(c[1]);
+    const int x = static_cast<int>(c[0]), y = static_cast<int>(c[1]);
+    if (p.map_first)
+      launch(s, m.kernel<void(TensorMap, float*, int, int, unsigned)>("tile_copy"), {.grid = 1, .block = 128}, *map,
+             out, x, y, count);
+    else
+      launch(s, m.kernel<void(float*, TensorMap, int, int, unsigned)>("tile_copy_after"), {.grid = 1, .block = 128},
+             out, *map, x, y, count);
+    std::vector<float> got(count);
+    copy(s, got, out);
+    CHECK(same(got, reference(host, cols, rows, pitch, c[0], c[1], p.box_w, p.box_h, p.nan_fill ? NAN : 0.0f),
+               "box at (" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + ")"));
+  }
+}
+}  // namespace
+
+TEST_CASE("TMA probe: after a pointer" * doctest::skip()) { probe({false, false, false, 32, 32}); }
+TEST_CASE("TMA probe: pitched" * doctest::skip()) { probe({true, true, false, 32, 32}); }
+TEST_CASE("TMA probe: NaN fill" * doctest::skip()) { probe({true, false, true, 32, 32}); }
+TEST_CASE("TMA probe: 64 x 16 box" * doctest::skip()) { probe({true, false, false, 64, 16}); }
+TEST_CASE("TMA probe: all four" * doctest::skip()) { probe({false, true, true, 64, 16}); }
 
 TEST_CASE("issue 24 (7): an im2col load of a (C, W, N) tensor reads its pixels in order") {
   if (!has_tma()) return;
