@@ -54,10 +54,14 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define OXICUDA_DETAIL_COLD __attribute__((cold, noinline))
+// A hot path's small front, inlined into the caller whatever the compiler's
+// size estimate (the launch: bench/overhead).
+#define OXICUDA_DETAIL_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define OXICUDA_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OXICUDA_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define OXICUDA_DETAIL_COLD __declspec(noinline)
+#define OXICUDA_DETAIL_ALWAYS_INLINE __forceinline
 #define OXICUDA_DETAIL_LIKELY(x) (x)
 #define OXICUDA_DETAIL_UNLIKELY(x) (x)
 #endif
@@ -2012,6 +2016,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 // entry point of the table at its pinned version, run cuInit(0) once, and
 // remember why not when any of it fails. Nothing here throws.
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -2192,8 +2197,17 @@ inline Driver* load_driver() {
 
 // The process's driver. Built on first use, then read without a lock; never
 // freed, so it outlives every static object that might still call it.
-inline const Driver& driver() noexcept {
+// (The pointer is published once loaded, so that a call reads one word and
+// tests it, where a function-local static reads its guard, then the pointer.)
+inline std::atomic<const Driver*> published_driver{nullptr};
+OXICUDA_DETAIL_COLD inline const Driver* load_driver_once() noexcept {
   static const Driver* const d = load_driver();
+  published_driver.store(d, std::memory_order_release);
+  return d;
+}
+inline const Driver& driver() noexcept {
+  const Driver* d = published_driver.load(std::memory_order_acquire);
+  if (OXICUDA_DETAIL_UNLIKELY(d == nullptr)) d = load_driver_once();
   return *d;
 }
 
@@ -6418,6 +6432,22 @@ std::size_t extent_bytes_2d(std::size_t width, std::size_t height, std::size_t p
   return (height - 1) * pitch + width * sizeof(T);
 }
 
+// view_2d's checks, for either side: the pitch (0: rows packed), the rows'
+// extent, and that they fit the `have` bytes of the range. Gives the pitch.
+template <class T>
+std::size_t view_pitch_2d(std::size_t width, std::size_t height, std::size_t pitch, std::size_t have,
+                          SourceLocation where) {
+  constexpr const char* op = "oxicuda::view_2d";
+  if (pitch == 0) pitch = width * sizeof(T);
+  const std::size_t need = extent_bytes_2d<T>(width, height, pitch, "the view", op, where);
+  if (OXICUDA_DETAIL_UNLIKELY(need > have))
+    bad_2d(op,
+           cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ", std::to_string(pitch),
+                " bytes apart, reach ", std::to_string(need), " bytes; the range has ", std::to_string(have)}),
+           where);
+  return pitch;
+}
+
 template <class R>
 concept device_range_2d = requires(const R& r) {
   { r.span_2d() } -> std::same_as<DeviceSpan2D<typename decltype(r.span_2d())::element_type>>;
@@ -6448,14 +6478,7 @@ template <class R>
   constexpr const char* op = "oxicuda::view_2d";
   detail::check_buffer_handle(range, op, where);
   const auto s = range.device_span();
-  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
-  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
-  if (OXICUDA_DETAIL_UNLIKELY(need > detail::span_bytes(s, op, where)))
-    detail::bad_2d(op,
-                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
-                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
-                                " bytes; the range has ", std::to_string(s.size_bytes())}),
-                   where);
+  pitch_bytes = detail::view_pitch_2d<T>(width, height, pitch_bytes, detail::span_bytes(s, op, where), where);
   return DeviceSpan2D<T>(s.device_ptr(), width, height, pitch_bytes, s.context(), s.stream());
 }
 
@@ -6464,16 +6487,7 @@ template <class R>
 [[nodiscard]] auto view_2d(R&& range, std::size_t width, std::size_t height, std::size_t pitch_bytes = 0,
                            SourceLocation where = SourceLocation::current()) {
   using T = detail::host_element_t<std::remove_reference_t<R>>;
-  constexpr const char* op = "oxicuda::view_2d";
-  if (pitch_bytes == 0) pitch_bytes = width * sizeof(T);
-  const std::size_t need = detail::extent_bytes_2d<T>(width, height, pitch_bytes, "the view", op, where);
-  const std::size_t have = std::size(range) * sizeof(T);
-  if (OXICUDA_DETAIL_UNLIKELY(need > have))
-    detail::bad_2d(op,
-                   detail::cat({std::to_string(height), " rows of ", std::to_string(width), " elements, ",
-                                std::to_string(pitch_bytes), " bytes apart, reach ", std::to_string(need),
-                                " bytes; the range has ", std::to_string(have)}),
-                   where);
+  pitch_bytes = detail::view_pitch_2d<T>(width, height, pitch_bytes, std::size(range) * sizeof(T), where);
   return HostSpan2D<T>(std::data(range), width, height, pitch_bytes);
 }
 
@@ -8328,6 +8342,14 @@ inline bool has_extra_attributes(const LaunchConfig& cfg) noexcept {
   return cfg.programmatic || cfg.programmatic_event.event || cfg.priority.has_value() ||
          cfg.access_policy.num_bytes != 0;
 }
+// Whether a launch leaves the plain path (one cuLaunchKernel with no
+// dynamic shared memory): a cluster, cooperative, dynamic shared memory or
+// an attribute.
+inline bool special_launch(const LaunchConfig& cfg) noexcept {
+  return (cfg.cluster.x | cfg.cluster.y | cfg.cluster.z | cfg.shared_bytes | static_cast<unsigned>(cfg.cooperative)) !=
+             0 ||
+         has_extra_attributes(cfg);
+}
 }  // namespace detail
 
 namespace detail {
@@ -8491,7 +8513,7 @@ inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr,
 }
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, LaunchConfig cfg,
                                                     SourceLocation where) {
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
@@ -8647,22 +8669,37 @@ OXICUDA_DETAIL_COLD inline void launch_special(CUstream s, const Function& fn, c
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
 
-// The plain launch (no cluster, not cooperative, no dynamic shared memory)
-// tests all three in one branch and makes one cuLaunchKernel; the rest go
-// to launch_special.
-template <class S>
-inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
-                    SourceLocation where) {
+// Every launch that is not plain, or whose stream or function needs a
+// look: the stream checked and resolved as every enqueue's (on_stream), the
+// function checked, then launch_special. Out of line.
+OXICUDA_DETAIL_COLD inline void enqueue_special(StreamRef stream, const Function& fn, LaunchConfig cfg,
+                                                void** params, SourceLocation where) {
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
-    CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
-    if (OXICUDA_DETAIL_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z | cfg.shared_bytes |
-                                 static_cast<unsigned>(cfg.cooperative)) != 0 ||
-                                has_extra_attributes(cfg)))
-      return launch_special(s, fn, cfg, params, where);
-    const Outcome r = OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y,
-                                     cfg.block.z, 0u, s, params, nullptr);
-    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+    (void)checked(fn, "oxicuda::Function", "oxicuda::launch", where);
+    launch_special(s, fn, cfg, params, where);
   });
+}
+
+// The plain launch: an ordinary stream, a function, and nothing beyond
+// grid, block and arguments (no cluster, not cooperative, no dynamic shared
+// memory, no attribute), tested in one branch; then one cuLaunchKernel.
+// Everything else goes to enqueue_special. No closure is built on this
+// path, so it inlines into the caller's loop as a few loads and compares.
+template <class S>
+OXICUDA_DETAIL_ALWAYS_INLINE void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                                          SourceLocation where) {
+  // The configuration first: a constant one (the usual) folds away before
+  // reclaim's atomic load, which the compiler does not read memory across.
+  if (OXICUDA_DETAIL_UNLIKELY(special_launch(cfg))) return enqueue_special(stream, fn, cfg, params, where);
+  reclaim();  // as on_stream: one load when no host function's callable is waiting
+  const CUstream s = stream.raw();
+  const CUfunction f = fn.raw();
+  if (OXICUDA_DETAIL_UNLIKELY(default_or_empty(s) || f == nullptr)) return enqueue_special(stream, fn, cfg, params, where);
+  // The result alone, tested before it becomes an Outcome (which names the
+  // entry point: built only on failure).
+  const ffi::CUresult r = api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y,
+                                             cfg.block.z, 0u, s, params, nullptr);
+  if (OXICUDA_DETAIL_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed({r, ffi::Entry::LaunchKernel}, fn, cfg, where);
 }
 
 }  // namespace detail
@@ -8725,7 +8762,7 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // clang-format off
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
+OXICUDA_DETAIL_ALWAYS_INLINE void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
@@ -8733,7 +8770,7 @@ inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params..
 }
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+OXICUDA_DETAIL_ALWAYS_INLINE void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
   detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
@@ -13037,6 +13074,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -13177,7 +13215,9 @@ enum class CacheRead { missing, refused, corrupt, ok };
 // 100 GiB is never read). A file that is not whole (its size, magic or
 // checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
 // when the path still names the file that was read. `touch`: a good file's
-// time is set to now (a use, for eviction); `found`, when given, is set to
+// time is set to now (a use, for eviction), unless it is within the last
+// second already (a hit just after the write or after another hit: one
+// system call less, and eviction's order still right to the second); `found`, when given, is set to
 // its stat (which file it was). Throws nothing: a failed
 // allocation is a refusal with a note.
 inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
@@ -13268,7 +13308,12 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
     }
   }
   if (ok) {
-    if (touch) ::futimens(fd, nullptr);
+    if (touch) {
+      std::timespec now{};
+      if (std::timespec_get(&now, TIME_UTC) != TIME_UTC || now.tv_sec - st.st_mtim.tv_sec >= 1 ||
+          now.tv_sec < st.st_mtim.tv_sec)
+        ::futimens(fd, nullptr);
+    }
     if (found) *found = st;
     ::close(fd);
     return CacheRead::ok;

@@ -46,10 +46,14 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define OXICUDA_DETAIL_COLD __attribute__((cold, noinline))
+// A hot path's small front, inlined into the caller whatever the compiler's
+// size estimate (the launch: bench/overhead).
+#define OXICUDA_DETAIL_ALWAYS_INLINE __attribute__((always_inline)) inline
 #define OXICUDA_DETAIL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define OXICUDA_DETAIL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define OXICUDA_DETAIL_COLD __declspec(noinline)
+#define OXICUDA_DETAIL_ALWAYS_INLINE __forceinline
 #define OXICUDA_DETAIL_LIKELY(x) (x)
 #define OXICUDA_DETAIL_UNLIKELY(x) (x)
 #endif

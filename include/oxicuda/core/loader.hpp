@@ -3,6 +3,7 @@
 // remember why not when any of it fails. Nothing here throws.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -184,8 +185,17 @@ inline Driver* load_driver() {
 
 // The process's driver. Built on first use, then read without a lock; never
 // freed, so it outlives every static object that might still call it.
-inline const Driver& driver() noexcept {
+// (The pointer is published once loaded, so that a call reads one word and
+// tests it, where a function-local static reads its guard, then the pointer.)
+inline std::atomic<const Driver*> published_driver{nullptr};
+OXICUDA_DETAIL_COLD inline const Driver* load_driver_once() noexcept {
   static const Driver* const d = load_driver();
+  published_driver.store(d, std::memory_order_release);
+  return d;
+}
+inline const Driver& driver() noexcept {
+  const Driver* d = published_driver.load(std::memory_order_acquire);
+  if (OXICUDA_DETAIL_UNLIKELY(d == nullptr)) d = load_driver_once();
   return *d;
 }
 

@@ -80,6 +80,14 @@ inline bool has_extra_attributes(const LaunchConfig& cfg) noexcept {
   return cfg.programmatic || cfg.programmatic_event.event || cfg.priority.has_value() ||
          cfg.access_policy.num_bytes != 0;
 }
+// Whether a launch leaves the plain path (one cuLaunchKernel with no
+// dynamic shared memory): a cluster, cooperative, dynamic shared memory or
+// an attribute.
+inline bool special_launch(const LaunchConfig& cfg) noexcept {
+  return (cfg.cluster.x | cfg.cluster.y | cfg.cluster.z | cfg.shared_bytes | static_cast<unsigned>(cfg.cooperative)) !=
+             0 ||
+         has_extra_attributes(cfg);
+}
 }  // namespace detail
 
 namespace detail {

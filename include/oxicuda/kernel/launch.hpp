@@ -27,7 +27,7 @@ inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr,
 }
 
 // Why a launch failed, in words, computed only after it has.
-[[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, const LaunchConfig& cfg,
+[[noreturn]] OXICUDA_DETAIL_COLD inline void launch_failed(Outcome r, const Function& fn, LaunchConfig cfg,
                                                     SourceLocation where) {
   std::string why =
       cat({"kernel '", fn.name(), "', grid ", dims(cfg.grid), ", block ", dims(cfg.block), ", ",
@@ -183,22 +183,37 @@ OXICUDA_DETAIL_COLD inline void launch_special(CUstream s, const Function& fn, c
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
 
-// The plain launch (no cluster, not cooperative, no dynamic shared memory)
-// tests all three in one branch and makes one cuLaunchKernel; the rest go
-// to launch_special.
-template <class S>
-inline void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
-                    SourceLocation where) {
+// Every launch that is not plain, or whose stream or function needs a
+// look: the stream checked and resolved as every enqueue's (on_stream), the
+// function checked, then launch_special. Out of line.
+OXICUDA_DETAIL_COLD inline void enqueue_special(StreamRef stream, const Function& fn, LaunchConfig cfg,
+                                                void** params, SourceLocation where) {
   on_stream(stream, "oxicuda::launch", where, [&fn, &cfg, params, where](CUstream s) {
-    CUfunction f = checked(fn, "oxicuda::Function", "oxicuda::launch", where);
-    if (OXICUDA_DETAIL_UNLIKELY((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z | cfg.shared_bytes |
-                                 static_cast<unsigned>(cfg.cooperative)) != 0 ||
-                                has_extra_attributes(cfg)))
-      return launch_special(s, fn, cfg, params, where);
-    const Outcome r = OXICUDA_DRIVER(LaunchKernel, f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y,
-                                     cfg.block.z, 0u, s, params, nullptr);
-    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
+    (void)checked(fn, "oxicuda::Function", "oxicuda::launch", where);
+    launch_special(s, fn, cfg, params, where);
   });
+}
+
+// The plain launch: an ordinary stream, a function, and nothing beyond
+// grid, block and arguments (no cluster, not cooperative, no dynamic shared
+// memory, no attribute), tested in one branch; then one cuLaunchKernel.
+// Everything else goes to enqueue_special. No closure is built on this
+// path, so it inlines into the caller's loop as a few loads and compares.
+template <class S>
+OXICUDA_DETAIL_ALWAYS_INLINE void enqueue(const S& stream, const Function& fn, const LaunchConfig& cfg, void** params,
+                                          SourceLocation where) {
+  // The configuration first: a constant one (the usual) folds away before
+  // reclaim's atomic load, which the compiler does not read memory across.
+  if (OXICUDA_DETAIL_UNLIKELY(special_launch(cfg))) return enqueue_special(stream, fn, cfg, params, where);
+  reclaim();  // as on_stream: one load when no host function's callable is waiting
+  const CUstream s = stream.raw();
+  const CUfunction f = fn.raw();
+  if (OXICUDA_DETAIL_UNLIKELY(default_or_empty(s) || f == nullptr)) return enqueue_special(stream, fn, cfg, params, where);
+  // The result alone, tested before it becomes an Outcome (which names the
+  // entry point: built only on failure).
+  const ffi::CUresult r = api().LaunchKernel(f, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y,
+                                             cfg.block.z, 0u, s, params, nullptr);
+  if (OXICUDA_DETAIL_UNLIKELY(r != ffi::CUDA_SUCCESS)) launch_failed({r, ffi::Entry::LaunchKernel}, fn, cfg, where);
 }
 
 }  // namespace detail
@@ -261,7 +276,7 @@ inline void launch(detail::Located<const Stream&> stream, const Function& fn, Di
 // clang-format off
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
+OXICUDA_DETAIL_ALWAYS_INLINE void launch(detail::Located<StreamRef> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
   detail::PackedArgs<Params...> packed(std::forward<Args>(args)...);
@@ -269,7 +284,7 @@ inline void launch(detail::Located<StreamRef> stream, const Kernel<void(Params..
 }
 template <class... Params, class... Args>
   requires(sizeof...(Args) == sizeof...(Params) && (detail::passable_as<Params, Args&&> && ...))
-inline void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
+OXICUDA_DETAIL_ALWAYS_INLINE void launch(detail::Located<const Stream&> stream, const Kernel<void(Params...)>& kernel,
                    const LaunchConfig& cfg, Args&&... args) {
   // clang-format on
   detail::check_arguments(kernel.function(), "oxicuda::launch", stream.where, args...);
