@@ -470,6 +470,29 @@ TEST_CASE("cache: a directory reached by a link of yours is used; a link another
   std::remove(link.c_str());
 }
 
+TEST_CASE("cache: a hit is a use: an entry last used over a second ago gets the time of the hit") {
+  const std::string dir = fresh_cache_dir();
+  (void)load();
+  const std::string entry = entry_of(dir);
+  const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, entry.c_str(), old, 0) == 0);
+  const KernelCacheStats s0 = kernel_cache_stats();
+  const std::time_t before = std::time(nullptr);
+  (void)load();
+  CHECK(kernel_cache_stats().hits == s0.hits + 1);
+  struct stat st {};
+  REQUIRE(::stat(entry.c_str(), &st) == 0);
+  CHECK(st.st_mtim.tv_sec >= before);  // used now: the last to be evicted
+  // A second hit within the same second leaves the time as it is (one
+  // system call less on a hit); the order of eviction is right to a second.
+  const std::time_t second = std::time(nullptr);
+  const timespec recent[2] = {{0, UTIME_OMIT}, {second, 123}};
+  REQUIRE(::utimensat(AT_FDCWD, entry.c_str(), recent, 0) == 0);
+  (void)load();
+  REQUIRE(::stat(entry.c_str(), &st) == 0);
+  if (std::time(nullptr) == second) CHECK(st.st_mtim.tv_nsec == 123);  // (the hit was in that second)
+}
+
 TEST_CASE("cache: over its size limit, the oldest entries are evicted") {
   const std::string dir = fresh_cache_dir();
   SourceOptions o = options();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -148,7 +149,9 @@ enum class CacheRead { missing, refused, corrupt, ok };
 // 100 GiB is never read). A file that is not whole (its size, magic or
 // checksum wrong) is corrupt; it is removed when `remove_corrupt`, and only
 // when the path still names the file that was read. `touch`: a good file's
-// time is set to now (a use, for eviction); `found`, when given, is set to
+// time is set to now (a use, for eviction), unless it is within the last
+// second already (a hit just after the write or after another hit: one
+// system call less, and eviction's order still right to the second); `found`, when given, is set to
 // its stat (which file it was). Throws nothing: a failed
 // allocation is a refusal with a note.
 inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
@@ -239,7 +242,12 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
     }
   }
   if (ok) {
-    if (touch) ::futimens(fd, nullptr);
+    if (touch) {
+      std::timespec now{};
+      if (std::timespec_get(&now, TIME_UTC) != TIME_UTC || now.tv_sec - st.st_mtim.tv_sec >= 1 ||
+          now.tv_sec < st.st_mtim.tv_sec)
+        ::futimens(fd, nullptr);
+    }
     if (found) *found = st;
     ::close(fd);
     return CacheRead::ok;
