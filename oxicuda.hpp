@@ -11820,6 +11820,125 @@ auto size_then_fill(Size size, Fill fill, std::string& out, bool text) -> declty
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/size_then_fill.hpp ----
 
+// ---- begin oxicuda/compile/toolkit_paths.hpp ----
+// oxicuda/compile/toolkit_paths.hpp — the CUDA toolkit's own directories, found
+// through the places NVRTC itself is searched (toolkit.hpp): the toolkit the
+// loaded NVRTC belongs to (a toolkit's lib64/, a conda environment's lib/, a
+// wheel's nvidia/cu13/lib/), $CONDA_PREFIX, $CUDA_HOME, $CUDA_PATH and
+// /usr/local/cuda. From them: the include directories that
+// CompileOptions::toolkit_includes gives NVRTC (CUDA 13 keeps CCCL, and so
+// <cuda/std/...>, under include/cccl), and the library directories where
+// device_runtime.hpp looks for libcudadevrt.a.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+#if !OXICUDA_DETAIL_WINDOWS
+#include <sys/stat.h>
+#endif
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// A directory that may hold a toolkit (include/, lib64/, lib/), and how it
+// was found, for messages ("$CUDA_HOME").
+struct ToolkitRoot {
+  std::string dir;
+  std::string how;
+};
+
+#if OXICUDA_DETAIL_WINDOWS
+inline bool path_is(const std::string& path, bool directory) noexcept {
+  const DWORD a = ::GetFileAttributesA(path.c_str());
+  return a != INVALID_FILE_ATTRIBUTES && ((a & FILE_ATTRIBUTE_DIRECTORY) != 0) == directory;
+}
+#else
+inline bool path_is(const std::string& path, bool directory) noexcept {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (directory ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+#endif
+inline bool is_directory(const std::string& path) noexcept { return path_is(path, true); }
+inline bool is_regular_file(const std::string& path) noexcept { return path_is(path, false); }
+
+// The toolkit root of the library at `path`: the directory above its own
+// (lib64/, lib/; bin\ or bin\x64\ on Windows), or empty.
+inline std::string root_of_library(const std::string& path) {
+  const std::size_t slash = path.find_last_of(OXICUDA_DETAIL_WINDOWS ? "\\/" : "/");
+  if (slash == std::string::npos || slash == 0) return {};
+  std::string dir = path.substr(0, slash);
+  if (OXICUDA_DETAIL_WINDOWS && dir.size() > 4 && dir.substr(dir.size() - 4) == "\\x64") dir.resize(dir.size() - 4);
+  const std::size_t up = dir.find_last_of(OXICUDA_DETAIL_WINDOWS ? "\\/" : "/");
+  return up == std::string::npos || up == 0 ? std::string() : dir.substr(0, up);
+}
+
+// The roots, in the order NVRTC is searched: $CONDA_PREFIX (and its
+// targets/x86_64-linux, where conda's CUDA packages keep their headers),
+// $CUDA_HOME, $CUDA_PATH, /usr/local/cuda; the toolkit of the NVRTC this
+// process loads goes first with `nvrtc_first` (headers that match the
+// compiler), else last (so that a search that need not load NVRTC, such as
+// one before a kernel-cache hit, loads it only when nothing else is found:
+// `with_nvrtc` false leaves it out, for the caller to add).
+// The toolkit of the NVRTC this process loads (loading it), appended to
+// `roots` when there is one.
+inline void add_nvrtc_root(std::vector<ToolkitRoot>& roots) {
+  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found)
+    if (std::string root = root_of_library(nvrtc.path); !root.empty())
+      roots.push_back({std::move(root), cat({"the toolkit of the loaded NVRTC, ", nvrtc.path})});
+}
+
+inline std::vector<ToolkitRoot> toolkit_roots(bool nvrtc_first, bool with_nvrtc = true) {
+  std::vector<ToolkitRoot> roots;
+  if (nvrtc_first && with_nvrtc) add_nvrtc_root(roots);
+  if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty()) {
+    roots.push_back({conda, "$CONDA_PREFIX"});
+    if (!OXICUDA_DETAIL_WINDOWS) roots.push_back({cat({conda, "/targets/x86_64-linux"}), "$CONDA_PREFIX"});
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (std::string dir = env_string(var); !dir.empty()) roots.push_back({std::move(dir), cat({"$", var})});
+  if (!OXICUDA_DETAIL_WINDOWS) roots.push_back({"/usr/local/cuda", "the default toolkit"});
+  if (!nvrtc_first && with_nvrtc) add_nvrtc_root(roots);
+  return roots;
+}
+
+// The include directories of the first root that holds the CUDA runtime's
+// headers (include/cuda_runtime.h): include/, and include/cccl/ where there
+// is one (CUDA 13). An Error naming every directory tried when none does.
+inline std::vector<std::string> find_toolkit_includes(const std::vector<ToolkitRoot>& roots, SourceLocation where) {
+  std::string tried;
+  for (const ToolkitRoot& r : roots) {
+    const std::string include = cat({r.dir, path_separator, "include"});
+    if (is_regular_file(cat({include, path_separator, "cuda_runtime.h"}))) {
+      std::vector<std::string> dirs{include};
+      if (std::string cccl = cat({include, path_separator, "cccl"}); is_directory(cccl)) dirs.push_back(std::move(cccl));
+      return dirs;
+    }
+    tried = cat({tried, tried.empty() ? "" : ", ", include, " (", r.how, ")"});
+  }
+  raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::toolkit_include_paths",
+              cat({"no CUDA toolkit headers (include/cuda_runtime.h) were found for CompileOptions::toolkit_includes; "
+                   "tried ", tried.empty() ? "nothing (no toolkit root is known)" : std::string_view(tried),
+                   ". Install the toolkit's headers (or the nvidia-cuda-runtime and nvidia-cuda-cccl wheels beside "
+                   "NVRTC's), or set CUDA_HOME to the toolkit"}),
+              where));
+}
+
+}  // namespace detail
+
+// The CUDA toolkit's include directories, as CompileOptions::toolkit_includes
+// gives them to NVRTC: include/ and (CUDA 13) include/cccl/ of the first
+// toolkit found (detail::toolkit_roots: the loaded NVRTC's own first). An
+// Error naming the directories tried when there is none. Loads NVRTC.
+[[nodiscard]] inline std::vector<std::string> toolkit_include_paths(SourceLocation where = SourceLocation::current()) {
+  return detail::find_toolkit_includes(detail::toolkit_roots(true), where);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/compile/toolkit_paths.hpp ----
+
 // ---- begin oxicuda/compile/program.hpp ----
 // oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by
 // NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
@@ -11908,7 +12027,9 @@ struct CompileOptions {
   std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
   std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
   StringList defines{};                    // "N=4" → -DN=4, "DEBUG" → -DDEBUG
-  StringList include_paths{};              // → -I<path> (headers given to the Program come first)
+  StringList include_paths{};              // → -I<path> (headers given to the Program come first); each
+                                           //   must be a directory: compiling checks, an Error names one that is not
+  bool toolkit_includes = false;           // → -I for the toolkit's include/ and include/cccl/ (toolkit_include_paths())
   bool line_info = false;                  // -lineinfo
   bool debug = false;                      // -G
   bool fast_math = false;                  // --use_fast_math
@@ -11916,8 +12037,10 @@ struct CompileOptions {
   bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
   StringList extra{};                      // more options, passed as written ("-maxrregcount=64")
 
-  // The options as NVRTC takes them, in the order above.
-  [[nodiscard]] StringList arguments() const;
+  // The options as NVRTC takes them, in the order above. With
+  // toolkit_includes, the toolkit's directories are looked for here (an
+  // Error naming those tried when there is none).
+  [[nodiscard]] StringList arguments(SourceLocation where = SourceLocation::current()) const;
 };
 
 // What a compile produced, as NVRTC says (also when an option in
@@ -12018,12 +12141,14 @@ inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where, bool checked 
 
 }  // namespace detail
 
-inline StringList CompileOptions::arguments() const {
+inline StringList CompileOptions::arguments(SourceLocation where) const {
   StringList a;
   if (!arch.empty()) a.add(detail::cat({"-arch=", arch}));
   if (!std.empty()) a.add(detail::cat({"-std=", std}));
   for (std::string_view d : defines) a.add(detail::cat({"-D", d}));
   for (std::string_view i : include_paths) a.add(detail::cat({"-I", i}));
+  if (toolkit_includes)
+    for (const std::string& i : toolkit_include_paths(where)) a.add(detail::cat({"-I", i}), where);
   if (line_info) a.add("-lineinfo");
   if (debug) a.add("-G");
   if (fast_math) a.add("--use_fast_math");
@@ -12033,6 +12158,17 @@ inline StringList CompileOptions::arguments() const {
 }
 
 namespace detail {
+// NVRTC ignores an include directory that does not exist: here it is an
+// Error, before NVRTC runs.
+inline void check_include_paths(const CompileOptions& o, const char* call, SourceLocation where) {
+  for (std::string_view i : o.include_paths)
+    if (!is_directory(std::string(i)))
+      raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                  cat({"CompileOptions::include_paths names '", i,
+                       "', which is not a directory (NVRTC would ignore it without a word)"}),
+                  where));
+}
+
 // A list's entries as the array of C strings a C API takes (pointing into
 // the list), every `step`-th from `skip`, null-terminated. (An owning array
 // of its own rather than std::unique_ptr<const char*[]>, whose templates
@@ -12065,6 +12201,8 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));
+  detail::check_include_paths(options, "oxicuda::Program::compile", where);
+  const StringList args = options.arguments(where);
   const detail::CStrings header_names(headers_, 0, 2);
   const detail::CStrings header_sources(headers_, 1, 2);
   detail::NvrtcProgramGuard program;
@@ -12074,7 +12212,6 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   for (std::string_view e : expressions_)
     detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
 
-  const StringList args = options.arguments();
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
@@ -12238,6 +12375,140 @@ inline ArchChoice arch_for(const Device& device, SourceLocation where) {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/arch.hpp ----
 
+// ---- begin oxicuda/compile/device_runtime.hpp ----
+// oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
+// (libcudadevrt.a) for SourceOptions::device_runtime and
+// LtoLinker::add_device_runtime: where it is, its
+// identity for the kernel cache's key, and its bytes for nvJitLink, which
+// links it with the relocatable device code NVRTC made. A kernel that
+// launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
+// needs it: unlinked, the load fails on the unresolved symbol.
+//
+// Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
+// set, nothing else); lib64/ and lib/ of the toolkit roots that
+// toolkit_paths.hpp finds as it finds the toolkit's headers ($CONDA_PREFIX,
+// $CUDA_HOME, $CUDA_PATH, /usr/local/cuda, then the toolkit of the loaded
+// NVRTC: last, since it loads NVRTC, which a kernel-cache hit does not
+// need); the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_DETAIL_WINDOWS
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The library found: its path, and its identity (path, size, time of last
+// change, device and inode), which the cache key holds as it holds NVRTC's.
+struct DeviceRuntimeLibrary {
+  std::string path;
+  std::string identity;
+};
+
+// The identity of the regular file `path`, or empty when there is none.
+inline std::string device_runtime_identity(const std::string& path) {
+#if !OXICUDA_DETAIL_WINDOWS
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
+              ".", std::to_string(st.st_mtim.tv_nsec), " dev ", std::to_string(st.st_dev), " ino ",
+              std::to_string(st.st_ino)});
+#else
+  (void)path;
+  return {};
+#endif
+}
+
+// Finds libcudadevrt.a (the order above); an Error naming every place it
+// looked when it is in none.
+inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where, const char* call = "oxicuda::module_from_source") {
+  constexpr std::string_view file = "libcudadevrt.a";
+  std::string looked;
+  auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
+    std::string identity = device_runtime_identity(path);
+    if (identity.empty()) looked = cat({looked, looked.empty() ? "" : ", ", path, " (", how, ")"});
+    return {identity.empty() ? std::string() : path, std::move(identity)};
+  };
+  auto missing = [&](std::string_view what) {
+    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, call,
+                 cat({what, "; the CUDA device runtime (SourceOptions::device_runtime, LtoLinker::add_device_runtime) "
+                      "is libcudadevrt.a, from the CUDA toolkit: install the toolkit (its lib64/ holds it), or set "
+                      "OXICUDA_LIBCUDADEVRT_PATH to the file"}),
+                 where);
+  };
+  if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
+    DeviceRuntimeLibrary lib = at(own, "OXICUDA_LIBCUDADEVRT_PATH");
+    if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
+    return lib;
+  }
+  auto in = [&](const std::vector<ToolkitRoot>& roots) -> DeviceRuntimeLibrary {
+    for (const ToolkitRoot& r : roots)
+      for (const char* sub : toolkit_lib_dirs)
+        if (DeviceRuntimeLibrary lib = at(cat({r.dir, "/", sub, "/", file}), r.how); !lib.path.empty()) return lib;
+    return {};
+  };
+  if (DeviceRuntimeLibrary lib = in(toolkit_roots(false, false)); !lib.path.empty()) return lib;
+  std::vector<ToolkitRoot> nvrtc;
+  add_nvrtc_root(nvrtc);  // (loads NVRTC: only when no other root had the library)
+  if (DeviceRuntimeLibrary lib = in(nvrtc); !lib.path.empty()) return lib;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
+    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
+  raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
+}
+
+// The library's bytes, read for the link. `changed` says so when the file
+// is no longer the one `lib.identity` names (replaced since the key was
+// made): then the result is not cached under that key.
+inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where,
+                                       const char* call = "oxicuda::module_from_source") {
+  std::string bytes;
+#if !OXICUDA_DETAIL_WINDOWS
+  const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
+  if (ok) {
+    bytes.assign(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+      const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    ok = got == bytes.size();
+  }
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok)
+    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, call,
+                cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
+                                                                                   : std::string()}),
+                where));
+  if (device_runtime_identity(lib.path) != lib.identity)
+    changed = cat({lib.path, " changed while it was linked"});
+#else
+  (void)lib, (void)changed;
+  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, call, "the device runtime is not available on Windows", where));
+#endif
+  return bytes;
+}
+
+}  // namespace detail
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/compile/device_runtime.hpp ----
+
 // ---- begin oxicuda/compile/lto.hpp ----
 // oxicuda/compile/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
 // at first use, toolkit.hpp). It links LTO-IR (NVRTC's output with
@@ -12287,6 +12558,11 @@ class LtoLinker {
   // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
   LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
                  SourceLocation where = SourceLocation::current());
+  // Adds the CUDA device runtime (libcudadevrt.a, found as
+  // device_runtime.hpp says; not found, an Error naming each place looked),
+  // for relocatable code that launches kernels or calls
+  // cudaGraphSetConditional.
+  LtoLinker& add_device_runtime(SourceLocation where = SourceLocation::current());
   // Links: the cubin.
   [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
   // nvJitLink's info log so far.
@@ -12399,6 +12675,15 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
                                        : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
                                                                           : ffi::NVJITLINK_INPUT_PTX;
   return add(kind, compiled.code.data(), compiled.code.size(), name, where);
+}
+
+inline LtoLinker& LtoLinker::add_device_runtime(SourceLocation where) {
+  constexpr const char* call = "oxicuda::LtoLinker::add_device_runtime";
+  (void)checked(call, where);
+  const detail::DeviceRuntimeLibrary lib = detail::find_device_runtime(where, call);
+  std::string changed;
+  const std::string bytes = detail::read_device_runtime(lib, changed, where, call);
+  return add(ffi::NVJITLINK_INPUT_LIBRARY, bytes.data(), bytes.size(), lib.path, where);
 }
 
 inline std::string LtoLinker::complete(SourceLocation where) {
@@ -13918,138 +14203,6 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_entry.hpp ----
 
-// ---- begin oxicuda/compile/device_runtime.hpp ----
-// oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
-// (libcudadevrt.a) for SourceOptions::device_runtime: where it is, its
-// identity for the kernel cache's key, and its bytes for nvJitLink, which
-// links it with the relocatable device code NVRTC made. A kernel that
-// launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
-// needs it: unlinked, the load fails on the unresolved symbol.
-//
-// Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
-// set, nothing else), $CUDA_PATH/lib64, $CUDA_HOME/lib64, $CONDA_PREFIX/lib,
-// /usr/local/cuda/lib64, the directory of the NVRTC the process loads (the
-// toolkit beside it; looked at last of these, since it loads NVRTC), and
-// the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
-
-#include <cstdint>
-#include <cstring>
-#include <utility>
-#include <string>
-#include <string_view>
-
-
-#if !OXICUDA_DETAIL_WINDOWS
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <cerrno>
-#endif
-
-OXICUDA_DETAIL_NAMESPACE_BEGIN
-
-namespace detail {
-
-// The library found: its path, and its identity (path, size, time of last
-// change, device and inode), which the cache key holds as it holds NVRTC's.
-struct DeviceRuntimeLibrary {
-  std::string path;
-  std::string identity;
-};
-
-// The identity of the regular file `path`, or empty when there is none.
-inline std::string device_runtime_identity(const std::string& path) {
-#if !OXICUDA_DETAIL_WINDOWS
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
-              ".", std::to_string(st.st_mtim.tv_nsec), " dev ", std::to_string(st.st_dev), " ino ",
-              std::to_string(st.st_ino)});
-#else
-  (void)path;
-  return {};
-#endif
-}
-
-// Finds libcudadevrt.a (the order above); an Error naming every place it
-// looked when it is in none.
-inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
-  constexpr std::string_view file = "libcudadevrt.a";
-  std::string looked;
-  auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
-    std::string identity = device_runtime_identity(path);
-    if (identity.empty()) looked = cat({looked, looked.empty() ? "" : ", ", path, " (", how, ")"});
-    return {identity.empty() ? std::string() : path, std::move(identity)};
-  };
-  auto missing = [&](std::string_view what) {
-    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
-                 cat({what, "; SourceOptions::device_runtime links the CUDA device runtime, libcudadevrt.a, from the "
-                      "CUDA toolkit: install the toolkit (its lib64/ holds it), or set OXICUDA_LIBCUDADEVRT_PATH to "
-                      "the file"}),
-                 where);
-  };
-  if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
-    DeviceRuntimeLibrary lib = at(own, "OXICUDA_LIBCUDADEVRT_PATH");
-    if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
-    return lib;
-  }
-  for (const auto& [var, sub] : {std::pair<const char*, const char*>{"CUDA_PATH", "/lib64/"}, {"CUDA_HOME", "/lib64/"},
-                                 {"CONDA_PREFIX", "/lib/"}})
-    if (const std::string base = env_string(var); !base.empty())
-      if (DeviceRuntimeLibrary lib = at(cat({base, sub, file}), cat({"$", var})); !lib.path.empty()) return lib;
-  if (DeviceRuntimeLibrary lib = at(cat({"/usr/local/cuda/lib64/", file}), "the default toolkit"); !lib.path.empty())
-    return lib;
-  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found && nvrtc.path.find('/') != std::string::npos) {
-    const std::string dir = nvrtc.path.substr(0, nvrtc.path.rfind('/') + 1);
-    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "beside the loaded NVRTC"); !lib.path.empty()) return lib;
-  }
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
-    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
-  raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
-}
-
-// The library's bytes, read for the link. `changed` says so when the file
-// is no longer the one `lib.identity` names (replaced since the key was
-// made): then the result is not cached under that key.
-inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
-  std::string bytes;
-#if !OXICUDA_DETAIL_WINDOWS
-  const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
-  if (ok) {
-    bytes.assign(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < bytes.size()) {
-      const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    ok = got == bytes.size();
-  }
-  const int error = errno;
-  if (fd >= 0) ::close(fd);
-  if (!ok)
-    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
-                cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
-                                                                                   : std::string()}),
-                where));
-  if (device_runtime_identity(lib.path) != lib.identity)
-    changed = cat({lib.path, " changed while it was linked"});
-#else
-  (void)lib, (void)changed;
-  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::module_from_source",
-              "SourceOptions::device_runtime is not available on Windows", where));
-#endif
-  return bytes;
-}
-
-}  // namespace detail
-
-OXICUDA_DETAIL_NAMESPACE_END
-// ---- end oxicuda/compile/device_runtime.hpp ----
-
 // ---- begin oxicuda/compile/source_rules.hpp ----
 // oxicuda/compile/source_rules.hpp — SourceOptions (what module_from_source takes)
 // and what NVRTC may read from disk under them: the options and text that
@@ -14132,6 +14285,7 @@ inline std::string_view disk_probe(std::string_view text) {
 // trace decides).
 inline std::string uncachable(std::string_view source, const SourceOptions& o) {
   if (!o.compile.include_paths.empty()) return cat({"include paths are given"});
+  if (o.compile.toolkit_includes) return cat({"the toolkit's include directories are given (toolkit_includes)"});
   for (std::string_view a : o.compile.extra) {
     // -I, --include-path, -include, --pre-include, the PCH options
     // (--pch, --create-pch, --use-pch, --pch-dir, ...) and a trace of the
@@ -14800,10 +14954,10 @@ namespace detail {
 
 // The entry's key: everything that makes the compiled image.
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
-                              const std::string& compilers) {
+                              const std::string& compilers, SourceLocation where = SourceLocation::current()) {
   KeyHash h;
   h.add("oxicuda-source-4").add(source).add(o.name).add(target).add(compilers);
-  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments(where).joined());
   h.add(o.device_runtime ? "device_runtime" : "");
   return h.hex();
 }
@@ -14826,7 +14980,8 @@ struct CacheSlot {
 // device runtime, nvJitLink's and the device's architecture (nvJitLink
 // links for it); with the device runtime, libcudadevrt.a's (`devrt`).
 inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, const std::string& device_arch,
-                            const DeviceRuntimeLibrary& devrt, std::string& notes) {
+                            const DeviceRuntimeLibrary& devrt, std::string& notes,
+                            SourceLocation where = SourceLocation::current()) {
   CacheSlot slot;
   std::string dir_note;
   slot.dir = cache_directory(dir_note);
@@ -14839,7 +14994,7 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
                      library_identity_for_cache(slot.dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                                                 sizeof nvjitlink_files / sizeof nvjitlink_files[0], &nvjitlink_info)});
   if (o.device_runtime) compilers = cat({compilers, "\n", devrt.identity});
-  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers);
+  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers, where);
   return slot;
 }
 
@@ -14928,7 +15083,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
       compile.lto = false;
   }
   if (options.device_runtime) compile.relocatable = true;  // -rdc=true, for the link below
-  const StringList args = compile.arguments();
+  const StringList args = compile.arguments(where);
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
   bool compiled = false;
@@ -15043,11 +15198,12 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
+  detail::check_include_paths(options.compile, "oxicuda::module_from_source", where);
   const detail::DeviceRuntimeLibrary devrt =
       options.device_runtime ? detail::find_device_runtime(where) : detail::DeviceRuntimeLibrary{};
   std::string notes;
   detail::CacheSlot slot;
-  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes);
+  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes, where);
   std::string &dir = slot.dir, &key = slot.key;
   if (!key.empty()) {
     Module hit;
