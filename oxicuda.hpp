@@ -1155,6 +1155,10 @@ struct CUtensorMap {
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
     (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
+  X(ModuleGetFunctionCount, 12040, "cuModuleGetFunctionCount", (unsigned int* count, CUmodule mod))                    \
+  X(ModuleEnumerateFunctions, 12040, "cuModuleEnumerateFunctions",                                                     \
+    (CUfunction * functions, unsigned int numFunctions, CUmodule mod))                                                 \
+  X(FuncGetName, 12030, "cuFuncGetName", (const char** name, CUfunction hfunc))                                        \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
     (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
   X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \
@@ -7485,6 +7489,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -7502,6 +7507,15 @@ struct JitOptions {
   // a 32-bit unsigned: at most max_log_bytes (more is an Error).
   std::size_t log_bytes = 16 * 1024;
   static constexpr std::size_t max_log_bytes = 0xFFFFFFFEu;
+};
+
+// One kernel of a module (Module::kernel_names): its symbol, as the driver
+// names it (mangled for a C++ kernel not declared extern "C"), and that name
+// demangled ("void saxpy<float>(float*, float)"; the symbol itself when it
+// is not mangled or the C++ library cannot demangle).
+struct KernelName {
+  std::string symbol;
+  std::string demangled;
 };
 
 class Function;
@@ -7596,10 +7610,15 @@ class Module {
   [[nodiscard]] static Module from_file(const Context& ctx, const std::string& path, JitOptions options = {},
                                         SourceLocation where = SourceLocation::current());
 
-  // The kernel called `name` (its mangled name for a C++ kernel not declared
-  // extern "C"; for a module compiled from source, also a name expression
-  // given to the compiler, such as "saxpy<float>"). An unknown name is an
-  // Error that names it.
+  // The kernel called `name`: its symbol (the mangled name of a C++ kernel
+  // not declared extern "C"); for a module compiled from source, a name
+  // expression given to the compiler ("saxpy<float>"); else, for any image
+  // (nvcc's cubin or fatbin), its C++ name or signature, demangled from the
+  // driver's list of the module's kernels (kernel_names.hpp: "saxpy<float>",
+  // "ns::scale", "saxpy<float>(float*, float const*, float, unsigned int)";
+  // white space and a leading "void" ignored). An unknown name is an Error
+  // that lists the module's kernels; one that names overloads, an Error
+  // that lists them.
   // (Defined in function.hpp, with Function, which holds its Module.)
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
@@ -7621,6 +7640,11 @@ class Module {
   // (Defined in global.hpp.)
   template <class T>
   [[nodiscard]] DeviceSpan<T> global(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
+  // The module's kernels: each symbol and its demangled C++ name
+  // (cuModuleEnumerateFunctions and cuFuncGetName, CUDA 12.4). (Defined in
+  // kernel_names.hpp.)
+  [[nodiscard]] std::vector<KernelName> kernel_names(SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
@@ -7799,6 +7823,166 @@ struct ModuleAccess {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/module.hpp ----
 
+// ---- begin oxicuda/kernel/kernel_names.hpp ----
+// oxicuda/kernel/kernel_names.hpp — a module's kernels by their C++ names, for
+// images built ahead of time (nvcc's cubin or fatbin), where no name
+// expression recorded the lowered names: the driver lists the module's
+// functions (cuModuleGetFunctionCount, cuModuleEnumerateFunctions: CUDA
+// 12.4) and names each (cuFuncGetName: 12.3); each name is demangled
+// (the C++ runtime's __cxa_demangle, where there is one) and matched against
+// the C++ name asked for. Module::function falls back to this when no
+// symbol has the name.
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// `symbol` demangled, or itself. Only a mangled function name ("_Z...") is
+// demangled: __cxa_demangle also reads type names, and would make "f" "float".
+// The C++ runtime's __cxa_demangle is found in the process (its <cxxabi.h>
+// would put a namespace `abi` at global scope in every includer's way).
+inline std::string demangle(const char* symbol) {
+#if !OXICUDA_DETAIL_WINDOWS
+  using Demangle = char* (*)(const char*, char*, std::size_t*, int*);
+  static const Demangle fn = [] {
+    Demangle f = nullptr;
+    void* p = ::dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    std::memcpy(&f, &p, sizeof f);
+    return f;
+  }();
+  if (!fn || std::string_view(symbol).substr(0, 2) != "_Z") return symbol;
+  int status = 0;
+  char* d = fn(symbol, nullptr, nullptr, &status);
+  if (d && status == 0) {
+    std::string out(d);
+    std::free(d);
+    return out;
+  }
+  std::free(d);
+#endif
+  return symbol;
+}
+
+// `s` without white space and without a leading "void " (a kernel's return
+// type), for comparing C++ names as written by people and by the demangler.
+inline std::string compact_name(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
+  if (s.size() > 5 && s.substr(0, 4) == "void" && (s[4] == ' ' || s[4] == '\t' || s[4] == '\n')) s.remove_prefix(5);
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\n') out.push_back(c);
+  return out;
+}
+
+// The part of a compact demangled name before its parameter list: the
+// first '(' outside the template arguments.
+inline std::string_view without_parameters(std::string_view compact) {
+  int depth = 0;
+  for (std::size_t i = 0; i < compact.size(); ++i) {
+    if (compact[i] == '<') ++depth;
+    if (compact[i] == '>') --depth;
+    if (compact[i] == '(' && depth == 0) return compact.substr(0, i);
+  }
+  return compact;
+}
+
+// The module's kernels and their handles, as the driver lists them.
+struct ModuleKernels {
+  std::vector<KernelName> names;
+  std::vector<CUfunction> raw;
+};
+
+inline ModuleKernels module_kernels(const Module& m, const char* call, SourceLocation where) {
+  (void)checked(m, "oxicuda::Module", call, where);
+  ModuleKernels k;
+  const ScopedCurrent current(m.context(), where);
+  unsigned count = 0;
+  check(OXICUDA_DRIVER(ModuleGetFunctionCount, &count, m.raw()), where);
+  k.raw.assign(count, nullptr);
+  if (count) check(OXICUDA_DRIVER(ModuleEnumerateFunctions, k.raw.data(), count, m.raw()), where);
+  for (CUfunction f : k.raw) {
+    const char* name = nullptr;
+    check(OXICUDA_DRIVER(FuncGetName, &name, f), where);
+    k.names.push_back({name ? name : "", demangle(name ? name : "")});
+  }
+  return k;
+}
+
+// The kernels whose symbol, demangled signature ("saxpy<float>(float*,
+// float)", with or without "void", white space ignored) or demangled name
+// without its parameters ("saxpy<float>", "ns::scale") is `name`.
+inline std::vector<std::size_t> kernels_named(const std::vector<KernelName>& names, std::string_view name) {
+  const std::string want = compact_name(name);
+  std::vector<std::size_t> found;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string d = compact_name(names[i].demangled);
+    if (names[i].symbol == name || d == want || without_parameters(d) == want) found.push_back(i);
+  }
+  return found;
+}
+
+// The kernels listed for a message: "saxpy<float>(float*) [_Z5saxpy...]", ...
+inline std::string kernel_list(const std::vector<KernelName>& names, const std::vector<std::size_t>& which) {
+  std::string list;
+  std::size_t shown = 0;
+  for (std::size_t i : which) {
+    if (++shown > 16) return cat({list, ", and ", std::to_string(which.size() - 16), " more"});
+    const KernelName& k = names[i];
+    list = cat({list, list.empty() ? "" : ", ", k.demangled,
+                k.demangled == k.symbol ? std::string() : cat({" [", k.symbol, "]"})});
+  }
+  return list.empty() ? std::string("none") : list;
+}
+
+// The kernel whose C++ name or signature is `name`, for Module::function
+// once cuModuleGetFunction answered `not_found`: its handle and symbol. An
+// Error when there is none (listing the module's kernels) or several
+// (overloads: listing them), or when the driver cannot list its kernels.
+struct FoundKernel {
+  CUfunction raw = nullptr;
+  std::string symbol;
+};
+
+inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Outcome not_found,
+                                      SourceLocation where) {
+  const std::string none = cat({"the module has no kernel named '", name, "'"});
+  if (missing(ffi::Entry::ModuleGetFunctionCount) || missing(ffi::Entry::ModuleEnumerateFunctions) ||
+      missing(ffi::Entry::FuncGetName))
+    fail(not_found, where,
+         cat({none, " (a C++ kernel not declared extern \"C\" has a mangled name; this driver lacks "
+                    "cuModuleEnumerateFunctions (CUDA 12.4), which finds one by its C++ name)"}));
+  ModuleKernels k = module_kernels(m, "oxicuda::Module::function", where);
+  const std::vector<std::size_t> found = kernels_named(k.names, name);
+  if (found.size() == 1) return {k.raw[found.front()], std::move(k.names[found.front()].symbol)};
+  if (found.size() > 1)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
+                cat({"'", name, "' names ", std::to_string(found.size()), " kernels of the module (overloads): ",
+                     kernel_list(k.names, found), "; give its signature, as the list writes it, or its symbol"}),
+                where));
+  std::vector<std::size_t> all(k.names.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  fail(not_found, where,
+       cat({none, ": no symbol, C++ name or signature is that (a template's instance is in the image only where "
+                  "the build instantiated it",
+            "); its kernels: ", kernel_list(k.names, all)}));
+}
+
+}  // namespace detail
+
+inline std::vector<KernelName> Module::kernel_names(SourceLocation where) const {
+  return detail::module_kernels(*this, "oxicuda::Module::kernel_names", where).names;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/kernel_names.hpp ----
+
 // ---- begin oxicuda/kernel/function.hpp ----
 // oxicuda/kernel/function.hpp — Function (a kernel of a Module, which keeps
 // its module alive), Module::function that looks one up, the occupancy
@@ -7935,12 +8119,13 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
     ScopedCurrent current(state_->ctx, where);
     r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
-    detail::fail(r, where,
-                 r.result == ffi::CUDA_ERROR_NOT_FOUND
-                     ? detail::cat({"the module has no kernel named '", n,
-                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
-                     : detail::cat({"looking up kernel '", n, "'"}));
+  if (OXICUDA_DETAIL_UNLIKELY(r.result == ffi::CUDA_ERROR_NOT_FOUND)) {
+    // No symbol by that name: a kernel whose C++ name or signature it is
+    // (an nvcc image's "saxpy<float>"), through the driver's list.
+    detail::FoundKernel k = detail::kernel_by_cpp_name(*this, n, r, where);
+    return Function(k.raw, detail::Shared<const Function::State>::make(*this, std::move(k.symbol)));
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"looking up kernel '", n, "'"}));
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
@@ -14157,6 +14342,28 @@ inline std::string decode_entry(const std::string& payload, CacheEntry& entry, c
   return entry_image_problem(entry.image, entry.is_text);
 }
 
+// Appends `note` to `notes`, a line each.
+inline void add_note(std::string& notes, std::string_view note) {
+  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
+}
+
+// The entry `key` of `dir` read into `payload` and decoded into `e`, which
+// must hold the name expressions `expected`: true when it is there and is
+// an entry. One that is no entry is discarded, with a note in `notes`;
+// `found` names the file read.
+inline bool read_entry(const std::string& dir, const std::string& key, const StringList& expected,
+                       std::string& payload, CacheEntry& e, CacheFileId& found, std::string& notes) {
+  std::string note;
+  const bool read = cache_read(dir, key, payload, note, &found);
+  add_note(notes, note);
+  if (!read) return false;
+  if (const std::string why = decode_entry(payload, e, &expected); !why.empty()) {
+    add_note(notes, cache_discard(dir, key, found, why));
+    return false;
+  }
+  return true;
+}
+
 // Whether a load failure (cuModuleLoadDataEx's result) is the entry's
 // fault, so the entry should go: an image this driver or device cannot use.
 // Any other (out of memory, a bad JitOptions value, a context gone) is the
@@ -14962,10 +15169,6 @@ inline std::string source_key(std::string_view source, const SourceOptions& o, s
   return h.hex();
 }
 
-inline void add_note(std::string& notes, std::string_view note) {
-  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
-}
-
 // ---------------------------------------------------------------------------
 // module_from_source's steps: the cache slot, find in the cache, compile,
 // store.
@@ -15006,16 +15209,10 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
 // exceptions too.
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
-  std::string payload, note;
+  std::string payload;
   CacheFileId found;
-  const bool read = cache_read(dir, key, payload, note, &found);
-  add_note(notes, note);
-  if (!read) return false;
   CacheEntry e;
-  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cache_discard(dir, key, found, why));
-    return false;
-  }
+  if (!read_entry(dir, key, o.name_expressions, payload, e, found, notes)) return false;
   std::string jit_error;
   const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
   if (r.ok()) {
@@ -15231,3 +15428,124 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/source.hpp ----
+
+// ---- begin oxicuda/compile/source_image.hpp ----
+// oxicuda/compile/source_image.hpp — the kernel cache without a Context:
+// compile_image compiles CUDA C++ source (or finds it in the cache) into an
+// image to load later, on a machine that may have no GPU and no driver (a
+// build step, a tool that fills the cache for others). There is no device
+// to pick an architecture for, so the target is given. The entry is the one
+// module_from_source uses for the same source, options and target: a
+// module_from_source on the GPU machine, with the same NVRTC, hits it.
+// module_from_image loads the image with its name expressions.
+
+#include <string>
+#include <string_view>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// What compile_image made or found: the image, its kind, its name
+// expressions (for module_from_image) and the log.
+struct SourceImage {
+  std::string image;         // a cubin (an sm_XX target, or linked by nvJitLink), or PTX text (compute_XX)
+  bool is_text = false;      // PTX
+  std::string arch;          // the target, as given
+  std::string names;         // each name expression and its lowered name, each followed by a NUL
+  std::string log;           // NVRTC's log and oxicuda's notes on the cache
+  bool from_cache = false;   // a hit: nothing was compiled
+
+  // The lowered name of `expression`, or empty.
+  [[nodiscard]] std::string_view lowered_name(std::string_view expression) const noexcept {
+    for (std::string_view rest = names; !rest.empty();) {
+      const std::string_view e = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(e.size() + 1);
+      const std::string_view lowered = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+      if (e == expression) return lowered;
+    }
+    return {};
+  }
+};
+
+// Compiles `source` for `options.compile.arch` (which must be given:
+// "sm_90" for a cubin, "compute_90" for PTX; with lto or device_runtime a
+// real one, since nvJitLink links for it), through the kernel cache as
+// module_from_source does, without a Context and without the driver. An
+// Error when the target is missing, and as module_from_source for the rest.
+[[nodiscard]] SourceImage compile_image(std::string_view source, const SourceOptions& options,
+                                        SourceLocation where = SourceLocation::current());
+
+// Loads what compile_image made into `ctx`; its name expressions are kernel
+// names of the module, as for module_from_source.
+[[nodiscard]] Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit = {},
+                                       SourceLocation where = SourceLocation::current());
+
+inline SourceImage compile_image(std::string_view source, const SourceOptions& options, SourceLocation where) {
+  constexpr const char* call = "oxicuda::compile_image";
+  const std::string& arch = options.compile.arch;
+  if (arch.empty())
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                        "SourceOptions::compile.arch is empty: without a Context there is no device to compile for; "
+                        "give the target (\"sm_90\" for a cubin, \"compute_90\" for PTX)",
+                        where));
+  if ((options.compile.lto || options.device_runtime) && !std::string_view(arch).starts_with("sm_"))
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                        detail::cat({"the target '", arch, "' is not a real architecture: with lto or device_runtime, "
+                                     "nvJitLink links for one (\"sm_90\"), which compile_image cannot ask a device for"}),
+                        where));
+  detail::check_include_paths(options.compile, call, where);
+  const detail::DeviceRuntimeLibrary devrt =
+      options.device_runtime ? detail::find_device_runtime(where, call) : detail::DeviceRuntimeLibrary{};
+  SourceImage out;
+  out.arch = arch;
+  std::string notes;
+  detail::CacheSlot slot;
+  if (options.cache) slot = detail::cache_slot(source, options, arch, devrt, notes, where);
+  if (!slot.key.empty()) {
+    std::string payload;
+    detail::CacheFileId found;
+    detail::CacheEntry e;
+    if (detail::read_entry(slot.dir, slot.key, options.name_expressions, payload, e, found, notes)) {
+      detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+      out.image = e.image;
+      out.is_text = e.is_text;
+      out.names = e.names;
+      out.log = e.log;
+      out.from_cache = true;
+      detail::add_note(out.log, notes);
+      return out;
+    }
+  }
+  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+      !why_not.empty()) {
+    slot.key.clear();
+    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
+  }
+  if (!slot.key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
+  detail::SourceBuild b =
+      detail::compile_source(source, options, ComputeCapability{}, arch, slot.key.empty() ? std::string() : slot.dir,
+                             slot.key, options.device_runtime ? &devrt : nullptr, where);
+  if (!slot.key.empty()) detail::store_in_cache(slot.dir, slot.key, b, options, notes);
+  out.image = std::move(b.image);
+  out.is_text = b.is_text;
+  out.names = std::move(b.names);
+  out.log = std::move(b.log);
+  detail::add_note(out.log, notes);
+  return out;
+}
+
+inline Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit,
+                                SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_image", where);
+  std::string why = detail::entry_names_problem(image.names, nullptr);
+  if (why.empty()) why = detail::entry_image_problem(image.image, image.is_text);
+  if (!why.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::module_from_image",
+                        detail::cat({"the SourceImage cannot be loaded: ", why}), where));
+  return detail::ModuleAccess::load(ctx, image.image.data(), image.image.size(), image.is_text, jit, where,
+                                    image.names, image.log);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/compile/source_image.hpp ----

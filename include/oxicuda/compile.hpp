@@ -23,4 +23,5 @@
 #include "compile/source_rules.hpp"
 #include "compile/compiler_identity.hpp"
 #include "compile/source.hpp"
+#include "compile/source_image.hpp"
 // clang-format on

@@ -65,10 +65,6 @@ inline std::string source_key(std::string_view source, const SourceOptions& o, s
   return h.hex();
 }
 
-inline void add_note(std::string& notes, std::string_view note) {
-  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
-}
-
 // ---------------------------------------------------------------------------
 // module_from_source's steps: the cache slot, find in the cache, compile,
 // store.
@@ -109,16 +105,10 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
 // exceptions too.
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
-  std::string payload, note;
+  std::string payload;
   CacheFileId found;
-  const bool read = cache_read(dir, key, payload, note, &found);
-  add_note(notes, note);
-  if (!read) return false;
   CacheEntry e;
-  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cache_discard(dir, key, found, why));
-    return false;
-  }
+  if (!read_entry(dir, key, o.name_expressions, payload, e, found, notes)) return false;
   std::string jit_error;
   const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
   if (r.ok()) {
