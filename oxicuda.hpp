@@ -1159,6 +1159,10 @@ struct CUtensorMap {
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
     (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
+  X(ModuleGetFunctionCount, 12040, "cuModuleGetFunctionCount", (unsigned int* count, CUmodule mod))                    \
+  X(ModuleEnumerateFunctions, 12040, "cuModuleEnumerateFunctions",                                                     \
+    (CUfunction * functions, unsigned int numFunctions, CUmodule mod))                                                 \
+  X(FuncGetName, 12030, "cuFuncGetName", (const char** name, CUfunction hfunc))                                        \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
     (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
   X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \
@@ -7499,6 +7503,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -7516,6 +7521,15 @@ struct JitOptions {
   // a 32-bit unsigned: at most max_log_bytes (more is an Error).
   std::size_t log_bytes = 16 * 1024;
   static constexpr std::size_t max_log_bytes = 0xFFFFFFFEu;
+};
+
+// One kernel of a module (Module::kernel_names): its symbol, as the driver
+// names it (mangled for a C++ kernel not declared extern "C"), and that name
+// demangled ("void saxpy<float>(float*, float)"; the symbol itself when it
+// is not mangled or the C++ library cannot demangle).
+struct KernelName {
+  std::string symbol;
+  std::string demangled;
 };
 
 class Function;
@@ -7610,10 +7624,15 @@ class Module {
   [[nodiscard]] static Module from_file(const Context& ctx, const std::string& path, JitOptions options = {},
                                         SourceLocation where = SourceLocation::current());
 
-  // The kernel called `name` (its mangled name for a C++ kernel not declared
-  // extern "C"; for a module compiled from source, also a name expression
-  // given to the compiler, such as "saxpy<float>"). An unknown name is an
-  // Error that names it.
+  // The kernel called `name`: its symbol (the mangled name of a C++ kernel
+  // not declared extern "C"); for a module compiled from source, a name
+  // expression given to the compiler ("saxpy<float>"); else, for any image
+  // (nvcc's cubin or fatbin), its C++ name or signature, demangled from the
+  // driver's list of the module's kernels (kernel_names.hpp: "saxpy<float>",
+  // "ns::scale", "saxpy<float>(float*, float const*, float, unsigned int)";
+  // white space and a leading "void" ignored). An unknown name is an Error
+  // that lists the module's kernels; one that names overloads, an Error
+  // that lists them.
   // (Defined in function.hpp, with Function, which holds its Module.)
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
@@ -7635,6 +7654,11 @@ class Module {
   // (Defined in global.hpp.)
   template <class T>
   [[nodiscard]] DeviceSpan<T> global(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
+  // The module's kernels: each symbol and its demangled C++ name
+  // (cuModuleEnumerateFunctions and cuFuncGetName, CUDA 12.4). (Defined in
+  // kernel_names.hpp.)
+  [[nodiscard]] std::vector<KernelName> kernel_names(SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
@@ -7813,6 +7837,166 @@ struct ModuleAccess {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/module.hpp ----
 
+// ---- begin oxicuda/kernel/kernel_names.hpp ----
+// oxicuda/kernel/kernel_names.hpp — a module's kernels by their C++ names, for
+// images built ahead of time (nvcc's cubin or fatbin), where no name
+// expression recorded the lowered names: the driver lists the module's
+// functions (cuModuleGetFunctionCount, cuModuleEnumerateFunctions: CUDA
+// 12.4) and names each (cuFuncGetName: 12.3); each name is demangled
+// (the C++ runtime's __cxa_demangle, where there is one) and matched against
+// the C++ name asked for. Module::function falls back to this when no
+// symbol has the name.
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// `symbol` demangled, or itself. Only a mangled function name ("_Z...") is
+// demangled: __cxa_demangle also reads type names, and would make "f" "float".
+// The C++ runtime's __cxa_demangle is found in the process (its <cxxabi.h>
+// would put a namespace `abi` at global scope in every includer's way).
+inline std::string demangle(const char* symbol) {
+#if !OXICUDA_DETAIL_WINDOWS
+  using Demangle = char* (*)(const char*, char*, std::size_t*, int*);
+  static const Demangle fn = [] {
+    Demangle f = nullptr;
+    void* p = ::dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    std::memcpy(&f, &p, sizeof f);
+    return f;
+  }();
+  if (!fn || std::string_view(symbol).substr(0, 2) != "_Z") return symbol;
+  int status = 0;
+  char* d = fn(symbol, nullptr, nullptr, &status);
+  if (d && status == 0) {
+    std::string out(d);
+    std::free(d);
+    return out;
+  }
+  std::free(d);
+#endif
+  return symbol;
+}
+
+// `s` without white space and without a leading "void " (a kernel's return
+// type), for comparing C++ names as written by people and by the demangler.
+inline std::string compact_name(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
+  if (s.size() > 5 && s.substr(0, 4) == "void" && (s[4] == ' ' || s[4] == '\t' || s[4] == '\n')) s.remove_prefix(5);
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\n') out.push_back(c);
+  return out;
+}
+
+// The part of a compact demangled name before its parameter list: the
+// first '(' outside the template arguments.
+inline std::string_view without_parameters(std::string_view compact) {
+  int depth = 0;
+  for (std::size_t i = 0; i < compact.size(); ++i) {
+    if (compact[i] == '<') ++depth;
+    if (compact[i] == '>') --depth;
+    if (compact[i] == '(' && depth == 0) return compact.substr(0, i);
+  }
+  return compact;
+}
+
+// The module's kernels and their handles, as the driver lists them.
+struct ModuleKernels {
+  std::vector<KernelName> names;
+  std::vector<CUfunction> raw;
+};
+
+inline ModuleKernels module_kernels(const Module& m, const char* call, SourceLocation where) {
+  (void)checked(m, "oxicuda::Module", call, where);
+  ModuleKernels k;
+  const ScopedCurrent current(m.context(), where);
+  unsigned count = 0;
+  check(OXICUDA_DRIVER(ModuleGetFunctionCount, &count, m.raw()), where);
+  k.raw.assign(count, nullptr);
+  if (count) check(OXICUDA_DRIVER(ModuleEnumerateFunctions, k.raw.data(), count, m.raw()), where);
+  for (CUfunction f : k.raw) {
+    const char* name = nullptr;
+    check(OXICUDA_DRIVER(FuncGetName, &name, f), where);
+    k.names.push_back({name ? name : "", demangle(name ? name : "")});
+  }
+  return k;
+}
+
+// The kernels whose symbol, demangled signature ("saxpy<float>(float*,
+// float)", with or without "void", white space ignored) or demangled name
+// without its parameters ("saxpy<float>", "ns::scale") is `name`.
+inline std::vector<std::size_t> kernels_named(const std::vector<KernelName>& names, std::string_view name) {
+  const std::string want = compact_name(name);
+  std::vector<std::size_t> found;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string d = compact_name(names[i].demangled);
+    if (names[i].symbol == name || d == want || without_parameters(d) == want) found.push_back(i);
+  }
+  return found;
+}
+
+// The kernels listed for a message: "saxpy<float>(float*) [_Z5saxpy...]", ...
+inline std::string kernel_list(const std::vector<KernelName>& names, const std::vector<std::size_t>& which) {
+  std::string list;
+  std::size_t shown = 0;
+  for (std::size_t i : which) {
+    if (++shown > 16) return cat({list, ", and ", std::to_string(which.size() - 16), " more"});
+    const KernelName& k = names[i];
+    list = cat({list, list.empty() ? "" : ", ", k.demangled,
+                k.demangled == k.symbol ? std::string() : cat({" [", k.symbol, "]"})});
+  }
+  return list.empty() ? std::string("none") : list;
+}
+
+// The kernel whose C++ name or signature is `name`, for Module::function
+// once cuModuleGetFunction answered `not_found`: its handle and symbol. An
+// Error when there is none (listing the module's kernels) or several
+// (overloads: listing them), or when the driver cannot list its kernels.
+struct FoundKernel {
+  CUfunction raw = nullptr;
+  std::string symbol;
+};
+
+inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Outcome not_found,
+                                      SourceLocation where) {
+  const std::string none = cat({"the module has no kernel named '", name, "'"});
+  if (missing(ffi::Entry::ModuleGetFunctionCount) || missing(ffi::Entry::ModuleEnumerateFunctions) ||
+      missing(ffi::Entry::FuncGetName))
+    fail(not_found, where,
+         cat({none, " (a C++ kernel not declared extern \"C\" has a mangled name; this driver lacks "
+                    "cuModuleEnumerateFunctions (CUDA 12.4), which finds one by its C++ name)"}));
+  ModuleKernels k = module_kernels(m, "oxicuda::Module::function", where);
+  const std::vector<std::size_t> found = kernels_named(k.names, name);
+  if (found.size() == 1) return {k.raw[found.front()], std::move(k.names[found.front()].symbol)};
+  if (found.size() > 1)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
+                cat({"'", name, "' names ", std::to_string(found.size()), " kernels of the module (overloads): ",
+                     kernel_list(k.names, found), "; give its signature, as the list writes it, or its symbol"}),
+                where));
+  std::vector<std::size_t> all(k.names.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  fail(not_found, where,
+       cat({none, ": no symbol, C++ name or signature is that (a template's instance is in the image only where "
+                  "the build instantiated it",
+            "); its kernels: ", kernel_list(k.names, all)}));
+}
+
+}  // namespace detail
+
+inline std::vector<KernelName> Module::kernel_names(SourceLocation where) const {
+  return detail::module_kernels(*this, "oxicuda::Module::kernel_names", where).names;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/kernel_names.hpp ----
+
 // ---- begin oxicuda/kernel/function.hpp ----
 // oxicuda/kernel/function.hpp — Function (a kernel of a Module, which keeps
 // its module alive), Module::function that looks one up, the occupancy
@@ -7949,12 +8133,13 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
     ScopedCurrent current(state_->ctx, where);
     r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
-    detail::fail(r, where,
-                 r.result == ffi::CUDA_ERROR_NOT_FOUND
-                     ? detail::cat({"the module has no kernel named '", n,
-                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
-                     : detail::cat({"looking up kernel '", n, "'"}));
+  if (OXICUDA_DETAIL_UNLIKELY(r.result == ffi::CUDA_ERROR_NOT_FOUND)) {
+    // No symbol by that name: a kernel whose C++ name or signature it is
+    // (an nvcc image's "saxpy<float>"), through the driver's list.
+    detail::FoundKernel k = detail::kernel_by_cpp_name(*this, n, r, where);
+    return Function(k.raw, detail::Shared<const Function::State>::make(*this, std::move(k.symbol)));
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"looking up kernel '", n, "'"}));
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 
@@ -11857,6 +12042,125 @@ auto size_then_fill(Size size, Fill fill, std::string& out, bool text) -> declty
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/size_then_fill.hpp ----
 
+// ---- begin oxicuda/compile/toolkit_paths.hpp ----
+// oxicuda/compile/toolkit_paths.hpp — the CUDA toolkit's own directories, found
+// through the places NVRTC itself is searched (toolkit.hpp): the toolkit the
+// loaded NVRTC belongs to (a toolkit's lib64/, a conda environment's lib/, a
+// wheel's nvidia/cu13/lib/), $CONDA_PREFIX, $CUDA_HOME, $CUDA_PATH and
+// /usr/local/cuda. From them: the include directories that
+// CompileOptions::toolkit_includes gives NVRTC (CUDA 13 keeps CCCL, and so
+// <cuda/std/...>, under include/cccl), and the library directories where
+// device_runtime.hpp looks for libcudadevrt.a.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+#if !OXICUDA_DETAIL_WINDOWS
+#include <sys/stat.h>
+#endif
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// A directory that may hold a toolkit (include/, lib64/, lib/), and how it
+// was found, for messages ("$CUDA_HOME").
+struct ToolkitRoot {
+  std::string dir;
+  std::string how;
+};
+
+#if OXICUDA_DETAIL_WINDOWS
+inline bool path_is(const std::string& path, bool directory) noexcept {
+  const DWORD a = ::GetFileAttributesA(path.c_str());
+  return a != INVALID_FILE_ATTRIBUTES && ((a & FILE_ATTRIBUTE_DIRECTORY) != 0) == directory;
+}
+#else
+inline bool path_is(const std::string& path, bool directory) noexcept {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (directory ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+#endif
+inline bool is_directory(const std::string& path) noexcept { return path_is(path, true); }
+inline bool is_regular_file(const std::string& path) noexcept { return path_is(path, false); }
+
+// The toolkit root of the library at `path`: the directory above its own
+// (lib64/, lib/; bin\ or bin\x64\ on Windows), or empty.
+inline std::string root_of_library(const std::string& path) {
+  const std::size_t slash = path.find_last_of(OXICUDA_DETAIL_WINDOWS ? "\\/" : "/");
+  if (slash == std::string::npos || slash == 0) return {};
+  std::string dir = path.substr(0, slash);
+  if (OXICUDA_DETAIL_WINDOWS && dir.size() > 4 && dir.substr(dir.size() - 4) == "\\x64") dir.resize(dir.size() - 4);
+  const std::size_t up = dir.find_last_of(OXICUDA_DETAIL_WINDOWS ? "\\/" : "/");
+  return up == std::string::npos || up == 0 ? std::string() : dir.substr(0, up);
+}
+
+// The roots, in the order NVRTC is searched: $CONDA_PREFIX (and its
+// targets/x86_64-linux, where conda's CUDA packages keep their headers),
+// $CUDA_HOME, $CUDA_PATH, /usr/local/cuda; the toolkit of the NVRTC this
+// process loads goes first with `nvrtc_first` (headers that match the
+// compiler), else last (so that a search that need not load NVRTC, such as
+// one before a kernel-cache hit, loads it only when nothing else is found:
+// `with_nvrtc` false leaves it out, for the caller to add).
+// The toolkit of the NVRTC this process loads (loading it), appended to
+// `roots` when there is one.
+inline void add_nvrtc_root(std::vector<ToolkitRoot>& roots) {
+  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found)
+    if (std::string root = root_of_library(nvrtc.path); !root.empty())
+      roots.push_back({std::move(root), cat({"the toolkit of the loaded NVRTC, ", nvrtc.path})});
+}
+
+inline std::vector<ToolkitRoot> toolkit_roots(bool nvrtc_first, bool with_nvrtc = true) {
+  std::vector<ToolkitRoot> roots;
+  if (nvrtc_first && with_nvrtc) add_nvrtc_root(roots);
+  if (const std::string conda = env_string("CONDA_PREFIX"); !conda.empty()) {
+    roots.push_back({conda, "$CONDA_PREFIX"});
+    if (!OXICUDA_DETAIL_WINDOWS) roots.push_back({cat({conda, "/targets/x86_64-linux"}), "$CONDA_PREFIX"});
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (std::string dir = env_string(var); !dir.empty()) roots.push_back({std::move(dir), cat({"$", var})});
+  if (!OXICUDA_DETAIL_WINDOWS) roots.push_back({"/usr/local/cuda", "the default toolkit"});
+  if (!nvrtc_first && with_nvrtc) add_nvrtc_root(roots);
+  return roots;
+}
+
+// The include directories of the first root that holds the CUDA runtime's
+// headers (include/cuda_runtime.h): include/, and include/cccl/ where there
+// is one (CUDA 13). An Error naming every directory tried when none does.
+inline std::vector<std::string> find_toolkit_includes(const std::vector<ToolkitRoot>& roots, SourceLocation where) {
+  std::string tried;
+  for (const ToolkitRoot& r : roots) {
+    const std::string include = cat({r.dir, path_separator, "include"});
+    if (is_regular_file(cat({include, path_separator, "cuda_runtime.h"}))) {
+      std::vector<std::string> dirs{include};
+      if (std::string cccl = cat({include, path_separator, "cccl"}); is_directory(cccl)) dirs.push_back(std::move(cccl));
+      return dirs;
+    }
+    tried = cat({tried, tried.empty() ? "" : ", ", include, " (", r.how, ")"});
+  }
+  raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::toolkit_include_paths",
+              cat({"no CUDA toolkit headers (include/cuda_runtime.h) were found for CompileOptions::toolkit_includes; "
+                   "tried ", tried.empty() ? "nothing (no toolkit root is known)" : std::string_view(tried),
+                   ". Install the toolkit's headers (or the nvidia-cuda-runtime and nvidia-cuda-cccl wheels beside "
+                   "NVRTC's), or set CUDA_HOME to the toolkit"}),
+              where));
+}
+
+}  // namespace detail
+
+// The CUDA toolkit's include directories, as CompileOptions::toolkit_includes
+// gives them to NVRTC: include/ and (CUDA 13) include/cccl/ of the first
+// toolkit found (detail::toolkit_roots: the loaded NVRTC's own first). An
+// Error naming the directories tried when there is none. Loads NVRTC.
+[[nodiscard]] inline std::vector<std::string> toolkit_include_paths(SourceLocation where = SourceLocation::current()) {
+  return detail::find_toolkit_includes(detail::toolkit_roots(true), where);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/compile/toolkit_paths.hpp ----
+
 // ---- begin oxicuda/compile/program.hpp ----
 // oxicuda/compile/program.hpp — Program: CUDA C++ source compiled at run time by
 // NVRTC (loaded at first use, toolkit.hpp) into PTX, a cubin or LTO-IR;
@@ -11945,7 +12249,9 @@ struct CompileOptions {
   std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
   std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
   StringList defines{};                    // "N=4" → -DN=4, "DEBUG" → -DDEBUG
-  StringList include_paths{};              // → -I<path> (headers given to the Program come first)
+  StringList include_paths{};              // → -I<path> (headers given to the Program come first); each
+                                           //   must be a directory: compiling checks, an Error names one that is not
+  bool toolkit_includes = false;           // → -I for the toolkit's include/ and include/cccl/ (toolkit_include_paths())
   bool line_info = false;                  // -lineinfo
   bool debug = false;                      // -G
   bool fast_math = false;                  // --use_fast_math
@@ -11953,8 +12259,10 @@ struct CompileOptions {
   bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
   StringList extra{};                      // more options, passed as written ("-maxrregcount=64")
 
-  // The options as NVRTC takes them, in the order above.
-  [[nodiscard]] StringList arguments() const;
+  // The options as NVRTC takes them, in the order above. With
+  // toolkit_includes, the toolkit's directories are looked for here (an
+  // Error naming those tried when there is none).
+  [[nodiscard]] StringList arguments(SourceLocation where = SourceLocation::current()) const;
 };
 
 // What a compile produced, as NVRTC says (also when an option in
@@ -12055,12 +12363,14 @@ inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where, bool checked 
 
 }  // namespace detail
 
-inline StringList CompileOptions::arguments() const {
+inline StringList CompileOptions::arguments(SourceLocation where) const {
   StringList a;
   if (!arch.empty()) a.add(detail::cat({"-arch=", arch}));
   if (!std.empty()) a.add(detail::cat({"-std=", std}));
   for (std::string_view d : defines) a.add(detail::cat({"-D", d}));
   for (std::string_view i : include_paths) a.add(detail::cat({"-I", i}));
+  if (toolkit_includes)
+    for (const std::string& i : toolkit_include_paths(where)) a.add(detail::cat({"-I", i}), where);
   if (line_info) a.add("-lineinfo");
   if (debug) a.add("-G");
   if (fast_math) a.add("--use_fast_math");
@@ -12070,6 +12380,17 @@ inline StringList CompileOptions::arguments() const {
 }
 
 namespace detail {
+// NVRTC ignores an include directory that does not exist: here it is an
+// Error, before NVRTC runs.
+inline void check_include_paths(const CompileOptions& o, const char* call, SourceLocation where) {
+  for (std::string_view i : o.include_paths)
+    if (!is_directory(std::string(i)))
+      raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                  cat({"CompileOptions::include_paths names '", i,
+                       "', which is not a directory (NVRTC would ignore it without a word)"}),
+                  where));
+}
+
 // A list's entries as the array of C strings a C API takes (pointing into
 // the list), every `step`-th from `skip`, null-terminated. (An owning array
 // of its own rather than std::unique_ptr<const char*[]>, whose templates
@@ -12102,6 +12423,8 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));
+  detail::check_include_paths(options, "oxicuda::Program::compile", where);
+  const StringList args = options.arguments(where);
   const detail::CStrings header_names(headers_, 0, 2);
   const detail::CStrings header_sources(headers_, 1, 2);
   detail::NvrtcProgramGuard program;
@@ -12111,7 +12434,6 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   for (std::string_view e : expressions_)
     detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
 
-  const StringList args = options.arguments();
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
@@ -12275,6 +12597,140 @@ inline ArchChoice arch_for(const Device& device, SourceLocation where) {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/arch.hpp ----
 
+// ---- begin oxicuda/compile/device_runtime.hpp ----
+// oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
+// (libcudadevrt.a) for SourceOptions::device_runtime and
+// LtoLinker::add_device_runtime: where it is, its
+// identity for the kernel cache's key, and its bytes for nvJitLink, which
+// links it with the relocatable device code NVRTC made. A kernel that
+// launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
+// needs it: unlinked, the load fails on the unresolved symbol.
+//
+// Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
+// set, nothing else); lib64/ and lib/ of the toolkit roots that
+// toolkit_paths.hpp finds as it finds the toolkit's headers ($CONDA_PREFIX,
+// $CUDA_HOME, $CUDA_PATH, /usr/local/cuda, then the toolkit of the loaded
+// NVRTC: last, since it loads NVRTC, which a kernel-cache hit does not
+// need); the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <string>
+#include <string_view>
+
+
+#if !OXICUDA_DETAIL_WINDOWS
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#endif
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The library found: its path, and its identity (path, size, time of last
+// change, device and inode), which the cache key holds as it holds NVRTC's.
+struct DeviceRuntimeLibrary {
+  std::string path;
+  std::string identity;
+};
+
+// The identity of the regular file `path`, or empty when there is none.
+inline std::string device_runtime_identity(const std::string& path) {
+#if !OXICUDA_DETAIL_WINDOWS
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
+              ".", std::to_string(st.st_mtim.tv_nsec), " dev ", std::to_string(st.st_dev), " ino ",
+              std::to_string(st.st_ino)});
+#else
+  (void)path;
+  return {};
+#endif
+}
+
+// Finds libcudadevrt.a (the order above); an Error naming every place it
+// looked when it is in none.
+inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where, const char* call = "oxicuda::module_from_source") {
+  constexpr std::string_view file = "libcudadevrt.a";
+  std::string looked;
+  auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
+    std::string identity = device_runtime_identity(path);
+    if (identity.empty()) looked = cat({looked, looked.empty() ? "" : ", ", path, " (", how, ")"});
+    return {identity.empty() ? std::string() : path, std::move(identity)};
+  };
+  auto missing = [&](std::string_view what) {
+    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, call,
+                 cat({what, "; the CUDA device runtime (SourceOptions::device_runtime, LtoLinker::add_device_runtime) "
+                      "is libcudadevrt.a, from the CUDA toolkit: install the toolkit (its lib64/ holds it), or set "
+                      "OXICUDA_LIBCUDADEVRT_PATH to the file"}),
+                 where);
+  };
+  if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
+    DeviceRuntimeLibrary lib = at(own, "OXICUDA_LIBCUDADEVRT_PATH");
+    if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
+    return lib;
+  }
+  auto in = [&](const std::vector<ToolkitRoot>& roots) -> DeviceRuntimeLibrary {
+    for (const ToolkitRoot& r : roots)
+      for (const char* sub : toolkit_lib_dirs)
+        if (DeviceRuntimeLibrary lib = at(cat({r.dir, "/", sub, "/", file}), r.how); !lib.path.empty()) return lib;
+    return {};
+  };
+  if (DeviceRuntimeLibrary lib = in(toolkit_roots(false, false)); !lib.path.empty()) return lib;
+  std::vector<ToolkitRoot> nvrtc;
+  add_nvrtc_root(nvrtc);  // (loads NVRTC: only when no other root had the library)
+  if (DeviceRuntimeLibrary lib = in(nvrtc); !lib.path.empty()) return lib;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
+    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
+  raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
+}
+
+// The library's bytes, read for the link. `changed` says so when the file
+// is no longer the one `lib.identity` names (replaced since the key was
+// made): then the result is not cached under that key.
+inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where,
+                                       const char* call = "oxicuda::module_from_source") {
+  std::string bytes;
+#if !OXICUDA_DETAIL_WINDOWS
+  const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
+  if (ok) {
+    bytes.assign(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+      const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    ok = got == bytes.size();
+  }
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok)
+    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, call,
+                cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
+                                                                                   : std::string()}),
+                where));
+  if (device_runtime_identity(lib.path) != lib.identity)
+    changed = cat({lib.path, " changed while it was linked"});
+#else
+  (void)lib, (void)changed;
+  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, call, "the device runtime is not available on Windows", where));
+#endif
+  return bytes;
+}
+
+}  // namespace detail
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/compile/device_runtime.hpp ----
+
 // ---- begin oxicuda/compile/lto.hpp ----
 // oxicuda/compile/lto.hpp — LtoLinker: link-time optimization with nvJitLink (loaded
 // at first use, toolkit.hpp). It links LTO-IR (NVRTC's output with
@@ -12324,6 +12780,11 @@ class LtoLinker {
   // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
   LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
                  SourceLocation where = SourceLocation::current());
+  // Adds the CUDA device runtime (libcudadevrt.a, found as
+  // device_runtime.hpp says; not found, an Error naming each place looked),
+  // for relocatable code that launches kernels or calls
+  // cudaGraphSetConditional.
+  LtoLinker& add_device_runtime(SourceLocation where = SourceLocation::current());
   // Links: the cubin.
   [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
   // nvJitLink's info log so far.
@@ -12436,6 +12897,15 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
                                        : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
                                                                           : ffi::NVJITLINK_INPUT_PTX;
   return add(kind, compiled.code.data(), compiled.code.size(), name, where);
+}
+
+inline LtoLinker& LtoLinker::add_device_runtime(SourceLocation where) {
+  constexpr const char* call = "oxicuda::LtoLinker::add_device_runtime";
+  (void)checked(call, where);
+  const detail::DeviceRuntimeLibrary lib = detail::find_device_runtime(where, call);
+  std::string changed;
+  const std::string bytes = detail::read_device_runtime(lib, changed, where, call);
+  return add(ffi::NVJITLINK_INPUT_LIBRARY, bytes.data(), bytes.size(), lib.path, where);
 }
 
 inline std::string LtoLinker::complete(SourceLocation where) {
@@ -13917,6 +14387,28 @@ inline std::string decode_entry(const std::string& payload, CacheEntry& entry, c
   return entry_image_problem(entry.image, entry.is_text);
 }
 
+// Appends `note` to `notes`, a line each.
+inline void add_note(std::string& notes, std::string_view note) {
+  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
+}
+
+// The entry `key` of `dir` read into `payload` and decoded into `e`, which
+// must hold the name expressions `expected`: true when it is there and is
+// an entry. One that is no entry is discarded, with a note in `notes`;
+// `found` names the file read.
+inline bool read_entry(const std::string& dir, const std::string& key, const StringList& expected,
+                       std::string& payload, CacheEntry& e, CacheFileId& found, std::string& notes) {
+  std::string note;
+  const bool read = cache_read(dir, key, payload, note, &found);
+  add_note(notes, note);
+  if (!read) return false;
+  if (const std::string why = decode_entry(payload, e, &expected); !why.empty()) {
+    add_note(notes, cache_discard(dir, key, found, why));
+    return false;
+  }
+  return true;
+}
+
 // Whether a load failure (cuModuleLoadDataEx's result) is the entry's
 // fault, so the entry should go: an image this driver or device cannot use.
 // Any other (out of memory, a bad JitOptions value, a context gone) is the
@@ -13962,138 +14454,6 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/cache_entry.hpp ----
-
-// ---- begin oxicuda/compile/device_runtime.hpp ----
-// oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
-// (libcudadevrt.a) for SourceOptions::device_runtime: where it is, its
-// identity for the kernel cache's key, and its bytes for nvJitLink, which
-// links it with the relocatable device code NVRTC made. A kernel that
-// launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
-// needs it: unlinked, the load fails on the unresolved symbol.
-//
-// Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
-// set, nothing else), $CUDA_PATH/lib64, $CUDA_HOME/lib64, $CONDA_PREFIX/lib,
-// /usr/local/cuda/lib64, the directory of the NVRTC the process loads (the
-// toolkit beside it; looked at last of these, since it loads NVRTC), and
-// the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
-
-#include <cstdint>
-#include <cstring>
-#include <utility>
-#include <string>
-#include <string_view>
-
-
-#if !OXICUDA_DETAIL_WINDOWS
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <cerrno>
-#endif
-
-OXICUDA_DETAIL_NAMESPACE_BEGIN
-
-namespace detail {
-
-// The library found: its path, and its identity (path, size, time of last
-// change, device and inode), which the cache key holds as it holds NVRTC's.
-struct DeviceRuntimeLibrary {
-  std::string path;
-  std::string identity;
-};
-
-// The identity of the regular file `path`, or empty when there is none.
-inline std::string device_runtime_identity(const std::string& path) {
-#if !OXICUDA_DETAIL_WINDOWS
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  return cat({"libcudadevrt ", path, " size ", std::to_string(st.st_size), " mtime ", std::to_string(st.st_mtim.tv_sec),
-              ".", std::to_string(st.st_mtim.tv_nsec), " dev ", std::to_string(st.st_dev), " ino ",
-              std::to_string(st.st_ino)});
-#else
-  (void)path;
-  return {};
-#endif
-}
-
-// Finds libcudadevrt.a (the order above); an Error naming every place it
-// looked when it is in none.
-inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
-  constexpr std::string_view file = "libcudadevrt.a";
-  std::string looked;
-  auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
-    std::string identity = device_runtime_identity(path);
-    if (identity.empty()) looked = cat({looked, looked.empty() ? "" : ", ", path, " (", how, ")"});
-    return {identity.empty() ? std::string() : path, std::move(identity)};
-  };
-  auto missing = [&](std::string_view what) {
-    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
-                 cat({what, "; SourceOptions::device_runtime links the CUDA device runtime, libcudadevrt.a, from the "
-                      "CUDA toolkit: install the toolkit (its lib64/ holds it), or set OXICUDA_LIBCUDADEVRT_PATH to "
-                      "the file"}),
-                 where);
-  };
-  if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
-    DeviceRuntimeLibrary lib = at(own, "OXICUDA_LIBCUDADEVRT_PATH");
-    if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
-    return lib;
-  }
-  for (const auto& [var, sub] : {std::pair<const char*, const char*>{"CUDA_PATH", "/lib64/"}, {"CUDA_HOME", "/lib64/"},
-                                 {"CONDA_PREFIX", "/lib/"}})
-    if (const std::string base = env_string(var); !base.empty())
-      if (DeviceRuntimeLibrary lib = at(cat({base, sub, file}), cat({"$", var})); !lib.path.empty()) return lib;
-  if (DeviceRuntimeLibrary lib = at(cat({"/usr/local/cuda/lib64/", file}), "the default toolkit"); !lib.path.empty())
-    return lib;
-  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found && nvrtc.path.find('/') != std::string::npos) {
-    const std::string dir = nvrtc.path.substr(0, nvrtc.path.rfind('/') + 1);
-    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "beside the loaded NVRTC"); !lib.path.empty()) return lib;
-  }
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
-    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
-  raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
-}
-
-// The library's bytes, read for the link. `changed` says so when the file
-// is no longer the one `lib.identity` names (replaced since the key was
-// made): then the result is not cached under that key.
-inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
-  std::string bytes;
-#if !OXICUDA_DETAIL_WINDOWS
-  const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1ll << 30);
-  if (ok) {
-    bytes.assign(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < bytes.size()) {
-      const ::ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    ok = got == bytes.size();
-  }
-  const int error = errno;
-  if (fd >= 0) ::close(fd);
-  if (!ok)
-    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
-                cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
-                                                                                   : std::string()}),
-                where));
-  if (device_runtime_identity(lib.path) != lib.identity)
-    changed = cat({lib.path, " changed while it was linked"});
-#else
-  (void)lib, (void)changed;
-  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::module_from_source",
-              "SourceOptions::device_runtime is not available on Windows", where));
-#endif
-  return bytes;
-}
-
-}  // namespace detail
-
-OXICUDA_DETAIL_NAMESPACE_END
-// ---- end oxicuda/compile/device_runtime.hpp ----
 
 // ---- begin oxicuda/compile/source_rules.hpp ----
 // oxicuda/compile/source_rules.hpp — SourceOptions (what module_from_source takes)
@@ -14177,6 +14537,7 @@ inline std::string_view disk_probe(std::string_view text) {
 // trace decides).
 inline std::string uncachable(std::string_view source, const SourceOptions& o) {
   if (!o.compile.include_paths.empty()) return cat({"include paths are given"});
+  if (o.compile.toolkit_includes) return cat({"the toolkit's include directories are given (toolkit_includes)"});
   for (std::string_view a : o.compile.extra) {
     // -I, --include-path, -include, --pre-include, the PCH options
     // (--pch, --create-pch, --use-pch, --pch-dir, ...) and a trace of the
@@ -14845,16 +15206,12 @@ namespace detail {
 
 // The entry's key: everything that makes the compiled image.
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
-                              const std::string& compilers) {
+                              const std::string& compilers, SourceLocation where = SourceLocation::current()) {
   KeyHash h;
   h.add("oxicuda-source-4").add(source).add(o.name).add(target).add(compilers);
-  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments(where).joined());
   h.add(o.device_runtime ? "device_runtime" : "");
   return h.hex();
-}
-
-inline void add_note(std::string& notes, std::string_view note) {
-  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
 }
 
 // ---------------------------------------------------------------------------
@@ -14871,7 +15228,8 @@ struct CacheSlot {
 // device runtime, nvJitLink's and the device's architecture (nvJitLink
 // links for it); with the device runtime, libcudadevrt.a's (`devrt`).
 inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, const std::string& device_arch,
-                            const DeviceRuntimeLibrary& devrt, std::string& notes) {
+                            const DeviceRuntimeLibrary& devrt, std::string& notes,
+                            SourceLocation where = SourceLocation::current()) {
   CacheSlot slot;
   std::string dir_note;
   slot.dir = cache_directory(dir_note);
@@ -14884,7 +15242,7 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
                      library_identity_for_cache(slot.dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                                                 sizeof nvjitlink_files / sizeof nvjitlink_files[0], &nvjitlink_info)});
   if (o.device_runtime) compilers = cat({compilers, "\n", devrt.identity});
-  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers);
+  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers, where);
   return slot;
 }
 
@@ -14896,16 +15254,10 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
 // exceptions too.
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
-  std::string payload, note;
+  std::string payload;
   CacheFileId found;
-  const bool read = cache_read(dir, key, payload, note, &found);
-  add_note(notes, note);
-  if (!read) return false;
   CacheEntry e;
-  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cache_discard(dir, key, found, why));
-    return false;
-  }
+  if (!read_entry(dir, key, o.name_expressions, payload, e, found, notes)) return false;
   std::string jit_error;
   const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
   if (r.ok()) {
@@ -14973,7 +15325,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
       compile.lto = false;
   }
   if (options.device_runtime) compile.relocatable = true;  // -rdc=true, for the link below
-  const StringList args = compile.arguments();
+  const StringList args = compile.arguments(where);
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
   bool compiled = false;
@@ -15088,11 +15440,12 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
+  detail::check_include_paths(options.compile, "oxicuda::module_from_source", where);
   const detail::DeviceRuntimeLibrary devrt =
       options.device_runtime ? detail::find_device_runtime(where) : detail::DeviceRuntimeLibrary{};
   std::string notes;
   detail::CacheSlot slot;
-  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes);
+  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes, where);
   std::string &dir = slot.dir, &key = slot.key;
   if (!key.empty()) {
     Module hit;
@@ -15120,3 +15473,124 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/compile/source.hpp ----
+
+// ---- begin oxicuda/compile/source_image.hpp ----
+// oxicuda/compile/source_image.hpp — the kernel cache without a Context:
+// compile_image compiles CUDA C++ source (or finds it in the cache) into an
+// image to load later, on a machine that may have no GPU and no driver (a
+// build step, a tool that fills the cache for others). There is no device
+// to pick an architecture for, so the target is given. The entry is the one
+// module_from_source uses for the same source, options and target: a
+// module_from_source on the GPU machine, with the same NVRTC, hits it.
+// module_from_image loads the image with its name expressions.
+
+#include <string>
+#include <string_view>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// What compile_image made or found: the image, its kind, its name
+// expressions (for module_from_image) and the log.
+struct SourceImage {
+  std::string image;         // a cubin (an sm_XX target, or linked by nvJitLink), or PTX text (compute_XX)
+  bool is_text = false;      // PTX
+  std::string arch;          // the target, as given
+  std::string names;         // each name expression and its lowered name, each followed by a NUL
+  std::string log;           // NVRTC's log and oxicuda's notes on the cache
+  bool from_cache = false;   // a hit: nothing was compiled
+
+  // The lowered name of `expression`, or empty.
+  [[nodiscard]] std::string_view lowered_name(std::string_view expression) const noexcept {
+    for (std::string_view rest = names; !rest.empty();) {
+      const std::string_view e = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(e.size() + 1);
+      const std::string_view lowered = rest.substr(0, rest.find('\0'));
+      rest.remove_prefix(lowered.size() + (lowered.size() < rest.size()));
+      if (e == expression) return lowered;
+    }
+    return {};
+  }
+};
+
+// Compiles `source` for `options.compile.arch` (which must be given:
+// "sm_90" for a cubin, "compute_90" for PTX; with lto or device_runtime a
+// real one, since nvJitLink links for it), through the kernel cache as
+// module_from_source does, without a Context and without the driver. An
+// Error when the target is missing, and as module_from_source for the rest.
+[[nodiscard]] SourceImage compile_image(std::string_view source, const SourceOptions& options,
+                                        SourceLocation where = SourceLocation::current());
+
+// Loads what compile_image made into `ctx`; its name expressions are kernel
+// names of the module, as for module_from_source.
+[[nodiscard]] Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit = {},
+                                       SourceLocation where = SourceLocation::current());
+
+inline SourceImage compile_image(std::string_view source, const SourceOptions& options, SourceLocation where) {
+  constexpr const char* call = "oxicuda::compile_image";
+  const std::string& arch = options.compile.arch;
+  if (arch.empty())
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                        "SourceOptions::compile.arch is empty: without a Context there is no device to compile for; "
+                        "give the target (\"sm_90\" for a cubin, \"compute_90\" for PTX)",
+                        where));
+  if ((options.compile.lto || options.device_runtime) && !std::string_view(arch).starts_with("sm_"))
+    detail::raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                        detail::cat({"the target '", arch, "' is not a real architecture: with lto or device_runtime, "
+                                     "nvJitLink links for one (\"sm_90\"), which compile_image cannot ask a device for"}),
+                        where));
+  detail::check_include_paths(options.compile, call, where);
+  const detail::DeviceRuntimeLibrary devrt =
+      options.device_runtime ? detail::find_device_runtime(where, call) : detail::DeviceRuntimeLibrary{};
+  SourceImage out;
+  out.arch = arch;
+  std::string notes;
+  detail::CacheSlot slot;
+  if (options.cache) slot = detail::cache_slot(source, options, arch, devrt, notes, where);
+  if (!slot.key.empty()) {
+    std::string payload;
+    detail::CacheFileId found;
+    detail::CacheEntry e;
+    if (detail::read_entry(slot.dir, slot.key, options.name_expressions, payload, e, found, notes)) {
+      detail::cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+      out.image = e.image;
+      out.is_text = e.is_text;
+      out.names = e.names;
+      out.log = e.log;
+      out.from_cache = true;
+      detail::add_note(out.log, notes);
+      return out;
+    }
+  }
+  if (const std::string why_not = options.cache ? detail::uncachable(source, options) : std::string();
+      !why_not.empty()) {
+    slot.key.clear();
+    detail::add_note(notes, detail::cat({"kernel cache: not used, since ", why_not}));
+  }
+  if (!slot.key.empty()) detail::cache_counters().misses.fetch_add(1, std::memory_order_relaxed);
+  detail::SourceBuild b =
+      detail::compile_source(source, options, ComputeCapability{}, arch, slot.key.empty() ? std::string() : slot.dir,
+                             slot.key, options.device_runtime ? &devrt : nullptr, where);
+  if (!slot.key.empty()) detail::store_in_cache(slot.dir, slot.key, b, options, notes);
+  out.image = std::move(b.image);
+  out.is_text = b.is_text;
+  out.names = std::move(b.names);
+  out.log = std::move(b.log);
+  detail::add_note(out.log, notes);
+  return out;
+}
+
+inline Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit,
+                                SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_image", where);
+  std::string why = detail::entry_names_problem(image.names, nullptr);
+  if (why.empty()) why = detail::entry_image_problem(image.image, image.is_text);
+  if (!why.empty())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::module_from_image",
+                        detail::cat({"the SourceImage cannot be loaded: ", why}), where));
+  return detail::ModuleAccess::load(ctx, image.image.data(), image.image.size(), image.is_text, jit, where,
+                                    image.names, image.log);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/compile/source_image.hpp ----

@@ -8,8 +8,10 @@
 
 // clang-format off
 #include "compile/size_then_fill.hpp"
+#include "compile/toolkit_paths.hpp"
 #include "compile/program.hpp"
 #include "compile/arch.hpp"
+#include "compile/device_runtime.hpp"
 #include "compile/lto.hpp"
 #include "compile/link.hpp"
 #include "compile/cache_key.hpp"
@@ -18,8 +20,8 @@
 #include "compile/cache_evict.hpp"
 #include "compile/cache.hpp"
 #include "compile/cache_entry.hpp"
-#include "compile/device_runtime.hpp"
 #include "compile/source_rules.hpp"
 #include "compile/compiler_identity.hpp"
 #include "compile/source.hpp"
+#include "compile/source_image.hpp"
 // clang-format on

@@ -10,6 +10,7 @@
 // clang-format off
 #include "kernel/image.hpp"
 #include "kernel/module.hpp"
+#include "kernel/kernel_names.hpp"
 #include "kernel/function.hpp"
 #include "kernel/global.hpp"
 #include "kernel/kernel.hpp"

@@ -44,3 +44,35 @@ CUresult fake_FuncGetParamInfo(CUfunction fn, std::size_t index, std::size_t* of
   if (size) *size = params[index].size;
   return CUDA_SUCCESS;
 }
+
+// As the driver (CUDA 12.4): the module's functions in the order of its
+// image; at most `n` handles are written.
+CUresult fake_ModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  FAKE_ENTRY(ModuleGetFunctionCount);
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(fake::mu);
+  if (!fake::alive(mod, fake::Kind::module)) return CUDA_ERROR_INVALID_HANDLE;
+  *count = static_cast<unsigned>(reinterpret_cast<fake::Module*>(mod)->funcs.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_ModuleEnumerateFunctions(CUfunction* functions, unsigned int n, CUmodule mod) {
+  FAKE_ENTRY(ModuleEnumerateFunctions);
+  if (!functions && n) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(fake::mu);
+  if (!fake::alive(mod, fake::Kind::module)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto& funcs = reinterpret_cast<fake::Module*>(mod)->funcs;
+  for (unsigned i = 0; i < n && i < funcs.size(); ++i) functions[i] = reinterpret_cast<CUfunction>(funcs[i]);
+  return CUDA_SUCCESS;
+}
+
+// The name as the image has it (the mangled one of a C++ kernel), valid
+// while the module is loaded; a null output or function is INVALID_VALUE.
+CUresult fake_FuncGetName(const char** name, CUfunction fn) {
+  FAKE_ENTRY(FuncGetName);
+  if (!name || !fn) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(fake::mu);
+  if (!fake::alive(fn, fake::Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = reinterpret_cast<fake::Func*>(fn)->name.c_str();
+  return CUDA_SUCCESS;
+}

@@ -123,6 +123,10 @@ TEST_CASE("loader: missing entry point") {
   // (this driver has no cuFuncGetParamInfo either), silently.
   Module m = Module::from_ptx(ctx, kFakePtx);
   CHECK_NOTHROW((void)m.kernel<void(double, double, double)>("dbl"));
+  // Without cuModuleEnumerateFunctions, no kernel is found by its C++ name, and the Error says why.
+  const Error unknown = error_of([&] { (void)m.function("saxpy<float>"); });
+  CHECK(unknown.result() == ffi::CUDA_ERROR_NOT_FOUND);
+  CHECK(unknown.detail().find("this driver lacks cuModuleEnumerateFunctions (CUDA 12.4)") != std::string::npos);
   Event e(ctx);
   s.record(e);
   s.synchronize();

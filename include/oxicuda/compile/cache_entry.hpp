@@ -104,6 +104,28 @@ inline std::string decode_entry(const std::string& payload, CacheEntry& entry, c
   return entry_image_problem(entry.image, entry.is_text);
 }
 
+// Appends `note` to `notes`, a line each.
+inline void add_note(std::string& notes, std::string_view note) {
+  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
+}
+
+// The entry `key` of `dir` read into `payload` and decoded into `e`, which
+// must hold the name expressions `expected`: true when it is there and is
+// an entry. One that is no entry is discarded, with a note in `notes`;
+// `found` names the file read.
+inline bool read_entry(const std::string& dir, const std::string& key, const StringList& expected,
+                       std::string& payload, CacheEntry& e, CacheFileId& found, std::string& notes) {
+  std::string note;
+  const bool read = cache_read(dir, key, payload, note, &found);
+  add_note(notes, note);
+  if (!read) return false;
+  if (const std::string why = decode_entry(payload, e, &expected); !why.empty()) {
+    add_note(notes, cache_discard(dir, key, found, why));
+    return false;
+  }
+  return true;
+}
+
 // Whether a load failure (cuModuleLoadDataEx's result) is the entry's
 // fault, so the entry should go: an image this driver or device cannot use.
 // Any other (out of memory, a bad JitOptions value, a context gone) is the

@@ -1,15 +1,17 @@
 // oxicuda/compile/device_runtime.hpp — the CUDA device runtime library
-// (libcudadevrt.a) for SourceOptions::device_runtime: where it is, its
+// (libcudadevrt.a) for SourceOptions::device_runtime and
+// LtoLinker::add_device_runtime: where it is, its
 // identity for the kernel cache's key, and its bytes for nvJitLink, which
 // links it with the relocatable device code NVRTC made. A kernel that
 // launches kernels (dynamic parallelism), or calls cudaGraphSetConditional,
 // needs it: unlinked, the load fails on the unresolved symbol.
 //
 // Where it is looked for, in order: OXICUDA_LIBCUDADEVRT_PATH (the file; when
-// set, nothing else), $CUDA_PATH/lib64, $CUDA_HOME/lib64, $CONDA_PREFIX/lib,
-// /usr/local/cuda/lib64, the directory of the NVRTC the process loads (the
-// toolkit beside it; looked at last of these, since it loads NVRTC), and
-// the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
+// set, nothing else); lib64/ and lib/ of the toolkit roots that
+// toolkit_paths.hpp finds as it finds the toolkit's headers ($CONDA_PREFIX,
+// $CUDA_HOME, $CUDA_PATH, /usr/local/cuda, then the toolkit of the loaded
+// NVRTC: last, since it loads NVRTC, which a kernel-cache hit does not
+// need); the distribution's /usr/lib/x86_64-linux-gnu and /usr/lib64.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 
 #include "../core/toolkit.hpp"
 #include "../core/check.hpp"
+#include "toolkit_paths.hpp"
 
 #if !OXICUDA_DETAIL_WINDOWS
 #include <fcntl.h>
@@ -55,7 +58,7 @@ inline std::string device_runtime_identity(const std::string& path) {
 
 // Finds libcudadevrt.a (the order above); an Error naming every place it
 // looked when it is in none.
-inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
+inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where, const char* call = "oxicuda::module_from_source") {
   constexpr std::string_view file = "libcudadevrt.a";
   std::string looked;
   auto at = [&](const std::string& path, std::string_view how) -> DeviceRuntimeLibrary {
@@ -64,10 +67,10 @@ inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
     return {identity.empty() ? std::string() : path, std::move(identity)};
   };
   auto missing = [&](std::string_view what) {
-    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
-                 cat({what, "; SourceOptions::device_runtime links the CUDA device runtime, libcudadevrt.a, from the "
-                      "CUDA toolkit: install the toolkit (its lib64/ holds it), or set OXICUDA_LIBCUDADEVRT_PATH to "
-                      "the file"}),
+    return Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, call,
+                 cat({what, "; the CUDA device runtime (SourceOptions::device_runtime, LtoLinker::add_device_runtime) "
+                      "is libcudadevrt.a, from the CUDA toolkit: install the toolkit (its lib64/ holds it), or set "
+                      "OXICUDA_LIBCUDADEVRT_PATH to the file"}),
                  where);
   };
   if (const std::string own = env_string("OXICUDA_LIBCUDADEVRT_PATH"); !own.empty()) {
@@ -75,16 +78,16 @@ inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
     if (lib.path.empty()) raise(missing(cat({"OXICUDA_LIBCUDADEVRT_PATH='", own, "' names no regular file"})));
     return lib;
   }
-  for (const auto& [var, sub] : {std::pair<const char*, const char*>{"CUDA_PATH", "/lib64/"}, {"CUDA_HOME", "/lib64/"},
-                                 {"CONDA_PREFIX", "/lib/"}})
-    if (const std::string base = env_string(var); !base.empty())
-      if (DeviceRuntimeLibrary lib = at(cat({base, sub, file}), cat({"$", var})); !lib.path.empty()) return lib;
-  if (DeviceRuntimeLibrary lib = at(cat({"/usr/local/cuda/lib64/", file}), "the default toolkit"); !lib.path.empty())
-    return lib;
-  if (const LibraryInfo& nvrtc = nvrtc_info(); nvrtc.found && nvrtc.path.find('/') != std::string::npos) {
-    const std::string dir = nvrtc.path.substr(0, nvrtc.path.rfind('/') + 1);
-    if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "beside the loaded NVRTC"); !lib.path.empty()) return lib;
-  }
+  auto in = [&](const std::vector<ToolkitRoot>& roots) -> DeviceRuntimeLibrary {
+    for (const ToolkitRoot& r : roots)
+      for (const char* sub : toolkit_lib_dirs)
+        if (DeviceRuntimeLibrary lib = at(cat({r.dir, "/", sub, "/", file}), r.how); !lib.path.empty()) return lib;
+    return {};
+  };
+  if (DeviceRuntimeLibrary lib = in(toolkit_roots(false, false)); !lib.path.empty()) return lib;
+  std::vector<ToolkitRoot> nvrtc;
+  add_nvrtc_root(nvrtc);  // (loads NVRTC: only when no other root had the library)
+  if (DeviceRuntimeLibrary lib = in(nvrtc); !lib.path.empty()) return lib;
   for (const char* dir : {"/usr/lib/x86_64-linux-gnu/", "/usr/lib64/"})
     if (DeviceRuntimeLibrary lib = at(cat({dir, file}), "the distribution's"); !lib.path.empty()) return lib;
   raise(missing(cat({"libcudadevrt.a was not found; looked at ", looked})));
@@ -93,7 +96,8 @@ inline DeviceRuntimeLibrary find_device_runtime(SourceLocation where) {
 // The library's bytes, read for the link. `changed` says so when the file
 // is no longer the one `lib.identity` names (replaced since the key was
 // made): then the result is not cached under that key.
-inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where) {
+inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::string& changed, SourceLocation where,
+                                       const char* call = "oxicuda::module_from_source") {
   std::string bytes;
 #if !OXICUDA_DETAIL_WINDOWS
   const int fd = ::open(lib.path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -113,7 +117,7 @@ inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::str
   const int error = errno;
   if (fd >= 0) ::close(fd);
   if (!ok)
-    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, "oxicuda::module_from_source",
+    raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, call,
                 cat({"cannot read the device runtime library ", lib.path, fd < 0 ? cat({" (", std::strerror(error), ")"})
                                                                                    : std::string()}),
                 where));
@@ -121,8 +125,7 @@ inline std::string read_device_runtime(const DeviceRuntimeLibrary& lib, std::str
     changed = cat({lib.path, " changed while it was linked"});
 #else
   (void)lib, (void)changed;
-  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, "oxicuda::module_from_source",
-              "SourceOptions::device_runtime is not available on Windows", where));
+  raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, call, "the device runtime is not available on Windows", where));
 #endif
   return bytes;
 }

@@ -11,6 +11,7 @@
 
 #include "../kernel/image.hpp"
 #include "arch.hpp"
+#include "device_runtime.hpp"
 #include "program.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -50,6 +51,11 @@ class LtoLinker {
   // Adds what NVRTC compiled (LTO-IR, PTX or a cubin).
   LtoLinker& add(const Compiled& compiled, std::string_view name = "program",
                  SourceLocation where = SourceLocation::current());
+  // Adds the CUDA device runtime (libcudadevrt.a, found as
+  // device_runtime.hpp says; not found, an Error naming each place looked),
+  // for relocatable code that launches kernels or calls
+  // cudaGraphSetConditional.
+  LtoLinker& add_device_runtime(SourceLocation where = SourceLocation::current());
   // Links: the cubin.
   [[nodiscard]] std::string complete(SourceLocation where = SourceLocation::current());
   // nvJitLink's info log so far.
@@ -162,6 +168,15 @@ inline LtoLinker& LtoLinker::add(const Compiled& compiled, std::string_view name
                                        : compiled.kind == CodeKind::cubin ? ffi::NVJITLINK_INPUT_CUBIN
                                                                           : ffi::NVJITLINK_INPUT_PTX;
   return add(kind, compiled.code.data(), compiled.code.size(), name, where);
+}
+
+inline LtoLinker& LtoLinker::add_device_runtime(SourceLocation where) {
+  constexpr const char* call = "oxicuda::LtoLinker::add_device_runtime";
+  (void)checked(call, where);
+  const detail::DeviceRuntimeLibrary lib = detail::find_device_runtime(where, call);
+  std::string changed;
+  const std::string bytes = detail::read_device_runtime(lib, changed, where, call);
+  return add(ffi::NVJITLINK_INPUT_LIBRARY, bytes.data(), bytes.size(), lib.path, where);
 }
 
 inline std::string LtoLinker::complete(SourceLocation where) {

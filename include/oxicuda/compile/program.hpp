@@ -13,6 +13,7 @@
 
 #include "../driver/device.hpp"
 #include "size_then_fill.hpp"
+#include "toolkit_paths.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 
@@ -88,7 +89,9 @@ struct CompileOptions {
   std::string arch{};                      // "sm_90": a cubin; "compute_90": PTX; empty: NVRTC's default (PTX)
   std::string std{};                       // "c++17" → -std=c++17; empty: NVRTC's default
   StringList defines{};                    // "N=4" → -DN=4, "DEBUG" → -DDEBUG
-  StringList include_paths{};              // → -I<path> (headers given to the Program come first)
+  StringList include_paths{};              // → -I<path> (headers given to the Program come first); each
+                                           //   must be a directory: compiling checks, an Error names one that is not
+  bool toolkit_includes = false;           // → -I for the toolkit's include/ and include/cccl/ (toolkit_include_paths())
   bool line_info = false;                  // -lineinfo
   bool debug = false;                      // -G
   bool fast_math = false;                  // --use_fast_math
@@ -96,8 +99,10 @@ struct CompileOptions {
   bool lto = false;                        // -dlto: LTO-IR, for nvJitLink
   StringList extra{};                      // more options, passed as written ("-maxrregcount=64")
 
-  // The options as NVRTC takes them, in the order above.
-  [[nodiscard]] StringList arguments() const;
+  // The options as NVRTC takes them, in the order above. With
+  // toolkit_includes, the toolkit's directories are looked for here (an
+  // Error naming those tried when there is none).
+  [[nodiscard]] StringList arguments(SourceLocation where = SourceLocation::current()) const;
 };
 
 // What a compile produced, as NVRTC says (also when an option in
@@ -198,12 +203,14 @@ inline std::string nvrtc_log(nvrtcProgram p, SourceLocation where, bool checked 
 
 }  // namespace detail
 
-inline StringList CompileOptions::arguments() const {
+inline StringList CompileOptions::arguments(SourceLocation where) const {
   StringList a;
   if (!arch.empty()) a.add(detail::cat({"-arch=", arch}));
   if (!std.empty()) a.add(detail::cat({"-std=", std}));
   for (std::string_view d : defines) a.add(detail::cat({"-D", d}));
   for (std::string_view i : include_paths) a.add(detail::cat({"-I", i}));
+  if (toolkit_includes)
+    for (const std::string& i : toolkit_include_paths(where)) a.add(detail::cat({"-I", i}), where);
   if (line_info) a.add("-lineinfo");
   if (debug) a.add("-G");
   if (fast_math) a.add("--use_fast_math");
@@ -213,6 +220,17 @@ inline StringList CompileOptions::arguments() const {
 }
 
 namespace detail {
+// NVRTC ignores an include directory that does not exist: here it is an
+// Error, before NVRTC runs.
+inline void check_include_paths(const CompileOptions& o, const char* call, SourceLocation where) {
+  for (std::string_view i : o.include_paths)
+    if (!is_directory(std::string(i)))
+      raise(Error(ffi::NVRTC_ERROR_INVALID_OPTION, call,
+                  cat({"CompileOptions::include_paths names '", i,
+                       "', which is not a directory (NVRTC would ignore it without a word)"}),
+                  where));
+}
+
 // A list's entries as the array of C strings a C API takes (pointing into
 // the list), every `step`-th from `skip`, null-terminated. (An owning array
 // of its own rather than std::unique_ptr<const char*[]>, whose templates
@@ -245,6 +263,8 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   if (headers_.size() % 2 != 0)
     detail::raise(Error(ffi::NVRTC_ERROR_INVALID_INPUT, "oxicuda::Program::compile",
                         "the headers are a list of name, source pairs; the last name has no source", where));
+  detail::check_include_paths(options, "oxicuda::Program::compile", where);
+  const StringList args = options.arguments(where);
   const detail::CStrings header_names(headers_, 0, 2);
   const detail::CStrings header_sources(headers_, 1, 2);
   detail::NvrtcProgramGuard program;
@@ -254,7 +274,6 @@ inline Compiled Program::compile(const CompileOptions& options, SourceLocation w
   for (std::string_view e : expressions_)
     detail::check(OXICUDA_NVRTC(AddNameExpression, program.raw, e.data()), where);
 
-  const StringList args = options.arguments();
   const detail::CStrings argv(args);
   const detail::NvrtcOutcome r = OXICUDA_NVRTC(CompileProgram, program.raw, static_cast<int>(args.size()), argv.get());
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {

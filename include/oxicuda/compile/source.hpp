@@ -57,16 +57,12 @@ namespace detail {
 
 // The entry's key: everything that makes the compiled image.
 inline std::string source_key(std::string_view source, const SourceOptions& o, std::string_view target,
-                              const std::string& compilers) {
+                              const std::string& compilers, SourceLocation where = SourceLocation::current()) {
   KeyHash h;
   h.add("oxicuda-source-4").add(source).add(o.name).add(target).add(compilers);
-  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments().joined());
+  h.add(o.headers.joined()).add(o.name_expressions.joined()).add(o.compile.arguments(where).joined());
   h.add(o.device_runtime ? "device_runtime" : "");
   return h.hex();
-}
-
-inline void add_note(std::string& notes, std::string_view note) {
-  if (!note.empty()) notes = notes.empty() ? std::string(note) : cat({notes, "\n", note});
 }
 
 // ---------------------------------------------------------------------------
@@ -83,7 +79,8 @@ struct CacheSlot {
 // device runtime, nvJitLink's and the device's architecture (nvJitLink
 // links for it); with the device runtime, libcudadevrt.a's (`devrt`).
 inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, const std::string& device_arch,
-                            const DeviceRuntimeLibrary& devrt, std::string& notes) {
+                            const DeviceRuntimeLibrary& devrt, std::string& notes,
+                            SourceLocation where = SourceLocation::current()) {
   CacheSlot slot;
   std::string dir_note;
   slot.dir = cache_directory(dir_note);
@@ -96,7 +93,7 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
                      library_identity_for_cache(slot.dir, "nvjitlink", "OXICUDA_LIBNVJITLINK_PATH", nvjitlink_files,
                                                 sizeof nvjitlink_files / sizeof nvjitlink_files[0], &nvjitlink_info)});
   if (o.device_runtime) compilers = cat({compilers, "\n", devrt.identity});
-  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers);
+  slot.key = source_key(source, o, o.compile.arch.empty() ? device_arch : o.compile.arch, compilers, where);
   return slot;
 }
 
@@ -108,16 +105,10 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
 // exceptions too.
 inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
                           SourceLocation where, Module& out, std::string& notes) {
-  std::string payload, note;
+  std::string payload;
   CacheFileId found;
-  const bool read = cache_read(dir, key, payload, note, &found);
-  add_note(notes, note);
-  if (!read) return false;
   CacheEntry e;
-  if (const std::string why = decode_entry(payload, e, &o.name_expressions); !why.empty()) {
-    add_note(notes, cache_discard(dir, key, found, why));
-    return false;
-  }
+  if (!read_entry(dir, key, o.name_expressions, payload, e, found, notes)) return false;
   std::string jit_error;
   const Outcome r = load_entry(ctx, e, o.jit, where, out, jit_error);
   if (r.ok()) {
@@ -185,7 +176,7 @@ inline SourceBuild compile_source(std::string_view source, const SourceOptions& 
       compile.lto = false;
   }
   if (options.device_runtime) compile.relocatable = true;  // -rdc=true, for the link below
-  const StringList args = compile.arguments();
+  const StringList args = compile.arguments(where);
   NvrtcProgramGuard program;
   NvrtcOutcome r{ffi::NVRTC_SUCCESS, ffi::nvrtc::Entry::CompileProgram};
   bool compiled = false;
@@ -300,11 +291,12 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
+  detail::check_include_paths(options.compile, "oxicuda::module_from_source", where);
   const detail::DeviceRuntimeLibrary devrt =
       options.device_runtime ? detail::find_device_runtime(where) : detail::DeviceRuntimeLibrary{};
   std::string notes;
   detail::CacheSlot slot;
-  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes);
+  if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes, where);
   std::string &dir = slot.dir, &key = slot.key;
   if (!key.empty()) {
     Module hit;

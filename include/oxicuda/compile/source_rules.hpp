@@ -82,6 +82,7 @@ inline std::string_view disk_probe(std::string_view text) {
 // trace decides).
 inline std::string uncachable(std::string_view source, const SourceOptions& o) {
   if (!o.compile.include_paths.empty()) return cat({"include paths are given"});
+  if (o.compile.toolkit_includes) return cat({"the toolkit's include directories are given (toolkit_includes)"});
   for (std::string_view a : o.compile.extra) {
     // -I, --include-path, -include, --pre-include, the PCH options
     // (--pch, --create-pch, --use-pch, --pch-dir, ...) and a trace of the

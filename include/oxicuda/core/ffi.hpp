@@ -1079,6 +1079,10 @@ struct CUtensorMap {
   X(FuncSetAttribute, 9000, "cuFuncSetAttribute", (CUfunction hfunc, CUfunction_attribute attrib, int value))          \
   X(FuncGetParamInfo, 12040, "cuFuncGetParamInfo",                                                                     \
     (CUfunction func, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
+  X(ModuleGetFunctionCount, 12040, "cuModuleGetFunctionCount", (unsigned int* count, CUmodule mod))                    \
+  X(ModuleEnumerateFunctions, 12040, "cuModuleEnumerateFunctions",                                                     \
+    (CUfunction * functions, unsigned int numFunctions, CUmodule mod))                                                 \
+  X(FuncGetName, 12030, "cuFuncGetName", (const char** name, CUfunction hfunc))                                        \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
     (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
   X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \

@@ -11,6 +11,7 @@
 
 #include "../driver/current.hpp"
 #include "../driver/limits.hpp"
+#include "kernel_names.hpp"
 #include "module.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -137,12 +138,13 @@ inline Function Module::function(std::string_view name, SourceLocation where) co
     ScopedCurrent current(state_->ctx, where);
     r = OXICUDA_DRIVER(ModuleGetFunction, &raw, state_->raw, n.c_str());
   }
-  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
-    detail::fail(r, where,
-                 r.result == ffi::CUDA_ERROR_NOT_FOUND
-                     ? detail::cat({"the module has no kernel named '", n,
-                                    "' (a C++ kernel not declared extern \"C\" has a mangled name)"})
-                     : detail::cat({"looking up kernel '", n, "'"}));
+  if (OXICUDA_DETAIL_UNLIKELY(r.result == ffi::CUDA_ERROR_NOT_FOUND)) {
+    // No symbol by that name: a kernel whose C++ name or signature it is
+    // (an nvcc image's "saxpy<float>"), through the driver's list.
+    detail::FoundKernel k = detail::kernel_by_cpp_name(*this, n, r, where);
+    return Function(k.raw, detail::Shared<const Function::State>::make(*this, std::move(k.symbol)));
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"looking up kernel '", n, "'"}));
   return Function(raw, detail::Shared<const Function::State>::make(*this, std::move(n)));
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "../driver/current.hpp"
 #include "image.hpp"
@@ -28,6 +29,15 @@ struct JitOptions {
   // a 32-bit unsigned: at most max_log_bytes (more is an Error).
   std::size_t log_bytes = 16 * 1024;
   static constexpr std::size_t max_log_bytes = 0xFFFFFFFEu;
+};
+
+// One kernel of a module (Module::kernel_names): its symbol, as the driver
+// names it (mangled for a C++ kernel not declared extern "C"), and that name
+// demangled ("void saxpy<float>(float*, float)"; the symbol itself when it
+// is not mangled or the C++ library cannot demangle).
+struct KernelName {
+  std::string symbol;
+  std::string demangled;
 };
 
 class Function;
@@ -122,10 +132,15 @@ class Module {
   [[nodiscard]] static Module from_file(const Context& ctx, const std::string& path, JitOptions options = {},
                                         SourceLocation where = SourceLocation::current());
 
-  // The kernel called `name` (its mangled name for a C++ kernel not declared
-  // extern "C"; for a module compiled from source, also a name expression
-  // given to the compiler, such as "saxpy<float>"). An unknown name is an
-  // Error that names it.
+  // The kernel called `name`: its symbol (the mangled name of a C++ kernel
+  // not declared extern "C"); for a module compiled from source, a name
+  // expression given to the compiler ("saxpy<float>"); else, for any image
+  // (nvcc's cubin or fatbin), its C++ name or signature, demangled from the
+  // driver's list of the module's kernels (kernel_names.hpp: "saxpy<float>",
+  // "ns::scale", "saxpy<float>(float*, float const*, float, unsigned int)";
+  // white space and a leading "void" ignored). An unknown name is an Error
+  // that lists the module's kernels; one that names overloads, an Error
+  // that lists them.
   // (Defined in function.hpp, with Function, which holds its Module.)
   [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
   // The kernel called `name`, typed by its signature, e.g.
@@ -147,6 +162,11 @@ class Module {
   // (Defined in global.hpp.)
   template <class T>
   [[nodiscard]] DeviceSpan<T> global(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
+  // The module's kernels: each symbol and its demangled C++ name
+  // (cuModuleEnumerateFunctions and cuFuncGetName, CUDA 12.4). (Defined in
+  // kernel_names.hpp.)
+  [[nodiscard]] std::vector<KernelName> kernel_names(SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] CUmodule raw() const noexcept { return state_ ? state_->raw : nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }

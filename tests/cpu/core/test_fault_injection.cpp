@@ -147,6 +147,14 @@ std::vector<Op> operations() {
          Module m = Module::from_ptx(ctx, kFakePtx);
          m.function("dbl").set_cache_config(CacheConfig::prefer_l1);
        }},
+      {"kernels by their C++ names (an nvcc image's mangled names)",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Module m = Module::from_ptx(ctx, ".version 7.0\n.target sm_70\n.address_size 64\n"
+                                          ".visible .entry _ZN2ns5scaleEPfi(.param .u64 p, .param .u32 n)\n{ ret; }\n");
+         (void)m.kernel_names();
+         (void)m.function("ns::scale");
+       }},
       {"peer access and peer copies, on two devices",
        [] {
          struct Two {
