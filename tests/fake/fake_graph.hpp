@@ -33,8 +33,7 @@ struct Block {
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
   ~Block() {
-    graph_memory_forget(reinterpret_cast<std::uintptr_t>(mem));
-    std::free(mem);
+    if (!graph_memory_forget(reinterpret_cast<std::uintptr_t>(mem))) std::free(mem);
   }
 };
 

@@ -120,9 +120,9 @@ bool graph_memory_alloc(CUdeviceptr ptr, std::size_t bytes) {
 
 bool graph_memory_free(CUdeviceptr ptr) { return allocations.erase(ptr) == 1; }
 
-void graph_memory_forget(CUdeviceptr ptr) {
+bool graph_memory_forget(CUdeviceptr ptr) {
   graph_blocks.erase(ptr);
-  allocations.erase(ptr);
+  return allocations.count(ptr) == 1;
 }
 
 bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) { return in_block(graph_blocks, ptr, bytes); }

@@ -105,7 +105,10 @@ bool graph_memory_free(CUdeviceptr ptr);
 // A module's variable: device memory that copies may reach, not an allocation.
 void module_variable_add(CUdeviceptr ptr, std::size_t bytes);
 void module_variable_remove(CUdeviceptr ptr);
-void graph_memory_forget(CUdeviceptr ptr);  // the block itself is gone
+// The block itself is gone (its last node destroyed); true when its memory
+// is live (allocated by a launch, not freed): that memory outlives the
+// graph, an allocation of its own until cuMemFree or cuMemFreeAsync.
+bool graph_memory_forget(CUdeviceptr ptr);
 // With `mu` held: for cuIpcGetMemHandle, whether `ptr` is the start of an
 // allocation made by cuMemAlloc (its size and its id, unique in the run, out).
 bool ipc_allocation(CUdeviceptr ptr, std::size_t& bytes, unsigned long long& id);
