@@ -15,19 +15,10 @@ using namespace oxicuda;
 
 namespace {
 
-constexpr const char* kPtx = R"(.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry dbl(.param .u64 p, .param .u32 n)
-{ ret; }
-.visible .entry set_handle(.param .u64 h, .param .u64 v)
-{ ret; }
-)";
-
 using SetHandle = Kernel<void(unsigned long long, const unsigned*)>;
 
-struct BranchTest : StreamTest {
-  Module m = Module::from_ptx(ctx, kPtx);
+// The fake's module (kFakePtx): `dbl` doubles, `set_handle` sets the handle.
+struct BranchTest : LaunchTest {
   Kernel<void(float*, unsigned)> dbl = m.kernel<void(float*, unsigned)>("dbl");
   SetHandle set_handle = m.kernel<void(unsigned long long, const unsigned*)>("set_handle");
 };
