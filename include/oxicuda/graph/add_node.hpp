@@ -165,11 +165,11 @@ inline void need_conditionals(const char* operation, SourceLocation where, int v
 // the driver is called (which may accept a count it cannot run).
 inline void check_bodies(ffi::CUgraphConditionalNodeType type, unsigned size, const char* operation,
                          SourceLocation where) {
-  if (type == ffi::CU_GRAPH_COND_TYPE_SWITCH && size == 0)
+  const bool is_switch = type == ffi::CU_GRAPH_COND_TYPE_SWITCH;
+  if (is_switch && size == 0)
     raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
                 "a switch node needs at least one body (body i runs when the handle is i); 0 were asked for",
                 where));
-  const bool is_switch = type == ffi::CU_GRAPH_COND_TYPE_SWITCH;
   if (is_switch || size == 2)
     need_conditionals(operation, where, 12080, is_switch ? "switch nodes" : "if/else nodes (an if with two bodies)");
   else

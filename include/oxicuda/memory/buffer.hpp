@@ -41,8 +41,8 @@ class DeviceBuffer {
   // (Graph::add_alloc) its graph does not free, once the graph has been
   // launched on `stream` or before it (the memory exists from the launch's
   // alloc node on), or cuMemAllocAsync's. Once per launch: two owners would
-  // free it twice. Errors: an empty span, an empty or per-thread stream,
-  // memory of another context than the stream's.
+  // free it twice (a stream-ordered buffer's span is refused). Errors: an
+  // empty span, an empty or per-thread stream, another context's memory.
   [[nodiscard]] static DeviceBuffer adopt_async(DeviceSpan<T> memory, const Stream& stream,
                                                 SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
@@ -229,11 +229,11 @@ DeviceBuffer<T> DeviceBuffer<T>::adopt_async(DeviceSpan<T> memory, const Stream&
   constexpr const char* op = "oxicuda::DeviceBuffer::adopt_async";
   if (!stream) detail::empty_handle("oxicuda::Stream", op, where);
   detail::refuse_per_thread(stream, op, where);
-  if (memory.device_ptr() == 0 || memory.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
-                        "the span is empty (no address or no elements: a default or moved-from buffer's span?): "
-                        "there is no memory to own",
-                        where));
+  const char* why = memory.device_ptr() == 0 || memory.empty()
+                        ? "the span is empty (no address or no elements: a default or moved-from buffer's?)"
+                    : memory.stream() ? "the span is a stream-ordered DeviceBuffer's: its memory has an owner already"
+                                      : nullptr;
+  if (why) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where));
   if (memory.context() && memory.context() != stream.context().raw())
     detail::raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
                         "the memory belongs to another context than the stream that would free it", where));

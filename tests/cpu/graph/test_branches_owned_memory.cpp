@@ -187,6 +187,10 @@ TEST_CASE_FIXTURE(BranchTest, "graph: an allocation the graph does not free, own
       copy(host, owned);  // ordered on `s`, after the launch
       CHECK(host[0] == 6.0f);
       CHECK(host[N - 1] == 6.0f);
+      // Its span is a stream-ordered buffer's: adopting it again is refused (two owners).
+      const Error twice = error_of([&] { (void)DeviceBuffer<float>::adopt_async(owned.device_span(), s); });
+      CHECK(twice.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+      CHECK(twice.detail().find("has an owner already") != std::string::npos);
       DeviceBuffer<float> moved = std::move(owned);  // one owner: the move leaves `owned` empty
       CHECK(owned.empty());  // NOLINT(bugprone-use-after-move)
     }
@@ -219,7 +223,7 @@ TEST_CASE_FIXTURE(BranchTest, "graph: a graph's allocation freed by another grap
   s.synchronize();
 }
 
-TEST_CASE_FIXTURE(BranchTest, "DeviceBuffer::adopt_async refuses an empty span, an empty or per-thread stream, another context's memory; frees nothing") {
+TEST_CASE_FIXTURE(BranchTest, "DeviceBuffer::adopt_async refuses an empty span, a buffer's, an empty or per-thread stream, another context's memory; frees nothing") {
   DeviceBuffer<float> real(ctx, N);
   const long frees = fake.calls("cuMemFreeAsync");
   constexpr const char* op = "oxicuda::DeviceBuffer::adopt_async";
@@ -242,6 +246,10 @@ TEST_CASE_FIXTURE(BranchTest, "DeviceBuffer::adopt_async refuses an empty span, 
   const Error elsewhere = error_of([&] { (void)DeviceBuffer<float>::adopt_async(gone.device_span(), theirs); });
   CHECK(elsewhere.result() == ffi::CUDA_ERROR_INVALID_CONTEXT);
   CHECK(elsewhere.call() == op);
+  DeviceBuffer<float> ordered = DeviceBuffer<float>::allocate_async(s, N);
+  CHECK(error_of([&] { (void)DeviceBuffer<float>::adopt_async(ordered.subspan(1), s); })
+            .detail()
+            .find("stream-ordered DeviceBuffer's") != std::string::npos);
   CHECK(fake.calls("cuMemFreeAsync") == frees);  // nothing was owned, nothing freed
   CHECK(fake.calls("cuMemFree") == 0);
 }
