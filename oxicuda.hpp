@@ -5375,7 +5375,9 @@ OXICUDA_DETAIL_NAMESPACE_END
 // ---- begin oxicuda/memory/copy.hpp ----
 // oxicuda/memory/copy.hpp — copies between host and device memory,
 // synchronous and stream-ordered, over any host range and any device range;
-// the ordering rule that the synchronous copies and fills (fill.hpp) share.
+// the ordering rule that the synchronous copies and fills (fill.hpp) share;
+// element counts checked as bytes; the per-thread stream refused for
+// stream-ordered memory.
 
 #include <concepts>
 #include <cstddef>
@@ -5395,6 +5397,26 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 
 namespace detail {
+
+inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
+                                 SourceLocation where) {
+  if (count > static_cast<std::size_t>(-1) / element_size)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
+                where));
+  return count * element_size;
+}
+
+// The per-thread default stream names the calling thread's queue: a
+// stream-ordered buffer's stream must be one queue for every thread.
+inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
+                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
+                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
+                where));
+}
 
 template <class R>
 concept host_range = !device_range<R> && requires(R & r) {
@@ -5990,6 +6012,15 @@ class DeviceBuffer {
   // own (MemoryPool::create) or any device's default pool.
   [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count, const MemoryPool& pool,
                                                    SourceLocation where = SourceLocation::current());
+  // Owns stream-ordered memory nothing else frees, as allocate_async's (freed
+  // by cuMemFreeAsync on `stream`, or free_on's): a graph's allocation
+  // (Graph::add_alloc) its graph does not free, once the graph has been
+  // launched on `stream` or before it (the memory exists from the launch's
+  // alloc node on), or cuMemAllocAsync's. Once per launch: two owners would
+  // free it twice (a stream-ordered buffer's span is refused). Errors: an
+  // empty span, an empty or per-thread stream, another context's memory.
+  [[nodiscard]] static DeviceBuffer adopt_async(DeviceSpan<T> memory, const Stream& stream,
+                                                SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     DeviceBuffer(std::move(other)).swap(*this);
@@ -6124,17 +6155,6 @@ class PinnedBuffer {
   ffi::CUdeviceptr device_ptr_ = 0;
 };
 
-namespace detail {
-inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
-                                 SourceLocation where) {
-  if (count > static_cast<std::size_t>(-1) / element_size)
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
-                where));
-  return count * element_size;
-}
-}  // namespace detail
-
 template <class T>
 DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where) : ctx_(ctx) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
@@ -6145,19 +6165,6 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
-
-namespace detail {
-// The per-thread default stream names the calling thread's queue: a
-// stream-ordered buffer's stream must be one queue for every thread.
-inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
-  if (OXICUDA_DETAIL_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
-                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
-                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
-                where));
-}
-}  // namespace detail
 
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
@@ -6190,6 +6197,28 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_from(const Stream& stream, std::size_t
   b.ctx_ = stream.context();
   b.free_stream_ = stream;
   b.count_ = count;
+  return b;
+}
+
+template <class T>
+DeviceBuffer<T> DeviceBuffer<T>::adopt_async(DeviceSpan<T> memory, const Stream& stream, SourceLocation where) {
+  constexpr const char* op = "oxicuda::DeviceBuffer::adopt_async";
+  if (!stream) detail::empty_handle("oxicuda::Stream", op, where);
+  detail::refuse_per_thread(stream, op, where);
+  const char* why = memory.device_ptr() == 0 || memory.empty()
+                        ? "the span is empty (no address or no elements: a default or moved-from buffer's?)"
+                    : memory.stream() ? "the span is a stream-ordered DeviceBuffer's: its memory has an owner already"
+                                      : nullptr;
+  if (why) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where));
+  if (memory.context() && memory.context() != stream.context().raw())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                        "the memory belongs to another context than the stream that would free it", where));
+  (void)detail::checked_bytes(memory.size(), sizeof(T), op, where);
+  DeviceBuffer b;
+  b.ctx_ = stream.context();
+  b.free_stream_ = stream;
+  b.ptr_ = memory.device_ptr();
+  b.count_ = memory.size();
   return b;
 }
 
@@ -10369,6 +10398,14 @@ inline GraphNode add_copy_node(const Shared<GraphState>& s, CUgraph g, Dependenc
   return GraphNode(node);
 }
 
+// A copy node between `dst` and `src`, with copy()'s checks.
+template <class Dst, class Src>
+GraphNode add_copy_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, Dst& dst, Src& src) {
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMCPY3D p = memcpy_params(dst, src, "oxicuda::Graph::add_copy", after.where(), ctx);
+  return add_copy_node(s, g, after, p, ctx);
+}
+
 inline GraphNode add_memset_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
                                  const ffi::CUDA_MEMSET_NODE_PARAMS& params, CUcontext ctx) {
   CUgraphNode node = nullptr;
@@ -10416,8 +10453,9 @@ inline GraphNode add_child_node(const Shared<GraphState>& s, CUgraph g, Dependen
   return GraphNode(node);
 }
 
-inline GraphNode add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, std::size_t bytes,
-                                ffi::CUdeviceptr& out) {
+template <class T>
+GraphAllocation<T> add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, std::size_t bytes,
+                                  std::size_t count) {
   const Device device = s->ctx.device(after.where());
   ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
   p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -10426,8 +10464,7 @@ inline GraphNode add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependen
   p.bytesize = bytes;
   CUgraphNode node = nullptr;
   check(OXICUDA_DRIVER(GraphAddMemAllocNode, &node, g, after.data(), after.size(), &p), after.where());
-  out = p.dptr;
-  return GraphNode(node);
+  return {GraphNode(node), DeviceSpan<T>(p.dptr, count, s->ctx.raw())};
 }
 
 inline GraphNode add_free_node(CUgraph g, Dependencies& after, ffi::CUdeviceptr ptr) {
@@ -10437,14 +10474,34 @@ inline GraphNode add_free_node(CUgraph g, Dependencies& after, ffi::CUdeviceptr 
 }
 
 // Conditional nodes need CUDA 12.4 (cuGraphConditionalHandleCreate is
-// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's).
-inline void need_conditionals(const char* operation, SourceLocation where) {
+// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's); an
+// if/else node (an if of two bodies) and a switch node, CUDA 12.8
+// (`version`, `what`: what needs it).
+inline void need_conditionals(const char* operation, SourceLocation where, int version = 12040,
+                              const char* what = "conditional nodes") {
   const int v = driver_version(where);
-  if (v < 12040)
+  if (v < version)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
-                cat({"conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA ",
-                     std::to_string(v / 1000), ".", std::to_string(v % 1000 / 10)}),
+                cat({what, " need a CUDA ", std::to_string(version / 1000), ".", std::to_string(version % 1000 / 10),
+                     " driver or newer; the loaded driver is CUDA ", std::to_string(v / 1000), ".",
+                     std::to_string(v % 1000 / 10)}),
                 where));
+}
+
+// The driver's count of bodies for each type (an if of 1 or 2, a while of
+// 1, a switch of 1 or more), and the version each needs: an Error before
+// the driver is called (which may accept a count it cannot run).
+inline void check_bodies(ffi::CUgraphConditionalNodeType type, unsigned size, const char* operation,
+                         SourceLocation where) {
+  const bool is_switch = type == ffi::CU_GRAPH_COND_TYPE_SWITCH;
+  if (is_switch && size == 0)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "a switch node needs at least one body (body i runs when the handle is i); 0 were asked for",
+                where));
+  if (is_switch || size == 2)
+    need_conditionals(operation, where, 12080, is_switch ? "switch nodes" : "if/else nodes (an if with two bodies)");
+  else
+    need_conditionals(operation, where);
 }
 
 inline ConditionalHandle make_conditional_handle(const Shared<GraphState>& s, CUgraph g, unsigned default_value,
@@ -10457,26 +10514,30 @@ inline ConditionalHandle make_conditional_handle(const Shared<GraphState>& s, CU
   return h;
 }
 
-// Adds the conditional node (to `node`) and returns its body, which belongs to the node.
-inline CUgraph add_conditional_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
-                                    ConditionalHandle handle, ffi::CUgraphConditionalNodeType type,
-                                    const char* operation, CUgraphNode& node) {
-  need_conditionals(operation, after.where());
+// Adds the conditional node (to `node`) with `size` bodies, after
+// check_bodies, and returns the driver's array of its bodies, which belong
+// to the node.
+inline CUgraph* add_conditional_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
+                                     ConditionalHandle handle, ffi::CUgraphConditionalNodeType type, unsigned size,
+                                     const char* operation, CUgraphNode& node) {
+  check_bodies(type, size, operation, after.where());
   ffi::CUgraphNodeParams p{};
   p.type = ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL;
   p.conditional.handle = handle.value;
   p.conditional.type = type;
-  p.conditional.size = 1;
+  p.conditional.size = size;
   p.conditional.ctx = s->ctx.raw();
   // Made current as for kernel nodes (kernel_params), whose bodies hold them.
   const ScopedCurrent current(s->ctx, after.where());
   check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
   // The driver points phGraph_out at its own array of the node's bodies.
-  CUgraph body = p.conditional.phGraph_out ? p.conditional.phGraph_out[0] : nullptr;
-  if (!body)
+  CUgraph* bodies = p.conditional.phGraph_out;
+  for (unsigned i = 0; bodies && i < size; ++i)
+    if (!bodies[i]) bodies = nullptr;
+  if (!bodies)
     raise(Error(ffi::CUDA_ERROR_UNKNOWN, operation, "the driver gave the conditional node no body graph",
                 after.where()));
-  return body;
+  return bodies;
 }
 
 }  // namespace detail
@@ -10561,13 +10622,18 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 
-// A conditional node and the graph it runs (its body): add the body's nodes
-// through `body`, which shares the ownership of the graph it belongs to.
+// A conditional node and the graphs it runs (its bodies): add a body's
+// nodes through its Graph, which shares the ownership of the graph the node
+// belongs to. An if or while node has one body; an if/else node, two
+// (then_body, else_body); a switch node, one per value (bodies[i]).
 struct ConditionalNode;
+struct IfElseNode;
+struct SwitchNode;
 
 // A CUDA graph (cuGraphCreate): work and its dependencies, built once and
 // instantiated (GraphExec, graph_exec.hpp) to be launched many times.
@@ -10604,12 +10670,12 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
   // The number of nodes (not counting those inside child graphs or bodies).
   [[nodiscard]] std::size_t node_count(SourceLocation where = SourceLocation::current()) const;
   // The nodes (cuGraphGetNodes; not those inside child graphs or bodies), in
-  // the driver's order: for any graph, built node by node, captured, cloned
-  // or borrowed. Their kinds, dependencies and dependents come from each
-  // GraphNode.
+  // the driver's order, of any graph (built, captured, cloned or borrowed);
+  // each GraphNode gives its kind, dependencies and dependents.
   [[nodiscard]] GraphNodes nodes(SourceLocation where = SourceLocation::current()) const;
   // Whether this graph is the body of a conditional node (add_if,
-  // add_while), where the driver allows only some node kinds (see add_if).
+  // add_while, add_if_else, add_switch), where the driver allows only some
+  // node kinds (see add_if).
   [[nodiscard]] bool is_conditional_body() const noexcept { return state_ && state_->raw != raw_; }
   // Makes `to` depend on `from` (both nodes of this graph).
   void depend(GraphNode from, GraphNode to, SourceLocation where = SourceLocation::current()) const;
@@ -10665,9 +10731,9 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
 
   // Device memory allocated by the graph (cuGraphAddMemAllocNode) on the
   // graph's device: `count` elements of T, at an address fixed now, usable by
-  // the nodes after this one. Free it with add_free in the graph (or after a
-  // launch, with the instantiate option auto_free_on_launch to relaunch
-  // while it is live).
+  // the nodes after this one. Free it with add_free in the graph, or after a
+  // launch: by another graph's add_free, by a DeviceBuffer adopting it
+  // (DeviceBuffer::adopt_async), or with auto_free_on_launch on relaunch.
   template <class T>
   GraphAllocation<T> add_alloc(Dependencies after, std::size_t count) const;
   template <class T>
@@ -10680,16 +10746,19 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
                                                      SourceLocation where = SourceLocation::current()) const;
   // `if`: the body runs once when the handle is non-zero. `while`: the body
   // runs as long as the handle is non-zero (checked before each run; a
-  // kernel in the body sets it). Needs a CUDA 12.4 driver.
-  // The driver's rule for a body: it may hold only kernel, empty, memset,
-  // memcpy, child graph and conditional nodes, and so may a child graph in
-  // it, at any depth. The driver accepts other nodes there and refuses the
-  // whole graph at instantiation (CUDA_ERROR_INVALID_VALUE, naming no node);
-  // oxicuda refuses them when they are added to a body: add_host,
-  // add_event_record, add_event_wait, add_alloc and add_free, and add_child
-  // of a graph holding such a node, raise an Error naming the rule.
+  // kernel in the body sets it). Needs a CUDA 12.4 driver. A body may hold
+  // only kernel, empty, memset, memcpy, child graph and conditional nodes,
+  // at any depth (the driver's rule: node_kind.hpp); add_host, add_event_*,
+  // add_alloc, add_free and add_child of a graph holding such a node raise
+  // an Error naming the rule there (the driver: at instantiation).
   ConditionalNode add_if(Dependencies after, ConditionalHandle handle) const;
   ConditionalNode add_while(Dependencies after, ConditionalHandle handle) const;
+  // `if/else`: then_body runs when the handle is non-zero, else_body when
+  // it is zero. `switch`: bodies[i] runs when the handle is i, none when it
+  // is `n` or more; `n` from 1 (0 is an Error). Both need a CUDA 12.8
+  // driver (an older one: an Error naming both versions); bodies as add_if's.
+  IfElseNode add_if_else(Dependencies after, ConditionalHandle handle) const;
+  SwitchNode add_switch(Dependencies after, ConditionalHandle handle, unsigned n) const;
 
   // The graph as Graphviz DOT (cuGraphDebugDotPrint), written to `path` or
   // returned. `flags`: ffi::CU_GRAPH_DEBUG_DOT_FLAGS_* (0: node kinds and
@@ -10700,8 +10769,9 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
 
  private:
   Graph(CUgraph raw, State state) noexcept : GraphHandle(raw, std::move(state)) {}
-  [[nodiscard]] ConditionalNode conditional_node(Dependencies& after, ConditionalHandle handle,
-                                                 ffi::CUgraphConditionalNodeType type, const char* operation) const;
+  // Adds a conditional node of `size` bodies, their handles put in `bodies`.
+  GraphNode conditional_node(Dependencies& after, ConditionalHandle handle, ffi::CUgraphConditionalNodeType type,
+                             unsigned size, Graph* bodies, const char* operation) const;
   // checked(), and an Error when this graph is a conditional body, which
   // cannot hold a node of kind `t`.
   [[nodiscard]] CUgraph checked_for(ffi::CUgraphNodeType t, const char* operation, SourceLocation where) const {
@@ -10711,10 +10781,11 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
   }
 };
 
-struct ConditionalNode {
-  GraphNode node;
-  Graph body;
-};
+// clang-format off
+struct ConditionalNode { GraphNode node; Graph body; };
+struct IfElseNode { GraphNode node; Graph then_body; Graph else_body; };
+struct SwitchNode { GraphNode node; std::vector<Graph> bodies; };
+// clang-format on
 
 inline Graph::Graph(const Context& ctx, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Graph::Graph", where);
@@ -10722,16 +10793,13 @@ inline Graph::Graph(const Context& ctx, SourceLocation where) {
   detail::check(OXICUDA_DRIVER(GraphCreate, &raw, 0u), where);
   *this = adopt(raw, ctx, where);
 }
-
 inline Graph Graph::borrow(CUgraph raw, Context ctx) {
   return Graph(raw, State::make(std::move(ctx), raw, false, false));
 }
-
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
   return Graph(raw, State::make(std::move(ctx), raw, true, false));
 }
-
 inline Graph Graph::clone(SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::clone", where);
   CUgraph copy = nullptr;
@@ -10741,26 +10809,22 @@ inline Graph Graph::clone(SourceLocation where) const {
   detail::check(state_->keep.retain_user_objects(copy), where);
   return c;
 }
-
 inline std::size_t Graph::node_count(SourceLocation where) const {
   std::size_t n = 0;
   detail::check(OXICUDA_DRIVER(GraphGetNodes, checked("oxicuda::Graph::node_count", where), nullptr, &n), where);
   return n;
 }
-
 inline GraphNodes Graph::nodes(SourceLocation where) const {
   return detail::list_nodes(checked("oxicuda::Graph::nodes", where), [](CUgraph g, CUgraphNode* out, std::size_t* n) {
     return OXICUDA_DRIVER(GraphGetNodes, g, out, n);
   }, where);
 }
-
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::depend", where);
   const CUgraphNode f = from.raw(), t = to.raw();
   if (!f || !t) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), "oxicuda::Graph::depend", where);
   detail::check(OXICUDA_DRIVER(GraphAddDependencies, g, &f, &t, std::size_t{1}), where);
 }
-
 inline GraphNode Graph::add_empty(Dependencies after) const {
   return detail::add_empty_node(checked("oxicuda::Graph::add_empty", after.where()), after);
 }
@@ -10776,7 +10840,6 @@ GraphNode Graph::add_kernel(Dependencies after, const Kernel<void(Params...)>& k
   return detail::add_kernel_node(state_, checked("oxicuda::Graph::add_kernel", after.where()), after, kernel.function(),
                                  config, packed.get());
 }
-
 template <class... Args>
 GraphNode Graph::add_kernel(Dependencies after, const Function& fn, const LaunchConfig& config,
                             const Args&... args) const {
@@ -10792,27 +10855,22 @@ GraphNode Graph::add_kernel(Dependencies after, const Function& fn, const Launch
 template <class Dst, class Src>
   requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 GraphNode Graph::add_copy(Dependencies after, Dst&& dst, Src&& src) const {
-  constexpr const char* op = "oxicuda::Graph::add_copy";
-  CUcontext ctx = nullptr;
-  const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, after.where(), ctx);
-  return detail::add_copy_node(state_, checked(op, after.where()), after, p, ctx);
+  return detail::add_copy_node(state_, checked("oxicuda::Graph::add_copy", after.where()), after, dst, src);
 }
-
 template <class Dst>
   requires detail::device_range<std::remove_cvref_t<Dst>>
 GraphNode Graph::add_fill(Dependencies after, Dst&& dst,
                           detail::device_element_t<std::remove_cvref_t<Dst>> value) const {
+  CUgraph g = checked("oxicuda::Graph::add_fill", after.where());
   CUcontext ctx = nullptr;
-  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
-  return detail::add_memset_node(state_, checked("oxicuda::Graph::add_fill", after.where()), after, p, ctx);
+  return detail::add_memset_node(state_, g, after, detail::fill_params(dst, value, ctx), ctx);
 }
-
 template <class Dst>
   requires detail::device_range<std::remove_cvref_t<Dst>>
 GraphNode Graph::add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byte) const {
+  CUgraph g = checked("oxicuda::Graph::add_fill_bytes", after.where());
   CUcontext ctx = nullptr;
-  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::memset_params(dst, byte, 1, ctx);
-  return detail::add_memset_node(state_, checked("oxicuda::Graph::add_fill_bytes", after.where()), after, p, ctx);
+  return detail::add_memset_node(state_, g, after, detail::memset_params(dst, byte, 1, ctx), ctx);
 }
 
 template <class F>
@@ -10824,14 +10882,13 @@ GraphNode Graph::add_host(Dependencies after, F&& fn) const {
 
 inline GraphNode Graph::add_event_record(Dependencies after, const Event& event) const {
   constexpr const char* op = "oxicuda::Graph::add_event_record";
-  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD, op, after.where());
-  return detail::add_event_node(state_, g, after, event, true, op);
+  return detail::add_event_node(state_, checked_for(ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD, op, after.where()), after,
+                                event, true, op);
 }
-
 inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) const {
   constexpr const char* op = "oxicuda::Graph::add_event_wait";
-  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT, op, after.where());
-  return detail::add_event_node(state_, g, after, event, false, op);
+  return detail::add_event_node(state_, checked_for(ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT, op, after.where()), after,
+                                event, false, op);
 }
 
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
@@ -10845,12 +10902,9 @@ template <class T>
 GraphAllocation<T> Graph::add_alloc(Dependencies after, std::size_t count) const {
   constexpr const char* op = "oxicuda::Graph::add_alloc";
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), op, after.where());
-  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC, op, after.where());
-  ffi::CUdeviceptr ptr = 0;
-  const GraphNode node = detail::add_alloc_node(state_, g, after, bytes, ptr);
-  return {node, DeviceSpan<T>(ptr, count, state_->ctx.raw())};
+  return detail::add_alloc_node<T>(state_, checked_for(ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC, op, after.where()), after,
+                                   bytes, count);
 }
-
 template <class T>
 GraphNode Graph::add_free(Dependencies after, DeviceSpan<T> memory) const {
   constexpr const char* op = "oxicuda::Graph::add_free";
@@ -10860,31 +10914,46 @@ GraphNode Graph::add_free(Dependencies after, DeviceSpan<T> memory) const {
 
 inline ConditionalHandle Graph::conditional_handle(unsigned default_value, bool assign_default,
                                                    SourceLocation where) const {
-  CUgraph g = checked("oxicuda::Graph::conditional_handle", where);
-  return detail::make_conditional_handle(state_, g, default_value, assign_default, where);
+  return detail::make_conditional_handle(state_, checked("oxicuda::Graph::conditional_handle", where), default_value,
+                                         assign_default, where);
 }
-
-inline ConditionalNode Graph::conditional_node(Dependencies& after, ConditionalHandle handle,
-                                               ffi::CUgraphConditionalNodeType type, const char* operation) const {
+inline GraphNode Graph::conditional_node(Dependencies& after, ConditionalHandle handle,
+                                         ffi::CUgraphConditionalNodeType type, unsigned size, Graph* bodies,
+                                         const char* operation) const {
   CUgraphNode node = nullptr;
-  CUgraph body = detail::add_conditional_node(state_, checked(operation, after.where()), after, handle, type, operation,
-                                              node);
-  // The body belongs to the node: a handle that shares this graph's state
-  // (what its nodes keep alive is kept by this graph) and never destroys it.
-  return {GraphNode(node), Graph(body, state_)};
+  CUgraph g = checked(operation, after.where());
+  CUgraph* raw = detail::add_conditional_node(state_, g, after, handle, type, size, operation, node);
+  // The bodies belong to the node: handles that share this graph's state
+  // (what their nodes keep alive, this graph keeps) and never destroy it.
+  for (unsigned i = 0; i < size; ++i) bodies[i] = Graph(raw[i], state_);
+  return GraphNode(node);
 }
-
 inline ConditionalNode Graph::add_if(Dependencies after, ConditionalHandle handle) const {
-  return conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, "oxicuda::Graph::add_if");
+  ConditionalNode c;
+  c.node = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, 1, &c.body, "oxicuda::Graph::add_if");
+  return c;
 }
 inline ConditionalNode Graph::add_while(Dependencies after, ConditionalHandle handle) const {
-  return conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_WHILE, "oxicuda::Graph::add_while");
+  ConditionalNode c;
+  c.node = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_WHILE, 1, &c.body, "oxicuda::Graph::add_while");
+  return c;
 }
-
+inline IfElseNode Graph::add_if_else(Dependencies after, ConditionalHandle handle) const {
+  Graph b[2];
+  const GraphNode n = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, 2, b, "oxicuda::Graph::add_if_else");
+  return {n, std::move(b[0]), std::move(b[1])};
+}
+inline SwitchNode Graph::add_switch(Dependencies after, ConditionalHandle handle, unsigned n) const {
+  constexpr const char* op = "oxicuda::Graph::add_switch";
+  (void)checked(op, after.where());
+  detail::check_bodies(ffi::CU_GRAPH_COND_TYPE_SWITCH, n, op, after.where());  // before n handles are made
+  SwitchNode sw{GraphNode(), std::vector<Graph>(n)};
+  sw.node = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_SWITCH, n, sw.bodies.data(), op);
+  return sw;
+}
 inline void Graph::write_dot(const std::string& path, unsigned flags, SourceLocation where) const {
   detail::write_dot(checked("oxicuda::Graph::write_dot", where), path, flags, where);
 }
-
 inline std::string Graph::dot(unsigned flags, SourceLocation where) const {
   return detail::dot(checked("oxicuda::Graph::dot", where), flags, where);
 }

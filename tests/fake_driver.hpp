@@ -205,6 +205,8 @@ inline constexpr const char* kFakePtx = R"(.version 7.0
 { ret; }
 .visible .entry none()
 { ret; }
+.visible .entry set_handle(.param .u64 h, .param .u64 v)
+{ ret; }
 )";
 
 // The fake NVRTC's or fake nvJitLink's controls (tests/fake/fake_toolkit.hpp),

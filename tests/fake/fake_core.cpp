@@ -160,6 +160,7 @@ CUresult fake_Init(unsigned int flags) {
 static std::atomic<int> driver_version{13000};
 
 FAKE_EXPORT void fake_set_driver_version(int version) { driver_version = version; }
+int fake::reported_driver_version() { return driver_version; }
 
 CUresult fake_DriverGetVersion(int* v) {
   FAKE_ENTRY(DriverGetVersion);

@@ -67,7 +67,7 @@ Graph* new_graph() {
 
 void destroy_graph(Graph* g) {
   for (Node* n : g->nodes) {
-    if (n->child) destroy_graph(n->child);
+    for (Graph* inner : n->graphs) destroy_graph(inner);
     live.erase(n);
     delete n;
   }
@@ -108,11 +108,12 @@ Graph* copy_graph(const Graph* g, std::unordered_map<const Node*, Node*>& map, b
   for (const Node* n : g->nodes) {
     auto* m = new Node(*n);
     m->owner = c;
-    if (n->child) {
-      std::unordered_map<const Node*, Node*> inner;
-      m->child = copy_graph(n->child, inner, false);
-      m->child->parent = c;
+    for (Graph*& inner : m->graphs) {
+      std::unordered_map<const Node*, Node*> inner_map;
+      inner = copy_graph(inner, inner_map, false);
+      inner->parent = c;
     }
+    for (std::size_t i = 0; i < m->bodies.size(); ++i) m->bodies[i] = reinterpret_cast<CUgraph>(m->graphs[i]);
     map[n] = m;
     live[m] = Kind::node;
     c->nodes.push_back(m);
@@ -155,7 +156,7 @@ bool topological(const Graph* g, std::vector<Node*>& order, Node*& culprit) {
 bool has_memory_nodes(const Graph* g) {
   for (const Node* n : g->nodes)
     if (n->work.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->work.type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
-        (n->work.type == CU_GRAPH_NODE_TYPE_GRAPH && n->child && has_memory_nodes(n->child)))
+        (n->work.type == CU_GRAPH_NODE_TYPE_GRAPH && n->child() && has_memory_nodes(n->child())))
       return true;
   return false;
 }
@@ -194,7 +195,7 @@ long live_user_object() {
   std::function<void(const Graph*)> count = [&](const Graph* g) {
     for (auto& [u, refs] : g->user_refs) held[u] += refs;
     for (const Node* n : g->nodes)
-      if (n->child && n->work.type == CU_GRAPH_NODE_TYPE_GRAPH) count(n->child);  // a child's copy (bodies are live graphs)
+      if (n->child() && n->work.type == CU_GRAPH_NODE_TYPE_GRAPH) count(n->child());  // a child's copy (bodies are live graphs)
   };
   for (auto& [h, k] : live) {
     if (k == Kind::graph) count(static_cast<const Graph*>(h));
@@ -260,7 +261,7 @@ CUresult fake_GraphGetNodes(CUgraph graph, CUgraphNode* nodes, std::size_t* coun
   bool known = alive(graph, Kind::graph);
   for (auto it = live.begin(); !known && it != live.end(); ++it)
     known = it->second == Kind::node && static_cast<const Node*>(it->first)->work.type == CU_GRAPH_NODE_TYPE_GRAPH &&
-            static_cast<const Node*>(it->first)->child == reinterpret_cast<Graph*>(graph);
+            static_cast<const Node*>(it->first)->child() == reinterpret_cast<Graph*>(graph);
   if (!known) return CUDA_ERROR_INVALID_VALUE;
   const auto& all = reinterpret_cast<Graph*>(graph)->nodes;
   if (nodes)
@@ -312,8 +313,8 @@ CUresult fake_GraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph* out) {
   std::lock_guard lock(mu);
   if (!out || !alive(node, Kind::node)) return CUDA_ERROR_INVALID_VALUE;
   const Node* n = reinterpret_cast<Node*>(node);
-  if (n->work.type != CU_GRAPH_NODE_TYPE_GRAPH || !n->child) return CUDA_ERROR_INVALID_VALUE;
-  *out = reinterpret_cast<CUgraph>(n->child);
+  if (n->work.type != CU_GRAPH_NODE_TYPE_GRAPH || !n->child()) return CUDA_ERROR_INVALID_VALUE;
+  *out = reinterpret_cast<CUgraph>(n->child());
   return CUDA_SUCCESS;
 }
 
@@ -356,7 +357,7 @@ CUresult fake_GraphDebugDotPrint(CUgraph graph, const char* path, unsigned int f
         std::fprintf(f, "\"graph_%d_node_%zu\" -> \"graph_%d_node_%zu\";\n", me, index[d], me, i);
     }
     for (const Node* n : g->nodes)
-      if (n->child) print(n->child, id);
+      for (const Graph* inner : n->graphs) print(inner, id);
     std::fprintf(f, "}\n");
   };
   std::fprintf(f, "digraph dot {\n");

@@ -33,8 +33,7 @@ struct Block {
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
   ~Block() {
-    graph_memory_forget(reinterpret_cast<std::uintptr_t>(mem));
-    std::free(mem);
+    if (!graph_memory_forget(reinterpret_cast<std::uintptr_t>(mem))) std::free(mem);
   }
 };
 
@@ -50,10 +49,14 @@ struct Node {
   Graph* owner = nullptr;
   Work work;
   std::vector<Node*> deps;
-  Graph* child = nullptr;  // a child graph's (owned) copy, or a conditional node's body
+  // The graphs the node owns: a child graph node's copy (one), or a
+  // conditional node's bodies (if: then, and else when it has two; while:
+  // one; switch: one per value).
+  std::vector<Graph*> graphs;
   CUgraphConditionalHandle handle = 0;
   CUgraphConditionalNodeType cond_type = CU_GRAPH_COND_TYPE_IF;
-  CUgraph bodies[1] = {};  // what a conditional node's phGraph_out points at (the driver's array)
+  std::vector<CUgraph> bodies;  // what a conditional node's phGraph_out points at (the driver's array)
+  Graph* child() const { return graphs.empty() ? nullptr : graphs[0]; }
 };
 
 struct Graph {

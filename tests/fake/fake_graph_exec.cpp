@@ -70,15 +70,20 @@ CUresult run_node(const Node* n, CUstream s, std::unique_lock<std::mutex>& lock,
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return graph_memory_free(w.dptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     case CU_GRAPH_NODE_TYPE_GRAPH:
-      return run_graph(n->child, s, lock, exec);
+      return run_graph(n->child(), s, lock, exec);
     case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+      const unsigned value = conditionals[n->handle].value;
+      // if: the first body when the value is non-zero, the second (else) when it is zero;
+      // switch: body `value`, none when value >= size.
       if (n->cond_type == CU_GRAPH_COND_TYPE_IF) {
-        if (conditionals[n->handle].value) return run_graph(n->child, s, lock, exec);
-        return CUDA_SUCCESS;
+        if (value) return run_graph(n->graphs[0], s, lock, exec);
+        return n->graphs.size() == 2 ? run_graph(n->graphs[1], s, lock, exec) : CUDA_SUCCESS;
       }
+      if (n->cond_type == CU_GRAPH_COND_TYPE_SWITCH)
+        return value < n->graphs.size() ? run_graph(n->graphs[value], s, lock, exec) : CUDA_SUCCESS;
       for (long i = 0; conditionals[n->handle].value; ++i) {
         if (i == 1000000) return CUDA_ERROR_LAUNCH_TIMEOUT;  // a while node that never ends
-        if (const CUresult r = run_graph(n->child, s, lock, exec)) return r;
+        if (const CUresult r = run_graph(n->child(), s, lock, exec)) return r;
       }
       return CUDA_SUCCESS;
     }
@@ -105,7 +110,7 @@ CUresult run_graph(const Graph* g, CUstream s, std::unique_lock<std::mutex>& loc
 void handles_of(const Graph* g, std::set<CUgraphConditionalHandle>& out) {
   for (const Node* n : g->nodes) {
     if (n->work.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) out.insert(n->handle);
-    if (n->child) handles_of(n->child, out);
+    for (const Graph* inner : n->graphs) handles_of(inner, out);
   }
 }
 
@@ -156,7 +161,8 @@ CUresult fake_GraphInstantiateWithParams(CUgraphExec* out, CUgraph graph, CUDA_G
       if (in_body && t != CU_GRAPH_NODE_TYPE_KERNEL && t != CU_GRAPH_NODE_TYPE_EMPTY && t != CU_GRAPH_NODE_TYPE_MEMSET &&
           t != CU_GRAPH_NODE_TYPE_MEMCPY && t != CU_GRAPH_NODE_TYPE_GRAPH && t != CU_GRAPH_NODE_TYPE_CONDITIONAL)
         return false;
-      if (n->child && !allowed(n->child, in_body || t == CU_GRAPH_NODE_TYPE_CONDITIONAL)) return false;
+      for (const Graph* inner : n->graphs)
+        if (!allowed(inner, in_body || t == CU_GRAPH_NODE_TYPE_CONDITIONAL)) return false;
     }
     return true;
   };
@@ -229,13 +235,11 @@ CUresult fake_GraphUpload(CUgraphExec exec, CUstream s) {
 
 // Copies `from`'s parameters into `to` (a node of an exec's copy).
 static void take_params(Node* to, const Node* from) {
-  Graph* child = to->child;
   Graph* owner = to->owner;
   std::vector<Node*> deps = to->deps;
   to->work = from->work;
   to->handle = from->handle;
   to->cond_type = from->cond_type;
-  to->child = child;
   to->owner = owner;
   to->deps = std::move(deps);
 }

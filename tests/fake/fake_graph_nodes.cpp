@@ -139,8 +139,8 @@ CUresult fake_GraphAddChildGraphNode(CUgraphNode* out, CUgraph graph, const CUgr
   w.type = CU_GRAPH_NODE_TYPE_GRAPH;
   Node* node = add_node(reinterpret_cast<Graph*>(graph), deps, n, std::move(w));
   std::unordered_map<const Node*, Node*> map;  // as the driver: the node holds a copy of the child
-  node->child = copy_graph(reinterpret_cast<Graph*>(child), map, false);
-  node->child->parent = reinterpret_cast<Graph*>(graph);
+  node->graphs.push_back(copy_graph(reinterpret_cast<Graph*>(child), map, false));
+  node->graphs[0]->parent = reinterpret_cast<Graph*>(graph);
   *out = reinterpret_cast<CUgraphNode>(node);
   return CUDA_SUCCESS;
 }
@@ -192,10 +192,12 @@ CUresult fake_GraphAddMemFreeNode(CUgraphNode* out, CUgraph graph, const CUgraph
   FAKE_ENTRY(GraphAddMemFreeNode);
   std::lock_guard lock(mu);
   if (const CUresult r = check_add(out, graph, deps, n)) return r;
-  bool known = false;  // as the driver: only a graph allocation of this graph may be freed in it
+  // As the driver documents: the address must be one an allocation node
+  // returned (of this graph, or of another: a graph may free what another
+  // graph allocated and left live), freed once in this graph.
+  if (!graph_block_start(dptr)) return CUDA_ERROR_INVALID_VALUE;
   for (const Node* node : reinterpret_cast<Graph*>(graph)->nodes)
-    known = known || (node->work.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && node->work.dptr == dptr);
-  if (!known) return CUDA_ERROR_INVALID_VALUE;
+    if (node->work.type == CU_GRAPH_NODE_TYPE_MEM_FREE && node->work.dptr == dptr) return CUDA_ERROR_INVALID_VALUE;
   Work w;
   w.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
   w.dptr = dptr;
@@ -222,18 +224,30 @@ CUresult fake_GraphAddNode(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   if (const CUresult r = check_add(out, graph, deps, n)) return r;
   if (!params || params->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) return CUDA_ERROR_NOT_SUPPORTED;
   CUDA_CONDITIONAL_NODE_PARAMS& c = params->conditional;
-  if (!conditionals.count(c.handle) || c.size != 1 || !c.ctx) return CUDA_ERROR_INVALID_VALUE;
-  if (c.type != CU_GRAPH_COND_TYPE_IF && c.type != CU_GRAPH_COND_TYPE_WHILE) return CUDA_ERROR_INVALID_VALUE;
+  if (!conditionals.count(c.handle) || !c.ctx) return CUDA_ERROR_INVALID_VALUE;
+  // The driver's sizes: while 1; if 1, or 2 (then, else) from CUDA 12.8;
+  // switch (CUDA 12.8) any from 1. An older driver knows only size 1 of if
+  // and while.
+  const bool new_kind = c.type == CU_GRAPH_COND_TYPE_SWITCH || (c.type == CU_GRAPH_COND_TYPE_IF && c.size == 2);
+  if (new_kind && reported_driver_version() < 12080) return CUDA_ERROR_INVALID_VALUE;
+  if (c.type == CU_GRAPH_COND_TYPE_WHILE ? c.size != 1
+      : c.type == CU_GRAPH_COND_TYPE_IF  ? c.size != 1 && c.size != 2
+      : c.type == CU_GRAPH_COND_TYPE_SWITCH ? c.size == 0 || c.size > 4096  // (the fake's own bound)
+                                            : true)
+    return CUDA_ERROR_INVALID_VALUE;
   Work w;
   w.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
   Node* node = add_node(reinterpret_cast<Graph*>(graph), deps, n, std::move(w));
   node->handle = c.handle;
   node->cond_type = c.type;
-  node->child = new Graph;  // the body: owned by the node, filled through the handle given back
-  node->child->parent = reinterpret_cast<Graph*>(graph);
-  live[node->child] = Kind::graph;  // a handle to add the body's nodes with (not counted: it has a parent)
-  node->bodies[0] = reinterpret_cast<CUgraph>(node->child);
-  c.phGraph_out = node->bodies;  // as the driver: an array it owns, valid for the node's lifetime
+  for (unsigned i = 0; i < c.size; ++i) {
+    auto* body = new Graph;  // owned by the node, filled through the handle given back
+    body->parent = reinterpret_cast<Graph*>(graph);
+    live[body] = Kind::graph;  // a handle to add the body's nodes with (not counted: it has a parent)
+    node->graphs.push_back(body);
+    node->bodies.push_back(reinterpret_cast<CUgraph>(body));
+  }
+  c.phGraph_out = node->bodies.data();  // as the driver: an array it owns, valid for the node's lifetime
   *out = reinterpret_cast<CUgraphNode>(node);
   return CUDA_SUCCESS;
 }

@@ -120,12 +120,13 @@ bool graph_memory_alloc(CUdeviceptr ptr, std::size_t bytes) {
 
 bool graph_memory_free(CUdeviceptr ptr) { return allocations.erase(ptr) == 1; }
 
-void graph_memory_forget(CUdeviceptr ptr) {
+bool graph_memory_forget(CUdeviceptr ptr) {
   graph_blocks.erase(ptr);
-  allocations.erase(ptr);
+  return allocations.count(ptr) == 1;
 }
 
 bool in_graph_block(CUdeviceptr ptr, std::size_t bytes) { return in_block(graph_blocks, ptr, bytes); }
+bool graph_block_start(CUdeviceptr ptr) { return graph_blocks.count(ptr) == 1; }
 
 bool ipc_allocation(CUdeviceptr ptr, std::size_t& bytes, unsigned long long& id) {
   auto a = allocations.find(ptr);
@@ -502,7 +503,9 @@ CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
     }
     pool_free(p, it->second);
     allocations.erase(it);
-    std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+    // A graph's allocation (live since its graph's launch) is freed, its
+    // block kept by its alloc node for the next launch, as cuMemFree does.
+    if (!graph_blocks.count(p)) std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
   };
   if (held(s))
     defer(s, std::move(work));

@@ -291,6 +291,7 @@ CUresult fake_FuncSetCacheConfig(CUfunction fn, CUfunc_cache config) {
 //   dbl(float* p, unsigned n)                          p[i] *= 2
 //   saxpy(float* y, const float* x, float a, unsigned n)  y[i] += a * x[i]
 //   countdown(CUgraphConditionalHandle h, unsigned* c)  --*c (when not 0), then sets h to *c != 0
+//   set_handle(CUgraphConditionalHandle h, const unsigned* v)  sets h to *v
 static void run_kernel(const Func& f, void** params) {
   if (f.name == "dbl" && f.params.size() == 2) {
     CUdeviceptr p;
@@ -321,6 +322,13 @@ static void run_kernel(const Func& f, void** params) {
     auto* counter = reinterpret_cast<unsigned*>(static_cast<std::uintptr_t>(c));
     if (*counter) --*counter;
     set_conditional(h, *counter != 0);
+  } else if (f.name == "set_handle" && f.params.size() == 2) {
+    CUgraphConditionalHandle h;
+    CUdeviceptr v;
+    std::memcpy(&h, params[0], 8);
+    std::memcpy(&v, params[1], 8);
+    if (!in_allocation(v, 4)) return;
+    set_conditional(h, *reinterpret_cast<const unsigned*>(static_cast<std::uintptr_t>(v)));
   }
 }
 

@@ -94,16 +94,21 @@ void drain_context(CUcontext ctx, bool blocking_only);
 // [ptr, ptr + bytes) inside one device allocation?
 bool in_allocation(CUdeviceptr ptr, std::size_t bytes);
 // A graph's memory (a mem alloc node's block, owned by the node): made live
-// when the node runs, dead when a mem free node (or cuMemFree) frees it;
-// false when it is live already. cuMemFree of such a block does not free it.
+// when the node runs (graph_memory_alloc: false when it is live already),
+// dead when a mem free node (of any graph), cuMemFreeAsync or cuMemFree
+// frees it; those do not free the block itself, which the node keeps.
 void graph_memory_reserve(CUdeviceptr ptr, std::size_t bytes);  // a node's block, made
 bool in_graph_block(CUdeviceptr ptr, std::size_t bytes);  // inside such a block (live or not)?
+bool graph_block_start(CUdeviceptr ptr);  // the start of such a block (an address an alloc node gave)?
 bool graph_memory_alloc(CUdeviceptr ptr, std::size_t bytes);
 bool graph_memory_free(CUdeviceptr ptr);
 // A module's variable: device memory that copies may reach, not an allocation.
 void module_variable_add(CUdeviceptr ptr, std::size_t bytes);
 void module_variable_remove(CUdeviceptr ptr);
-void graph_memory_forget(CUdeviceptr ptr);  // the block itself is gone
+// The block itself is gone (its last node destroyed); true when its memory
+// is live (allocated by a launch, not freed): that memory outlives the
+// graph, an allocation of its own until cuMemFree or cuMemFreeAsync.
+bool graph_memory_forget(CUdeviceptr ptr);
 // With `mu` held: for cuIpcGetMemHandle, whether `ptr` is the start of an
 // allocation made by cuMemAlloc (its size and its id, unique in the run, out).
 bool ipc_allocation(CUdeviceptr ptr, std::size_t& bytes, unsigned long long& id);
@@ -194,6 +199,9 @@ void stream_destroyed(CUstream s);
 void finish_unlocked(std::unique_lock<std::mutex>& lock);
 // With `mu` held: a conditional handle's value (set by a kernel).
 void set_conditional(CUgraphConditionalHandle h, unsigned value);
+
+// fake_core.cpp: what cuDriverGetVersion answers (fake_set_driver_version).
+int reported_driver_version();
 
 // The live handles of each kind of FAKE_LIVE_KINDS (fake_live), counted in
 // the file of that kind, with `mu` held.

@@ -24,3 +24,14 @@ extern "C" __global__ void countdown(cudaGraphConditionalHandle h, unsigned* c) 
     cudaGraphSetConditional(h, v != 0);
   }
 }
+
+// Sets the graph's conditional handle to *v: an if/else or switch node after
+// it takes the branch *v names.
+extern "C" __global__ void set_handle(cudaGraphConditionalHandle h, const unsigned* v) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) cudaGraphSetConditional(h, *v);
+}
+
+// out[0] = v: which body of a conditional node ran.
+extern "C" __global__ void mark(unsigned* out, unsigned v) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) *out = v;
+}

@@ -70,6 +70,14 @@ inline GraphNode add_copy_node(const Shared<GraphState>& s, CUgraph g, Dependenc
   return GraphNode(node);
 }
 
+// A copy node between `dst` and `src`, with copy()'s checks.
+template <class Dst, class Src>
+GraphNode add_copy_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, Dst& dst, Src& src) {
+  CUcontext ctx = nullptr;
+  const ffi::CUDA_MEMCPY3D p = memcpy_params(dst, src, "oxicuda::Graph::add_copy", after.where(), ctx);
+  return add_copy_node(s, g, after, p, ctx);
+}
+
 inline GraphNode add_memset_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
                                  const ffi::CUDA_MEMSET_NODE_PARAMS& params, CUcontext ctx) {
   CUgraphNode node = nullptr;
@@ -117,8 +125,9 @@ inline GraphNode add_child_node(const Shared<GraphState>& s, CUgraph g, Dependen
   return GraphNode(node);
 }
 
-inline GraphNode add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, std::size_t bytes,
-                                ffi::CUdeviceptr& out) {
+template <class T>
+GraphAllocation<T> add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, std::size_t bytes,
+                                  std::size_t count) {
   const Device device = s->ctx.device(after.where());
   ffi::CUDA_MEM_ALLOC_NODE_PARAMS p{};
   p.poolProps.allocType = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -127,8 +136,7 @@ inline GraphNode add_alloc_node(const Shared<GraphState>& s, CUgraph g, Dependen
   p.bytesize = bytes;
   CUgraphNode node = nullptr;
   check(OXICUDA_DRIVER(GraphAddMemAllocNode, &node, g, after.data(), after.size(), &p), after.where());
-  out = p.dptr;
-  return GraphNode(node);
+  return {GraphNode(node), DeviceSpan<T>(p.dptr, count, s->ctx.raw())};
 }
 
 inline GraphNode add_free_node(CUgraph g, Dependencies& after, ffi::CUdeviceptr ptr) {
@@ -138,14 +146,34 @@ inline GraphNode add_free_node(CUgraph g, Dependencies& after, ffi::CUdeviceptr 
 }
 
 // Conditional nodes need CUDA 12.4 (cuGraphConditionalHandleCreate is
-// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's).
-inline void need_conditionals(const char* operation, SourceLocation where) {
+// 12.3, but if/while nodes made through cuGraphAddNode are 12.4's); an
+// if/else node (an if of two bodies) and a switch node, CUDA 12.8
+// (`version`, `what`: what needs it).
+inline void need_conditionals(const char* operation, SourceLocation where, int version = 12040,
+                              const char* what = "conditional nodes") {
   const int v = driver_version(where);
-  if (v < 12040)
+  if (v < version)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
-                cat({"conditional nodes need a CUDA 12.4 driver or newer; the loaded driver is CUDA ",
-                     std::to_string(v / 1000), ".", std::to_string(v % 1000 / 10)}),
+                cat({what, " need a CUDA ", std::to_string(version / 1000), ".", std::to_string(version % 1000 / 10),
+                     " driver or newer; the loaded driver is CUDA ", std::to_string(v / 1000), ".",
+                     std::to_string(v % 1000 / 10)}),
                 where));
+}
+
+// The driver's count of bodies for each type (an if of 1 or 2, a while of
+// 1, a switch of 1 or more), and the version each needs: an Error before
+// the driver is called (which may accept a count it cannot run).
+inline void check_bodies(ffi::CUgraphConditionalNodeType type, unsigned size, const char* operation,
+                         SourceLocation where) {
+  const bool is_switch = type == ffi::CU_GRAPH_COND_TYPE_SWITCH;
+  if (is_switch && size == 0)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "a switch node needs at least one body (body i runs when the handle is i); 0 were asked for",
+                where));
+  if (is_switch || size == 2)
+    need_conditionals(operation, where, 12080, is_switch ? "switch nodes" : "if/else nodes (an if with two bodies)");
+  else
+    need_conditionals(operation, where);
 }
 
 inline ConditionalHandle make_conditional_handle(const Shared<GraphState>& s, CUgraph g, unsigned default_value,
@@ -158,26 +186,30 @@ inline ConditionalHandle make_conditional_handle(const Shared<GraphState>& s, CU
   return h;
 }
 
-// Adds the conditional node (to `node`) and returns its body, which belongs to the node.
-inline CUgraph add_conditional_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
-                                    ConditionalHandle handle, ffi::CUgraphConditionalNodeType type,
-                                    const char* operation, CUgraphNode& node) {
-  need_conditionals(operation, after.where());
+// Adds the conditional node (to `node`) with `size` bodies, after
+// check_bodies, and returns the driver's array of its bodies, which belong
+// to the node.
+inline CUgraph* add_conditional_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after,
+                                     ConditionalHandle handle, ffi::CUgraphConditionalNodeType type, unsigned size,
+                                     const char* operation, CUgraphNode& node) {
+  check_bodies(type, size, operation, after.where());
   ffi::CUgraphNodeParams p{};
   p.type = ffi::CU_GRAPH_NODE_TYPE_CONDITIONAL;
   p.conditional.handle = handle.value;
   p.conditional.type = type;
-  p.conditional.size = 1;
+  p.conditional.size = size;
   p.conditional.ctx = s->ctx.raw();
   // Made current as for kernel nodes (kernel_params), whose bodies hold them.
   const ScopedCurrent current(s->ctx, after.where());
   check(OXICUDA_DRIVER(GraphAddNode, &node, g, after.data(), after.size(), &p), after.where());
   // The driver points phGraph_out at its own array of the node's bodies.
-  CUgraph body = p.conditional.phGraph_out ? p.conditional.phGraph_out[0] : nullptr;
-  if (!body)
+  CUgraph* bodies = p.conditional.phGraph_out;
+  for (unsigned i = 0; bodies && i < size; ++i)
+    if (!bodies[i]) bodies = nullptr;
+  if (!bodies)
     raise(Error(ffi::CUDA_ERROR_UNKNOWN, operation, "the driver gave the conditional node no body graph",
                 after.where()));
-  return body;
+  return bodies;
 }
 
 }  // namespace detail

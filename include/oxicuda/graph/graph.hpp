@@ -9,15 +9,20 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "add_node.hpp"
 #include "dot.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 
-// A conditional node and the graph it runs (its body): add the body's nodes
-// through `body`, which shares the ownership of the graph it belongs to.
+// A conditional node and the graphs it runs (its bodies): add a body's
+// nodes through its Graph, which shares the ownership of the graph the node
+// belongs to. An if or while node has one body; an if/else node, two
+// (then_body, else_body); a switch node, one per value (bodies[i]).
 struct ConditionalNode;
+struct IfElseNode;
+struct SwitchNode;
 
 // A CUDA graph (cuGraphCreate): work and its dependencies, built once and
 // instantiated (GraphExec, graph_exec.hpp) to be launched many times.
@@ -54,12 +59,12 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
   // The number of nodes (not counting those inside child graphs or bodies).
   [[nodiscard]] std::size_t node_count(SourceLocation where = SourceLocation::current()) const;
   // The nodes (cuGraphGetNodes; not those inside child graphs or bodies), in
-  // the driver's order: for any graph, built node by node, captured, cloned
-  // or borrowed. Their kinds, dependencies and dependents come from each
-  // GraphNode.
+  // the driver's order, of any graph (built, captured, cloned or borrowed);
+  // each GraphNode gives its kind, dependencies and dependents.
   [[nodiscard]] GraphNodes nodes(SourceLocation where = SourceLocation::current()) const;
   // Whether this graph is the body of a conditional node (add_if,
-  // add_while), where the driver allows only some node kinds (see add_if).
+  // add_while, add_if_else, add_switch), where the driver allows only some
+  // node kinds (see add_if).
   [[nodiscard]] bool is_conditional_body() const noexcept { return state_ && state_->raw != raw_; }
   // Makes `to` depend on `from` (both nodes of this graph).
   void depend(GraphNode from, GraphNode to, SourceLocation where = SourceLocation::current()) const;
@@ -115,9 +120,9 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
 
   // Device memory allocated by the graph (cuGraphAddMemAllocNode) on the
   // graph's device: `count` elements of T, at an address fixed now, usable by
-  // the nodes after this one. Free it with add_free in the graph (or after a
-  // launch, with the instantiate option auto_free_on_launch to relaunch
-  // while it is live).
+  // the nodes after this one. Free it with add_free in the graph, or after a
+  // launch: by another graph's add_free, by a DeviceBuffer adopting it
+  // (DeviceBuffer::adopt_async), or with auto_free_on_launch on relaunch.
   template <class T>
   GraphAllocation<T> add_alloc(Dependencies after, std::size_t count) const;
   template <class T>
@@ -130,16 +135,19 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
                                                      SourceLocation where = SourceLocation::current()) const;
   // `if`: the body runs once when the handle is non-zero. `while`: the body
   // runs as long as the handle is non-zero (checked before each run; a
-  // kernel in the body sets it). Needs a CUDA 12.4 driver.
-  // The driver's rule for a body: it may hold only kernel, empty, memset,
-  // memcpy, child graph and conditional nodes, and so may a child graph in
-  // it, at any depth. The driver accepts other nodes there and refuses the
-  // whole graph at instantiation (CUDA_ERROR_INVALID_VALUE, naming no node);
-  // oxicuda refuses them when they are added to a body: add_host,
-  // add_event_record, add_event_wait, add_alloc and add_free, and add_child
-  // of a graph holding such a node, raise an Error naming the rule.
+  // kernel in the body sets it). Needs a CUDA 12.4 driver. A body may hold
+  // only kernel, empty, memset, memcpy, child graph and conditional nodes,
+  // at any depth (the driver's rule: node_kind.hpp); add_host, add_event_*,
+  // add_alloc, add_free and add_child of a graph holding such a node raise
+  // an Error naming the rule there (the driver: at instantiation).
   ConditionalNode add_if(Dependencies after, ConditionalHandle handle) const;
   ConditionalNode add_while(Dependencies after, ConditionalHandle handle) const;
+  // `if/else`: then_body runs when the handle is non-zero, else_body when
+  // it is zero. `switch`: bodies[i] runs when the handle is i, none when it
+  // is `n` or more; `n` from 1 (0 is an Error). Both need a CUDA 12.8
+  // driver (an older one: an Error naming both versions); bodies as add_if's.
+  IfElseNode add_if_else(Dependencies after, ConditionalHandle handle) const;
+  SwitchNode add_switch(Dependencies after, ConditionalHandle handle, unsigned n) const;
 
   // The graph as Graphviz DOT (cuGraphDebugDotPrint), written to `path` or
   // returned. `flags`: ffi::CU_GRAPH_DEBUG_DOT_FLAGS_* (0: node kinds and
@@ -150,8 +158,9 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
 
  private:
   Graph(CUgraph raw, State state) noexcept : GraphHandle(raw, std::move(state)) {}
-  [[nodiscard]] ConditionalNode conditional_node(Dependencies& after, ConditionalHandle handle,
-                                                 ffi::CUgraphConditionalNodeType type, const char* operation) const;
+  // Adds a conditional node of `size` bodies, their handles put in `bodies`.
+  GraphNode conditional_node(Dependencies& after, ConditionalHandle handle, ffi::CUgraphConditionalNodeType type,
+                             unsigned size, Graph* bodies, const char* operation) const;
   // checked(), and an Error when this graph is a conditional body, which
   // cannot hold a node of kind `t`.
   [[nodiscard]] CUgraph checked_for(ffi::CUgraphNodeType t, const char* operation, SourceLocation where) const {
@@ -161,10 +170,11 @@ class Graph : public detail::GraphHandle<CUgraph, Graph> {
   }
 };
 
-struct ConditionalNode {
-  GraphNode node;
-  Graph body;
-};
+// clang-format off
+struct ConditionalNode { GraphNode node; Graph body; };
+struct IfElseNode { GraphNode node; Graph then_body; Graph else_body; };
+struct SwitchNode { GraphNode node; std::vector<Graph> bodies; };
+// clang-format on
 
 inline Graph::Graph(const Context& ctx, SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::Graph::Graph", where);
@@ -172,16 +182,13 @@ inline Graph::Graph(const Context& ctx, SourceLocation where) {
   detail::check(OXICUDA_DRIVER(GraphCreate, &raw, 0u), where);
   *this = adopt(raw, ctx, where);
 }
-
 inline Graph Graph::borrow(CUgraph raw, Context ctx) {
   return Graph(raw, State::make(std::move(ctx), raw, false, false));
 }
-
 inline Graph Graph::adopt(CUgraph raw, Context ctx, SourceLocation where) {
   if (!raw) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Graph::adopt", "a null CUgraph", where));
   return Graph(raw, State::make(std::move(ctx), raw, true, false));
 }
-
 inline Graph Graph::clone(SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::clone", where);
   CUgraph copy = nullptr;
@@ -191,26 +198,22 @@ inline Graph Graph::clone(SourceLocation where) const {
   detail::check(state_->keep.retain_user_objects(copy), where);
   return c;
 }
-
 inline std::size_t Graph::node_count(SourceLocation where) const {
   std::size_t n = 0;
   detail::check(OXICUDA_DRIVER(GraphGetNodes, checked("oxicuda::Graph::node_count", where), nullptr, &n), where);
   return n;
 }
-
 inline GraphNodes Graph::nodes(SourceLocation where) const {
   return detail::list_nodes(checked("oxicuda::Graph::nodes", where), [](CUgraph g, CUgraphNode* out, std::size_t* n) {
     return OXICUDA_DRIVER(GraphGetNodes, g, out, n);
   }, where);
 }
-
 inline void Graph::depend(GraphNode from, GraphNode to, SourceLocation where) const {
   CUgraph g = checked("oxicuda::Graph::depend", where);
   const CUgraphNode f = from.raw(), t = to.raw();
   if (!f || !t) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), "oxicuda::Graph::depend", where);
   detail::check(OXICUDA_DRIVER(GraphAddDependencies, g, &f, &t, std::size_t{1}), where);
 }
-
 inline GraphNode Graph::add_empty(Dependencies after) const {
   return detail::add_empty_node(checked("oxicuda::Graph::add_empty", after.where()), after);
 }
@@ -226,7 +229,6 @@ GraphNode Graph::add_kernel(Dependencies after, const Kernel<void(Params...)>& k
   return detail::add_kernel_node(state_, checked("oxicuda::Graph::add_kernel", after.where()), after, kernel.function(),
                                  config, packed.get());
 }
-
 template <class... Args>
 GraphNode Graph::add_kernel(Dependencies after, const Function& fn, const LaunchConfig& config,
                             const Args&... args) const {
@@ -242,27 +244,22 @@ GraphNode Graph::add_kernel(Dependencies after, const Function& fn, const Launch
 template <class Dst, class Src>
   requires detail::copyable<std::remove_cvref_t<Dst>, std::remove_cvref_t<Src>>
 GraphNode Graph::add_copy(Dependencies after, Dst&& dst, Src&& src) const {
-  constexpr const char* op = "oxicuda::Graph::add_copy";
-  CUcontext ctx = nullptr;
-  const ffi::CUDA_MEMCPY3D p = detail::memcpy_params(dst, src, op, after.where(), ctx);
-  return detail::add_copy_node(state_, checked(op, after.where()), after, p, ctx);
+  return detail::add_copy_node(state_, checked("oxicuda::Graph::add_copy", after.where()), after, dst, src);
 }
-
 template <class Dst>
   requires detail::device_range<std::remove_cvref_t<Dst>>
 GraphNode Graph::add_fill(Dependencies after, Dst&& dst,
                           detail::device_element_t<std::remove_cvref_t<Dst>> value) const {
+  CUgraph g = checked("oxicuda::Graph::add_fill", after.where());
   CUcontext ctx = nullptr;
-  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::fill_params(dst, value, ctx);
-  return detail::add_memset_node(state_, checked("oxicuda::Graph::add_fill", after.where()), after, p, ctx);
+  return detail::add_memset_node(state_, g, after, detail::fill_params(dst, value, ctx), ctx);
 }
-
 template <class Dst>
   requires detail::device_range<std::remove_cvref_t<Dst>>
 GraphNode Graph::add_fill_bytes(Dependencies after, Dst&& dst, unsigned char byte) const {
+  CUgraph g = checked("oxicuda::Graph::add_fill_bytes", after.where());
   CUcontext ctx = nullptr;
-  const ffi::CUDA_MEMSET_NODE_PARAMS p = detail::memset_params(dst, byte, 1, ctx);
-  return detail::add_memset_node(state_, checked("oxicuda::Graph::add_fill_bytes", after.where()), after, p, ctx);
+  return detail::add_memset_node(state_, g, after, detail::memset_params(dst, byte, 1, ctx), ctx);
 }
 
 template <class F>
@@ -274,14 +271,13 @@ GraphNode Graph::add_host(Dependencies after, F&& fn) const {
 
 inline GraphNode Graph::add_event_record(Dependencies after, const Event& event) const {
   constexpr const char* op = "oxicuda::Graph::add_event_record";
-  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD, op, after.where());
-  return detail::add_event_node(state_, g, after, event, true, op);
+  return detail::add_event_node(state_, checked_for(ffi::CU_GRAPH_NODE_TYPE_EVENT_RECORD, op, after.where()), after,
+                                event, true, op);
 }
-
 inline GraphNode Graph::add_event_wait(Dependencies after, const Event& event) const {
   constexpr const char* op = "oxicuda::Graph::add_event_wait";
-  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT, op, after.where());
-  return detail::add_event_node(state_, g, after, event, false, op);
+  return detail::add_event_node(state_, checked_for(ffi::CU_GRAPH_NODE_TYPE_WAIT_EVENT, op, after.where()), after,
+                                event, false, op);
 }
 
 inline GraphNode Graph::add_child(Dependencies after, const Graph& child) const {
@@ -295,12 +291,9 @@ template <class T>
 GraphAllocation<T> Graph::add_alloc(Dependencies after, std::size_t count) const {
   constexpr const char* op = "oxicuda::Graph::add_alloc";
   const std::size_t bytes = detail::checked_bytes(count, sizeof(T), op, after.where());
-  CUgraph g = checked_for(ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC, op, after.where());
-  ffi::CUdeviceptr ptr = 0;
-  const GraphNode node = detail::add_alloc_node(state_, g, after, bytes, ptr);
-  return {node, DeviceSpan<T>(ptr, count, state_->ctx.raw())};
+  return detail::add_alloc_node<T>(state_, checked_for(ffi::CU_GRAPH_NODE_TYPE_MEM_ALLOC, op, after.where()), after,
+                                   bytes, count);
 }
-
 template <class T>
 GraphNode Graph::add_free(Dependencies after, DeviceSpan<T> memory) const {
   constexpr const char* op = "oxicuda::Graph::add_free";
@@ -310,31 +303,46 @@ GraphNode Graph::add_free(Dependencies after, DeviceSpan<T> memory) const {
 
 inline ConditionalHandle Graph::conditional_handle(unsigned default_value, bool assign_default,
                                                    SourceLocation where) const {
-  CUgraph g = checked("oxicuda::Graph::conditional_handle", where);
-  return detail::make_conditional_handle(state_, g, default_value, assign_default, where);
+  return detail::make_conditional_handle(state_, checked("oxicuda::Graph::conditional_handle", where), default_value,
+                                         assign_default, where);
 }
-
-inline ConditionalNode Graph::conditional_node(Dependencies& after, ConditionalHandle handle,
-                                               ffi::CUgraphConditionalNodeType type, const char* operation) const {
+inline GraphNode Graph::conditional_node(Dependencies& after, ConditionalHandle handle,
+                                         ffi::CUgraphConditionalNodeType type, unsigned size, Graph* bodies,
+                                         const char* operation) const {
   CUgraphNode node = nullptr;
-  CUgraph body = detail::add_conditional_node(state_, checked(operation, after.where()), after, handle, type, operation,
-                                              node);
-  // The body belongs to the node: a handle that shares this graph's state
-  // (what its nodes keep alive is kept by this graph) and never destroys it.
-  return {GraphNode(node), Graph(body, state_)};
+  CUgraph g = checked(operation, after.where());
+  CUgraph* raw = detail::add_conditional_node(state_, g, after, handle, type, size, operation, node);
+  // The bodies belong to the node: handles that share this graph's state
+  // (what their nodes keep alive, this graph keeps) and never destroy it.
+  for (unsigned i = 0; i < size; ++i) bodies[i] = Graph(raw[i], state_);
+  return GraphNode(node);
 }
-
 inline ConditionalNode Graph::add_if(Dependencies after, ConditionalHandle handle) const {
-  return conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, "oxicuda::Graph::add_if");
+  ConditionalNode c;
+  c.node = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, 1, &c.body, "oxicuda::Graph::add_if");
+  return c;
 }
 inline ConditionalNode Graph::add_while(Dependencies after, ConditionalHandle handle) const {
-  return conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_WHILE, "oxicuda::Graph::add_while");
+  ConditionalNode c;
+  c.node = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_WHILE, 1, &c.body, "oxicuda::Graph::add_while");
+  return c;
 }
-
+inline IfElseNode Graph::add_if_else(Dependencies after, ConditionalHandle handle) const {
+  Graph b[2];
+  const GraphNode n = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_IF, 2, b, "oxicuda::Graph::add_if_else");
+  return {n, std::move(b[0]), std::move(b[1])};
+}
+inline SwitchNode Graph::add_switch(Dependencies after, ConditionalHandle handle, unsigned n) const {
+  constexpr const char* op = "oxicuda::Graph::add_switch";
+  (void)checked(op, after.where());
+  detail::check_bodies(ffi::CU_GRAPH_COND_TYPE_SWITCH, n, op, after.where());  // before n handles are made
+  SwitchNode sw{GraphNode(), std::vector<Graph>(n)};
+  sw.node = conditional_node(after, handle, ffi::CU_GRAPH_COND_TYPE_SWITCH, n, sw.bodies.data(), op);
+  return sw;
+}
 inline void Graph::write_dot(const std::string& path, unsigned flags, SourceLocation where) const {
   detail::write_dot(checked("oxicuda::Graph::write_dot", where), path, flags, where);
 }
-
 inline std::string Graph::dot(unsigned flags, SourceLocation where) const {
   return detail::dot(checked("oxicuda::Graph::dot", where), flags, where);
 }

@@ -36,6 +36,15 @@ class DeviceBuffer {
   // own (MemoryPool::create) or any device's default pool.
   [[nodiscard]] static DeviceBuffer allocate_async(const Stream& stream, std::size_t count, const MemoryPool& pool,
                                                    SourceLocation where = SourceLocation::current());
+  // Owns stream-ordered memory nothing else frees, as allocate_async's (freed
+  // by cuMemFreeAsync on `stream`, or free_on's): a graph's allocation
+  // (Graph::add_alloc) its graph does not free, once the graph has been
+  // launched on `stream` or before it (the memory exists from the launch's
+  // alloc node on), or cuMemAllocAsync's. Once per launch: two owners would
+  // free it twice (a stream-ordered buffer's span is refused). Errors: an
+  // empty span, an empty or per-thread stream, another context's memory.
+  [[nodiscard]] static DeviceBuffer adopt_async(DeviceSpan<T> memory, const Stream& stream,
+                                                SourceLocation where = SourceLocation::current());
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     DeviceBuffer(std::move(other)).swap(*this);
@@ -170,17 +179,6 @@ class PinnedBuffer {
   ffi::CUdeviceptr device_ptr_ = 0;
 };
 
-namespace detail {
-inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
-                                 SourceLocation where) {
-  if (count > static_cast<std::size_t>(-1) / element_size)
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
-                where));
-  return count * element_size;
-}
-}  // namespace detail
-
 template <class T>
 DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocation where) : ctx_(ctx) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::DeviceBuffer::DeviceBuffer", where);
@@ -191,19 +189,6 @@ DeviceBuffer<T>::DeviceBuffer(const Context& ctx, std::size_t count, SourceLocat
   detail::check(OXICUDA_DRIVER(MemAlloc, &ptr_, bytes), where);
   count_ = count;
 }
-
-namespace detail {
-// The per-thread default stream names the calling thread's queue: a
-// stream-ordered buffer's stream must be one queue for every thread.
-inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
-  if (OXICUDA_DETAIL_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
-                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
-                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
-                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
-                where));
-}
-}  // namespace detail
 
 template <class T>
 DeviceBuffer<T> DeviceBuffer<T>::allocate_async(const Stream& stream, std::size_t count, SourceLocation where) {
@@ -236,6 +221,28 @@ DeviceBuffer<T> DeviceBuffer<T>::allocate_from(const Stream& stream, std::size_t
   b.ctx_ = stream.context();
   b.free_stream_ = stream;
   b.count_ = count;
+  return b;
+}
+
+template <class T>
+DeviceBuffer<T> DeviceBuffer<T>::adopt_async(DeviceSpan<T> memory, const Stream& stream, SourceLocation where) {
+  constexpr const char* op = "oxicuda::DeviceBuffer::adopt_async";
+  if (!stream) detail::empty_handle("oxicuda::Stream", op, where);
+  detail::refuse_per_thread(stream, op, where);
+  const char* why = memory.device_ptr() == 0 || memory.empty()
+                        ? "the span is empty (no address or no elements: a default or moved-from buffer's?)"
+                    : memory.stream() ? "the span is a stream-ordered DeviceBuffer's: its memory has an owner already"
+                                      : nullptr;
+  if (why) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, why, where));
+  if (memory.context() && memory.context() != stream.context().raw())
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                        "the memory belongs to another context than the stream that would free it", where));
+  (void)detail::checked_bytes(memory.size(), sizeof(T), op, where);
+  DeviceBuffer b;
+  b.ctx_ = stream.context();
+  b.free_stream_ = stream;
+  b.ptr_ = memory.device_ptr();
+  b.count_ = memory.size();
   return b;
 }
 

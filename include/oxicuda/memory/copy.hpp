@@ -1,6 +1,8 @@
 // oxicuda/memory/copy.hpp — copies between host and device memory,
 // synchronous and stream-ordered, over any host range and any device range;
-// the ordering rule that the synchronous copies and fills (fill.hpp) share.
+// the ordering rule that the synchronous copies and fills (fill.hpp) share;
+// element counts checked as bytes; the per-thread stream refused for
+// stream-ordered memory.
 #pragma once
 
 #include <concepts>
@@ -23,6 +25,26 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 
 namespace detail {
+
+inline std::size_t checked_bytes(std::size_t count, std::size_t element_size, const char* operation,
+                                 SourceLocation where) {
+  if (count > static_cast<std::size_t>(-1) / element_size)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({std::to_string(count), " elements of ", std::to_string(element_size), " bytes overflow size_t"}),
+                where));
+  return count * element_size;
+}
+
+// The per-thread default stream names the calling thread's queue: a
+// stream-ordered buffer's stream must be one queue for every thread.
+inline void refuse_per_thread(const Stream& stream, const char* operation, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(stream.raw() == ffi::stream_per_thread()))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                "the per-thread default stream is a different queue on every thread: a stream-ordered buffer on it "
+                "would be freed on the queue of whichever thread drops it, not after the work of the thread that "
+                "used it. Use a Stream of your own (or Stream::legacy_default(ctx))",
+                where));
+}
 
 template <class R>
 concept host_range = !device_range<R> && requires(R & r) {

@@ -310,10 +310,10 @@ TEST_CASE_FIXTURE(ToolkitTest, "issue 24 (10): nvJitLink's error and info logs a
 TEST_CASE_FIXTURE(ContextTest, "issue 24 (11): JitOptions::log_verbose and wall_time; the wall time after the load") {
   const Module plain = Module::from_ptx(ctx, kFakePtx);
   CHECK(plain.jit_wall_time_ms() == 0.0f);
-  CHECK(plain.info_log() == "fake ptxas info: 6 entry function(s)");
+  CHECK(plain.info_log() == "fake ptxas info: 7 entry function(s)");
   const Module m = Module::from_ptx(ctx, kFakePtx, {.log_verbose = true, .wall_time = true});
   CHECK(m.jit_wall_time_ms() == 1.5f);  // what the fake driver wrote into the option's slot
-  CHECK(m.info_log() == "fake ptxas info: 6 entry function(s)\nfake ptxas info: verbose");
+  CHECK(m.info_log() == "fake ptxas info: 7 entry function(s)\nfake ptxas info: verbose");
   CHECK(Module().jit_wall_time_ms() == 0.0f);
   // All ten options at once fit.
   const Module all = Module::from_ptx(ctx, kFakePtx,

@@ -350,6 +350,10 @@ std::vector<Op> operations() {
          ConditionalHandle h = g.conditional_handle(0);
          ConditionalNode c = g.add_if(cp, h);
          (void)c.body.add_empty({});
+         IfElseNode ie = g.add_if_else(cp, h);
+         (void)ie.else_body.add_empty({});
+         SwitchNode sw = g.add_switch(cp, h, 2);
+         (void)sw.bodies[1].add_empty({});
          Graph nested(ctx);
          (void)nested.add_child({}, child);
          (void)c.body.add_child({}, nested);  // its nodes checked for the body's rule, child graphs too
@@ -365,6 +369,21 @@ std::vector<Op> operations() {
          exec.set_kernel(kn, k, {.grid = 1, .block = 64}, x, 32);
          exec.set_copy(cp, host, x);
          exec.set_fill(fl, x, 3.0f);
+       }},
+      {"graphs: an allocation owned after the launch (adopt_async), a free node for it in another graph",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         Graph g(ctx);
+         GraphAllocation<float> mem = g.add_alloc<float>({}, 64);
+         (void)g.add_fill(mem.node, mem.span, 1.0f);
+         GraphExec exec(g);
+         Graph frees(ctx);
+         (void)frees.add_free({}, mem.span);
+         GraphExec free_exec(frees);
+         exec.launch(s);  // (then owned at once: nothing left live when a later call fails)
+         DeviceBuffer<float> owned = DeviceBuffer<float>::adopt_async(mem.span, s);
+         s.synchronize();
        }},
       {"graphs: host nodes, capture, host functions captured, the step helper",
        [] {

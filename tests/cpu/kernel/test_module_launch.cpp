@@ -15,7 +15,7 @@ TEST_CASE_FIXTURE(FakeTest, "module: PTX loads, the JIT's info log is kept, func
   {
     Context ctx = Context::primary(Device::get(0));
     Module m = Module::from_ptx(ctx, kFakePtx);
-    CHECK(m.info_log() == "fake ptxas info: 6 entry function(s)");
+    CHECK(m.info_log() == "fake ptxas info: 7 entry function(s)");
     Function f = m.function("dbl");
     CHECK(f.name() == "dbl");
     CHECK(f.module() == m);
