@@ -46,7 +46,7 @@ TEST_CASE_FIXTURE(ContextTest, "issue 24 (14): a module's kernels, each symbol a
   CHECK(names[2].demangled == "ns::scale(float*, int)");
   // An extern "C" kernel's name is its own.
   const std::vector<KernelName> plain = Module::from_ptx(ctx, kFakePtx).kernel_names();
-  REQUIRE(plain.size() == 6);
+  REQUIRE(plain.size() == 7);
   CHECK(plain[0].symbol == "dbl");
   CHECK(plain[0].demangled == "dbl");
   CHECK(error_of([] { (void)Module().kernel_names(); }).code() == ffi::CUDA_ERROR_INVALID_HANDLE);

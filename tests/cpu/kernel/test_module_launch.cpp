@@ -107,7 +107,7 @@ TEST_CASE_FIXTURE(ModuleTest, "module: an unknown kernel name is an error that n
     CHECK(e.call() == "cuModuleGetFunction");
     CHECK(e.detail() == "the module has no kernel named 'dlb': no symbol, C++ name or signature is that (a template's "
                         "instance is in the image only where the build instantiated it); its kernels: dbl, layout, "
-                        "saxpy, take_u32, take_blob, none");
+                        "saxpy, take_u32, take_blob, none, set_handle");
   }
 }
 
