@@ -9309,8 +9309,11 @@ struct Im2colBox {
 //   __global__ void k(const __grid_constant__ CUtensorMap map, float* out)
 // or to a parameter of any 128-byte type aligned to 128 (Module::kernel
 // checks the layout). A default TensorMap is zeros and describes nothing.
-// Encoding needs no context; the driver reads the memory only when a kernel
-// copies through the map, which must not outlive the memory.
+// The driver reads the memory only when a kernel copies through the map,
+// which must not outlive the memory. On the device, a box's innermost start
+// coordinate times the element size must be a multiple of 16 bytes: driver
+// 580 on the H100 and H200 stops the kernel with CUDA_ERROR_ILLEGAL_INSTRUCTION
+// otherwise (README, "What no encoder can check").
 class TensorMap {
  public:
   TensorMap() noexcept = default;
