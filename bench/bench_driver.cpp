@@ -13,6 +13,7 @@
 #include "oxicuda.hpp"
 
 #include "interleaved.hpp"
+#include "tma_kernel.hpp"
 
 #include <dlfcn.h>
 
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 using namespace oxicuda;
@@ -321,31 +323,8 @@ TEST_CASE("a TMA tile copy against a plain-load kernel") {
     WARN("TMA needs compute capability 9.0: nothing to measure");
     return;
   }
-  const Module m = module_from_source(f.ctx, R"(
-struct alignas(128) Map { unsigned long long q[16]; };
-__device__ unsigned smem(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-extern "C" __global__ void tma_copy(const __grid_constant__ Map map, float* out, unsigned cols) {
-  __shared__ alignas(128) float tile[64 * 64];
-  __shared__ alignas(8) unsigned long long bar;
-  const int x = blockIdx.x * 64, y = blockIdx.y * 64;
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem(&bar)) : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("{\n\t.reg .b64 state;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n\t}"
-                 :: "r"(smem(&bar)), "r"(64u * 64u * 4u) : "memory");
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(smem(tile)), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(smem(&bar))
-                 : "memory");
-  }
-  unsigned done = 0;
-  while (!done)
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(smem(&bar)), "r"(0u) : "memory");
-  for (unsigned i = threadIdx.x; i < 64 * 64; i += blockDim.x) out[(y + i / 64) * cols + x + i % 64] = tile[i];
-}
+  // tile_copy: examples/tma_kernel.hpp, one 64 x 64 box a block.
+  const Module m = module_from_source(f.ctx, std::string(oxicuda_examples::kTmaTileSource) + R"(
 extern "C" __global__ void plain_copy(const float* in, float* out, unsigned cols) {
   __shared__ alignas(128) float tile[64 * 64];
   const int x = blockIdx.x * 64, y = blockIdx.y * 64;
@@ -353,7 +332,7 @@ extern "C" __global__ void plain_copy(const float* in, float* out, unsigned cols
   __syncthreads();
   for (unsigned i = threadIdx.x; i < 64 * 64; i += blockDim.x) out[(y + i / 64) * cols + x + i % 64] = tile[i];
 })");
-  const auto tma = m.kernel<void(TensorMap, float*, unsigned)>("tma_copy");
+  const auto tma = m.kernel<void(TensorMap, float*, int, int, unsigned, unsigned, unsigned)>("tile_copy");
   const auto plain = m.kernel<void(const float*, float*, unsigned)>("plain_copy");
   constexpr unsigned cols = 4096, rows = 4096;
   std::vector<float> host(std::size_t{cols} * rows);
@@ -367,14 +346,14 @@ extern "C" __global__ void plain_copy(const float* in, float* out, unsigned cols
   for (const bool with_tma : {true, false}) {
     fill(s, out, 0.0f);
     if (with_tma)
-      launch(s, tma, config, map, out, cols);
+      launch(s, tma, config, map, out, 0, 0, 64u, 64u, cols);
     else
       launch(s, plain, config, in, out, cols);
     copy(s, back, out);
     REQUIRE(back == host);
   }
   BENCHMARK("tile copy 4096 x 4096 floats in 64 x 64 boxes: TMA") {
-    launch(s, tma, config, map, out, cols);
+    launch(s, tma, config, map, out, 0, 0, 64u, 64u, cols);
     s.synchronize();
   };
   BENCHMARK("tile copy 4096 x 4096 floats in 64 x 64 boxes: plain loads") {

@@ -5,7 +5,6 @@
 #   and, with RACE=1, racecheck; the examples; the benchmarks named by
 #   BENCH (Catch2 test-case patterns, comma separated; none if empty) as
 #   ratios against the raw calls; with NVRTCB=1 the kernel-cache benchmark;
-#   with TMA_PROBE=1 the skipped TMA probes, each in a process of its own;
 #   with SYNC=1 synccheck.
 set -u
 cd "$(dirname "$0")/.."
@@ -28,13 +27,6 @@ if [ -n "${BENCH:-}" ]; then
   python3 bench/ratios.py "$OUT/bench.xml" | tee "$OUT/ratios.txt"
 fi
 if [ "${NVRTCB:-0}" = 1 ]; then $D/oxicuda-bench-nvrtc >"$OUT/bench-nvrtc.txt" 2>&1; echo "bench-nvrtc: rc $?"; tail -15 "$OUT/bench-nvrtc.txt"; fi
-if [ "${TMA_PROBE:-0}" = 1 ]; then
-  for p in "TMA probe: after a pointer" "TMA probe: pitched" "TMA probe: NaN fill" "TMA probe: 64 x 16 box" \
-           "TMA probe: all four" "a tensor map after a pointer"; do
-    f="$OUT/tma-${p//[ :]/-}.log"
-    $D/oxicuda-gpu-tests --no-skip --test-case="*${p}*" >"$f" 2>&1; summary "'$p'" $? "$f"
-  done
-fi
 if [ "${SYNC:-0}" = 1 ]; then
   $san --tool synccheck $D/oxicuda-gpu-tests --test-case-exclude='*device_runtime*' >"$OUT/synccheck.log" 2>&1
   summary "synccheck" $? "$OUT/synccheck.log"; grep -E "ERROR SUMMARY" "$OUT/synccheck.log" | tail -1

@@ -251,6 +251,61 @@ TEST_CASE("module: a cubin and a fatbin from nvcc load and run; a truncated cubi
   CHECK_THROWS_WITH_AS((void)Module::from_image(ctx(), fixture_cubin, fixture_cubin_size - 1),
                        doctest::Contains("image is truncated"), Error);
 }
+
+// Issue 24 (14) on the real driver: nvcc's C++ kernels (tests/gpu/kernels.cu,
+// namespace fixture) have mangled names; the driver lists them
+// (cuModuleEnumerateFunctions, cuFuncGetName) and oxicuda finds each by its
+// C++ name or signature.
+TEST_CASE("issue 24 (14): kernels of nvcc's cubin and fatbin by their C++ names and signatures") {
+  if (driver_version() < 12040) {
+    MESSAGE("skipped: the driver's list of kernels needs CUDA 12.4; this one is ", driver_version());
+    return;
+  }
+  Stream s(ctx());
+  for (auto [data, size, what] : {std::tuple{fixture_cubin, fixture_cubin_size, "cubin"},
+                                  std::tuple{fixture_fatbin, fixture_fatbin_size, "fatbin"}}) {
+    INFO(what);
+    const Module m = Module::from_image(ctx(), data, size);
+    const std::vector<KernelName> names = m.kernel_names();
+    auto listed = [&](const char* symbol, const char* demangled) {
+      for (const KernelName& k : names)
+        if (k.symbol == symbol) return k.demangled == demangled;
+      return false;
+    };
+    CHECK(listed("iota", "iota"));
+    CHECK(listed("_ZN7fixture5scaleIfEEvPT_S1_j", "void fixture::scale<float>(float*, float, unsigned int)"));
+    CHECK(listed("_ZN7fixture5scaleIiEEvPT_S1_j", "void fixture::scale<int>(int*, int, unsigned int)"));
+    CHECK(listed("_ZN7fixture3addEPffj", "fixture::add(float*, float, unsigned int)"));
+    CHECK(listed("_ZN7fixture3addEPiij", "fixture::add(int*, int, unsigned int)"));
+
+    const auto scale_f = m.kernel<void(float*, float, unsigned)>("fixture::scale<float>");
+    const auto scale_i = m.kernel<void(int*, int, unsigned)>("void fixture::scale<int>(int*, int, unsigned int)");
+    const auto add_f = m.kernel<void(float*, float, unsigned)>("fixture::add(float*, float, unsigned)");
+    const auto add_i = m.kernel<void(int*, int, unsigned)>("fixture::add(int *, int, unsigned int)");
+    DeviceBuffer<float> f(ctx(), 1000);
+    DeviceBuffer<int> i(ctx(), 1000);
+    fill(s, f, 1.5f);
+    fill(s, i, 3);
+    launch(s, scale_f, {.grid = 4, .block = 256}, f, 2.0f, 1000u);
+    launch(s, add_f, {.grid = 4, .block = 256}, f, 0.25f, 1000u);
+    launch(s, scale_i, {.grid = 4, .block = 256}, i, -2, 1000u);
+    launch(s, add_i, {.grid = 4, .block = 256}, i, 7, 1000u);
+    std::vector<float> hf(1000);
+    std::vector<int> hi(1000);
+    copy(s, hf, f);
+    copy(s, hi, i);
+    CHECK(hf[0] == 3.25f);
+    CHECK(hf[999] == 3.25f);
+    CHECK(hi[0] == 1);
+    CHECK(hi[999] == 1);
+
+    // Two overloads by one name: an Error naming both; an instance the build did not make: one listing the kernels.
+    CHECK_THROWS_WITH_AS((void)m.function("fixture::add"),
+                         doctest::Contains("fixture::add(int*, int, unsigned int)"), Error);
+    CHECK_THROWS_WITH_AS((void)m.function("fixture::scale<double>"),
+                         doctest::Contains("void fixture::scale<float>(float*, float, unsigned int)"), Error);
+  }
+}
 #endif
 
 TEST_CASE("launch: bad shapes are errors that say what was asked") {

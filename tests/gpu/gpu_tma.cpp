@@ -7,13 +7,10 @@
 #include <doctest/doctest.h>
 
 #include "gpu_common.hpp"
+#include "tma_kernel.hpp"
 
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,67 +19,9 @@ using gpu::ctx;
 
 namespace {
 
-// `Map` is laid out as CUDA 13's CUtensorMap (128 bytes, aligned to 128), the
-// layout of oxicuda::TensorMap. Each kernel is one block: thread 0 arms the
-// mbarrier with the box's bytes and issues the copy; every thread waits for
-// the barrier's phase 0, then copies the box from shared memory to `out`.
-const char* const kTmaSource = R"(
-struct alignas(128) Map { unsigned long long q[16]; };
-
-__device__ __forceinline__ unsigned smem(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void arm(unsigned long long* bar, unsigned bytes) {
-  asm volatile("{\n\t.reg .b64 state;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n\t}"
-               :: "r"(smem(bar)), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void init(unsigned long long* bar) {
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem(bar)) : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-}
-
-__device__ __forceinline__ void wait(unsigned long long* bar) {
-  unsigned done = 0;
-  while (!done)
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(smem(bar)), "r"(0u) : "memory");
-}
-
-__device__ __forceinline__ void load_2d(const Map& map, float* tile, unsigned long long* bar, int x, int y) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-               :: "r"(smem(tile)), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(smem(bar))
-               : "memory");
-}
-
-// Box of `count` floats (bytes = 4 * count) at column x, row y.
-extern "C" __global__ void tile_copy(const __grid_constant__ Map map, float* out, int x, int y, unsigned count) {
-  __shared__ alignas(128) float tile[64 * 64];
-  __shared__ alignas(8) unsigned long long bar;
-  init(&bar);
-  if (threadIdx.x == 0) {
-    arm(&bar, count * 4u);
-    load_2d(map, tile, &bar, x, y);
-  }
-  wait(&bar);
-  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) out[i] = tile[i];
-}
-
-// The same with the map after a pointer (at offset 128).
-extern "C" __global__ void tile_copy_after(float* out, const __grid_constant__ Map map, int x, int y, unsigned count) {
-  __shared__ alignas(128) float tile[64 * 64];
-  __shared__ alignas(8) unsigned long long bar;
-  init(&bar);
-  if (threadIdx.x == 0) {
-    arm(&bar, count * 4u);
-    load_2d(map, tile, &bar, x, y);
-  }
-  wait(&bar);
-  for (unsigned i = threadIdx.x; i < count; i += blockDim.x) out[i] = tile[i];
-}
-
+// The shared tile kernels (examples/tma_kernel.hpp) and an im2col load, which
+// uses their mbarrier helpers.
+const std::string kTmaSource = std::string(oxicuda_examples::kTmaTileSource) + R"(
 // An im2col load of a 3D (C, W, N) tensor at (c, w, n), offset 0.
 extern "C" __global__ void im2col_copy(const __grid_constant__ Map map, float* out, int c, int w, int n, unsigned count) {
   __shared__ alignas(128) float tile[64 * 64];
@@ -140,7 +79,7 @@ TEST_CASE("issue 24 (7): a TMA tile copy of a 2D float tensor matches the CPU, o
   if (!has_tma()) return;
   Stream s(ctx());
   const Module m = module_from_source(ctx(), kTmaSource);
-  const auto tile = m.kernel<void(TensorMap, float*, int, int, unsigned)>("tile_copy");
+  const auto tile = m.kernel<void(TensorMap, float*, int, int, unsigned, unsigned, unsigned)>("tile_copy");
   constexpr long cols = 1024, rows = 512;
   std::vector<float> host(cols * rows);
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) + 1.0f;
@@ -151,7 +90,7 @@ TEST_CASE("issue 24 (7): a TMA tile copy of a 2D float tensor matches the CPU, o
   for (const auto& c : coords) {
     CAPTURE(c[0]);
     CAPTURE(c[1]);
-    launch(s, tile, {.grid = 1, .block = 128}, map, out, static_cast<int>(c[0]), static_cast<int>(c[1]), 32u * 32u);
+    launch(s, tile, {.grid = 1, .block = 128}, map, out, static_cast<int>(c[0]), static_cast<int>(c[1]), 32u, 32u, 32u);
     std::vector<float> got(32 * 32);
     copy(s, got, out);
     CHECK(same(got, reference(host, cols, rows, cols, c[0], c[1], 32, 32, 0.0f),
@@ -159,21 +98,18 @@ TEST_CASE("issue 24 (7): a TMA tile copy of a 2D float tensor matches the CPU, o
   }
 }
 
-// Skipped until run as it is now: on the H100 and the H200 (driver
-// 580.159.04) it stopped with CUDA_ERROR_ILLEGAL_INSTRUCTION at its
-// cp.async.bulk.tensor, poisoning the context for every test after it. The
-// probes below found why: not the map's place, the pitched memory, the NaN
-// fill or the box, but the box at column 990, whose start (3960 bytes) is not
-// a multiple of 16 bytes; columns 988, 996, 4 and -4 copy right, 990, 2, 1
-// and -2 stop the kernel (README, "What no encoder can check"). The column
-// is now 988. Run it alone with --test-case='*after a pointer*' --no-skip.
-TEST_CASE("issue 24 (7): a tensor map after a pointer, over pitched memory, a 64 x 16 box, NaN out-of-bounds fill" *
-          doctest::skip()) {
+// Once the box at column 990 of this case stopped the kernel with
+// CUDA_ERROR_ILLEGAL_INSTRUCTION (H100 and H200, driver 580.159.04): a box's
+// innermost start (3960 bytes) must be a multiple of 16 bytes, which no
+// encoder can check (README, "What no encoder can check"). Probes, one
+// factor at a time, ruled out the map's place, the pitched memory, the NaN
+// fill and the box's shape; columns 988, 996, 4 and -4 copy right.
+TEST_CASE("issue 24 (7): a tensor map after a pointer, over pitched memory, a 64 x 16 box, NaN out-of-bounds fill") {
   if (!has_tma()) return;
   Stream s(ctx());
   const Module m = module_from_source(ctx(), kTmaSource);
   // The layout check passes: the driver reports the map at offset 128, as oxicuda::TensorMap lays it out.
-  const auto tile = m.kernel<void(float*, TensorMap, int, int, unsigned)>("tile_copy_after");
+  const auto tile = m.kernel<void(float*, TensorMap, int, int, unsigned, unsigned, unsigned)>("tile_copy_after");
   constexpr long cols = 1000, rows = 300;
   PitchedBuffer<float> p(ctx(), cols, rows);
   const long pitch = static_cast<long>(p.pitch_bytes() / sizeof(float));
@@ -191,7 +127,7 @@ TEST_CASE("issue 24 (7): a tensor map after a pointer, over pitched memory, a 64
       CAPTURE(nan_fill);
       CAPTURE(c[0]);
       CAPTURE(c[1]);
-      launch(s, tile, {.grid = 1, .block = 128}, out, map, static_cast<int>(c[0]), static_cast<int>(c[1]), 64u * 16u);
+      launch(s, tile, {.grid = 1, .block = 128}, out, map, static_cast<int>(c[0]), static_cast<int>(c[1]), 64u, 16u, 64u);
       std::vector<float> got(64 * 16);
       copy(s, got, out);
       CHECK(same(got, reference(host, cols, rows, pitch, c[0], c[1], 64, 16, nan_fill ? NAN : 0.0f),
@@ -199,72 +135,6 @@ TEST_CASE("issue 24 (7): a tensor map after a pointer, over pitched memory, a 64
     }
   }
 }
-
-// The skipped case above, one factor at a time, to find which one the
-// driver's ILLEGAL_INSTRUCTION comes from. Each poisons its context when it
-// fails, so each runs in a process of its own (tools/gpu_run.sh, TMA_PROBE):
-// --test-case='*TMA probe: <name>*' --no-skip.
-namespace {
-struct Probe {
-  bool map_first, pitched, nan_fill;
-  long box_w, box_h;
-};
-void probe(const Probe& p) {
-  if (!has_tma()) return;
-  Stream s(ctx());
-  const Module m = module_from_source(ctx(), kTmaSource);
-  constexpr long cols = 1000, rows = 300;
-  PitchedBuffer<float> pitched(ctx(), p.pitched ? cols : 1, p.pitched ? rows : 1);
-  DeviceBuffer<float> linear(ctx(), p.pitched ? 1 : cols * rows);
-  const long pitch = p.pitched ? static_cast<long>(pitched.pitch_bytes() / sizeof(float)) : cols;
-  std::vector<float> host(static_cast<std::size_t>(pitch * rows), -1.0f);
-  for (long r = 0; r < rows; ++r)
-    for (long c = 0; c < cols; ++c) host[static_cast<std::size_t>(r * pitch + c)] = static_cast<float>(r * cols + c);
-  const TensorMapOptions o{.oob_fill = p.nan_fill ? TensorOobFill::nan_request_zero_fma : TensorOobFill::zeros};
-  const TensorDims<std::uint32_t> box{static_cast<std::uint32_t>(p.box_w), static_cast<std::uint32_t>(p.box_h)};
-  std::optional<TensorMap> map;
-  if (p.pitched) {
-    copy_2d(pitched, view_2d(host, cols, rows, pitch * sizeof(float)));
-    map.emplace(TensorMap::tiled(pitched, box, o));
-  } else {
-    copy(linear, host);
-    map.emplace(TensorMap::tiled(linear, {cols, rows}, {}, box, o));
-  }
-  MESSAGE("map first: ", p.map_first, ", pitched: ", p.pitched, " (pitch ", pitch * 4, " bytes), NaN fill: ", p.nan_fill,
-          ", box ", p.box_w, " x ", p.box_h);
-  const unsigned count = static_cast<unsigned>(p.box_w * p.box_h);
-  DeviceBuffer<float> out(ctx(), count);
-  std::vector<std::array<long, 2>> coords = {{0, 0}, {100, 7}, {960, 290}, {988, 295}};
-  // OXICUDA_TMA_PROBE_AT="x,y": that box alone (one process per box, as a
-  // failing box poisons the context).
-  if (const char* at = std::getenv("OXICUDA_TMA_PROBE_AT")) {
-    long x = 0, y = 0;
-    REQUIRE(std::sscanf(at, "%ld,%ld", &x, &y) == 2);
-    coords = {{x, y}};
-  }
-  for (const auto& c : coords) {
-    CAPTURE(c[0]);
-    CAPTURE(c[1]);
-    const int x = static_cast<int>(c[0]), y = static_cast<int>(c[1]);
-    if (p.map_first)
-      launch(s, m.kernel<void(TensorMap, float*, int, int, unsigned)>("tile_copy"), {.grid = 1, .block = 128}, *map,
-             out, x, y, count);
-    else
-      launch(s, m.kernel<void(float*, TensorMap, int, int, unsigned)>("tile_copy_after"), {.grid = 1, .block = 128},
-             out, *map, x, y, count);
-    std::vector<float> got(count);
-    copy(s, got, out);
-    CHECK(same(got, reference(host, cols, rows, pitch, c[0], c[1], p.box_w, p.box_h, p.nan_fill ? NAN : 0.0f),
-               "box at (" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + ")"));
-  }
-}
-}  // namespace
-
-TEST_CASE("TMA probe: after a pointer" * doctest::skip()) { probe({false, false, false, 32, 32}); }
-TEST_CASE("TMA probe: pitched" * doctest::skip()) { probe({true, true, false, 32, 32}); }
-TEST_CASE("TMA probe: NaN fill" * doctest::skip()) { probe({true, false, true, 32, 32}); }
-TEST_CASE("TMA probe: 64 x 16 box" * doctest::skip()) { probe({true, false, false, 64, 16}); }
-TEST_CASE("TMA probe: all four" * doctest::skip()) { probe({false, true, true, 64, 16}); }
 
 TEST_CASE("issue 24 (7): an im2col load of a (C, W, N) tensor reads its pixels in order") {
   if (!has_tma()) return;

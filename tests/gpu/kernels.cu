@@ -35,3 +35,22 @@ extern "C" __global__ void set_handle(cudaGraphConditionalHandle h, const unsign
 extern "C" __global__ void mark(unsigned* out, unsigned v) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *out = v;
 }
+
+// Kernels with C++ names (mangled in the image; issue 24, item 14): a
+// template in a namespace, instantiated for float and for int, and two
+// overloads of one name.
+namespace fixture {
+template <class T>
+__global__ void scale(T* p, T a, unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] *= a;
+}
+template __global__ void scale<float>(float*, float, unsigned);
+template __global__ void scale<int>(int*, int, unsigned);
+
+__global__ void add(float* p, float a, unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] += a;
+}
+__global__ void add(int* p, int a, unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] += a;
+}
+}  // namespace fixture
