@@ -13358,6 +13358,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 
 
 #if !OXICUDA_DETAIL_WINDOWS
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
@@ -13469,6 +13470,32 @@ inline std::string cache_location(std::string& note) {
 #endif
 }
 
+#if !OXICUDA_DETAIL_WINDOWS
+// The directory cache_directory verified last on this thread, held open: a
+// hit opens its entry through it (openat), so no path is walked again and
+// a directory swapped in at the path later is never read unverified.
+struct VerifiedCacheDir {
+  std::string dir;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int fd = -1;
+  VerifiedCacheDir() = default;
+  VerifiedCacheDir(const VerifiedCacheDir&) = delete;
+  VerifiedCacheDir& operator=(const VerifiedCacheDir&) = delete;
+  ~VerifiedCacheDir() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+inline thread_local VerifiedCacheDir verified_cache_dir;
+
+// The verified directory's descriptor when `dir` is the one this thread
+// verified last, else -1.
+inline int verified_cache_dir_fd(const std::string& dir) noexcept {
+  const VerifiedCacheDir& memo = verified_cache_dir;
+  return memo.fd >= 0 && memo.dir == dir ? memo.fd : -1;
+}
+#endif
+
 // The cache directory, ready to use: created (0700) if missing, and
 // refused when it is not a directory of this user's that no one else can
 // write. Empty when the cache is off or refused; `note` then says why (empty
@@ -13478,22 +13505,14 @@ inline std::string cache_location(std::string& note) {
 // can neither clean nor use. Then the cache is off, with a note, and nothing
 // is created.
 // `create` false: looks only (kernel_cache_info); a directory still to be
-// created is named, not created.
-#if !OXICUDA_DETAIL_WINDOWS
-// What cache_directory verified last on this thread.
-struct VerifiedCacheDir {
-  std::string dir;
-  dev_t dev = 0, parent_dev = 0;
-  ino_t ino = 0, parent_ino = 0;
-  uid_t parent_uid = 0;
-  mode_t parent_mode = 0;
-};
-inline thread_local VerifiedCacheDir verified_cache_dir;
-#endif
-
-inline std::string cache_directory(std::string& note, bool create) {
+// created is named, not created. With `create`, the directory verified is
+// held open for this thread (verified_cache_dir), and a later call that
+// names the same path only checks that it is still yours and private,
+// unless `again` (a store: the path is walked and checked anew, and the
+// directory held is the one found now).
+inline std::string cache_directory(std::string& note, bool create, bool again = false) {
 #if OXICUDA_DETAIL_WINDOWS
-  (void)create;
+  (void)create, (void)again;
   return cache_location(note);
 #else
   if (!cache_enabled(note)) return {};
@@ -13503,17 +13522,15 @@ inline std::string cache_directory(std::string& note, bool create) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::size_t last = dir.find_last_of('/');
   const std::string parent = last == 0 ? cat({"/"}) : dir.substr(0, last);
-  // The directory this thread verified last (every step below), while it is
-  // still the same directory, yours, private, not a link, in a parent that
-  // still passes: two system calls instead of a walk from the root (a hit's
-  // largest cost after the load).
+  // The directory this thread verified last (every step below) and holds
+  // open, while it is still yours and private (one fstat): a hit reads
+  // through it, so it cannot be swapped under the reader, whoever may write
+  // its parent, and no path is walked again.
   VerifiedCacheDir& memo = verified_cache_dir;
-  struct stat now {}, up {};
-  if (create && !memo.dir.empty() && memo.dir == dir && ::lstat(dir.c_str(), &now) == 0 && S_ISDIR(now.st_mode) &&
-      now.st_dev == memo.dev && now.st_ino == memo.ino && now.st_uid == ::geteuid() && (now.st_mode & 022) == 0 &&
-      ::stat(parent.c_str(), &up) == 0 && up.st_dev == memo.parent_dev && up.st_ino == memo.parent_ino &&
-      up.st_uid == memo.parent_uid && up.st_mode == memo.parent_mode)
-    return dir;
+  if (create && !again && memo.fd >= 0 && memo.dir == dir) {
+    struct stat held {};
+    if (::fstat(memo.fd, &held) == 0 && held.st_uid == ::geteuid() && (held.st_mode & 022) == 0) return dir;
+  }
   // The directories on the way, from the top, up to the parent.
   std::size_t missing_from = std::string::npos;
   for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
@@ -13569,6 +13586,7 @@ inline std::string cache_directory(std::string& note, bool create) {
     add_note(cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"}));
     return {};
   }
+  const struct stat verified = st;
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     add_note(cat({"oxicuda cache: refusing ", dir, ": it is ",
                   st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
@@ -13590,12 +13608,16 @@ inline std::string cache_directory(std::string& note, bool create) {
                   ", who could replace the cache with a directory of their choice. Compiled without the cache"}));
     return {};
   }
-  struct stat mine {};
-  if (create && ::lstat(dir.c_str(), &mine) == 0 && ::stat(parent.c_str(), &st) == 0) {
+  // Held open, once the descriptor is seen to be the directory verified.
+  const int fd = create ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  struct stat held {};
+  if (fd >= 0 && ::fstat(fd, &held) == 0 && held.st_dev == verified.st_dev && held.st_ino == verified.st_ino) {
+    if (memo.fd >= 0) ::close(memo.fd);
+    memo.fd = fd;
     memo.dir = dir;
-    memo.dev = mine.st_dev, memo.ino = mine.st_ino;
-    memo.parent_dev = st.st_dev, memo.parent_ino = st.st_ino, memo.parent_uid = st.st_uid,
-    memo.parent_mode = st.st_mode;
+    memo.dev = held.st_dev, memo.ino = held.st_ino;
+  } else if (fd >= 0) {
+    ::close(fd);
   }
   return dir;
 #endif
@@ -13764,7 +13786,8 @@ enum class CacheRead { missing, refused, corrupt, ok };
 // allocation is a refusal with a note.
 inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
                               std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
-                              std::string& payload, std::string& note, struct stat* found = nullptr) noexcept {
+                              std::string& payload, std::string& note, struct stat* found = nullptr,
+                              int dir_fd = -1) noexcept {
   std::string path;
 #if OXICUDA_EXCEPTIONS
   try {
@@ -13787,7 +13810,9 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   };
   // O_NONBLOCK: a FIFO by that name must not block the open (fstat then
   // refuses anything but a regular file).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  // Through `dir_fd` (the directory verified and held open) when given.
+  constexpr int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+  const int fd = dir_fd >= 0 ? ::openat(dir_fd, path.c_str() + dir.size() + 1, flags) : ::open(path.c_str(), flags);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return CacheRead::missing;
     if (errno == ELOOP) say({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});
@@ -14157,8 +14182,9 @@ OXICUDA_DETAIL_NAMESPACE_END
 // 1024; a value that is not one is refused with a note and the default
 // kept). POSIX only: on Windows the cache is off.
 //
-// What a hit costs: one open, one read, and the entry's time of last use
-// set; nothing else in the directory is read or written. A store adds its
+// What a hit costs: one open (through the directory verified once and held
+// open: no path is walked again), one read, and the entry's time of last
+// use set; nothing else in the directory is read or written. A store adds its
 // size to a running total kept in the directory (`total.counter`, updated
 // under flock, as ccache keeps its counters); only when the total passes the
 // limit (or the counter is missing, or every 1024 stores) is the directory
@@ -14169,6 +14195,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 
 #if !OXICUDA_DETAIL_WINDOWS
@@ -14237,8 +14264,27 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
     std::string limit_note;
     const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
     struct stat st {};
-    const bool ok =
-        read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note, &st) == CacheRead::ok;
+    const std::string name = cat({key, ".bin"});
+    // Through the directory this thread verified and holds (cache_directory),
+    // when `dir` is that one. An entry missing there may be in a directory
+    // that replaced it at the path since: that one is verified (as a store
+    // would) and read once.
+    const int held = verified_cache_dir_fd(dir);
+    CacheRead r = read_checked(dir, name, cache_magic, key, bound, true, true, payload, note, &st, held);
+    if (r == CacheRead::missing && held >= 0) {
+      const VerifiedCacheDir& memo = verified_cache_dir;
+      const dev_t dev = memo.dev;
+      const ino_t ino = memo.ino;
+      std::string again_note;
+      if (cache_directory(again_note, true, true) == dir) {
+        if (memo.dev != dev || memo.ino != ino)
+          r = read_checked(dir, name, cache_magic, key, bound, true, true, payload, note, &st,
+                           verified_cache_dir_fd(dir));
+      } else {
+        note = std::move(again_note);  // the directory now at the path is refused: why
+      }
+    }
+    const bool ok = r == CacheRead::ok;
     if (ok && found) *found = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
     return ok;
 #if OXICUDA_EXCEPTIONS
@@ -15500,7 +15546,10 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
     add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
     return;
   }
+  // A hit reads through the directory verified once and held open; a store
+  // walks the path and checks it again, as the first use did.
   std::string note;
+  if (cache_directory(note, true, true) != dir) return add_note(notes, note);
   if (!cache_write(dir, key, payload, note)) add_note(notes, note);
 }
 

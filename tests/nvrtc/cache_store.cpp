@@ -554,6 +554,42 @@ TEST_CASE("cache store: kernel_cache_info only looks") {
   CHECK_FALSE(exists(dir + "/not-yet"));
 }
 
+TEST_CASE("cache store: a hit reads through the directory verified and held open; one swapped in at its path is verified first") {
+  const std::string dir = fresh_dir();
+  std::string note, read;
+  REQUIRE(detail::cache_directory(note) == dir);
+  REQUIRE(detail::cache_write(dir, key_of(1), "first", note));
+  CHECK(detail::cache_read(dir, key_of(1), read, note));
+  CHECK(read == "first");
+  // Another directory at the path: the one verified and held is still read.
+  const std::string held = dir + "-held";
+  REQUIRE(std::rename(dir.c_str(), held.c_str()) == 0);
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  REQUIRE(detail::cache_write(dir, key_of(1), "second", note));
+  REQUIRE(detail::cache_write(dir, key_of(2), "only in the new one", note));
+  CHECK(detail::cache_read(dir, key_of(1), read, note));
+  CHECK(read == "first");
+  // An entry the held directory lacks: the path is verified again, and the
+  // directory there now read, and held.
+  CHECK(detail::cache_read(dir, key_of(2), read, note));
+  CHECK(read == "only in the new one");
+  CHECK(detail::cache_read(dir, key_of(1), read, note));
+  CHECK(read == "second");
+  // One that anybody may write, swapped in: never read, and the note says why.
+  REQUIRE(detail::cache_directory(note) == dir);
+  const std::string second = dir + "-second";
+  REQUIRE(std::rename(dir.c_str(), second.c_str()) == 0);
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  REQUIRE(detail::cache_write(dir, key_of(3), "planted", note));
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  note.clear();
+  CHECK_FALSE(detail::cache_read(dir, key_of(3), read, note));
+  CHECK(note.find("writable by others") != std::string::npos);
+  CHECK(detail::cache_read(dir, key_of(1), read, note));
+  CHECK(read == "second");
+  std::system(("rm -rf '" + held + "' '" + second + "'").c_str());
+}
+
 TEST_CASE("cache store: a corrupt entry is removed only if it is still the file that was read") {
   const std::string dir = fresh_dir();
   // Whether a call of lstat here comes to this program's lstat (glibc 2.33

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -418,6 +419,18 @@ TEST_CASE("cache: a directory or entry others can write, or another user owns, i
   }
 }
 
+// What a first use (a thread that holds no verified directory) makes of
+// the cache: whether it hit, and the module's log.
+std::pair<bool, std::string> first_use() {
+  std::pair<bool, std::string> r;
+  std::thread([&] {
+    const unsigned long hits = kernel_cache_stats().hits;
+    const Module m = load();
+    r = std::make_pair(kernel_cache_stats().hits == hits + 1, std::string(m.info_log()));
+  }).join();
+  return r;
+}
+
 TEST_CASE("cache: a directory whose parent others could change is refused; a sticky parent (/tmp) is not") {
   const std::string parent = fresh_cache_dir();  // a directory of this user's, made here
   REQUIRE(::mkdir(parent.c_str(), 0700) == 0);
@@ -428,20 +441,30 @@ TEST_CASE("cache: a directory whose parent others could change is refused; a sti
   Module m = load();
   CHECK(kernel_cache_stats().hits == hits + 1);
   REQUIRE(::chmod(parent.c_str(), 0777) == 0);
-  hits = kernel_cache_stats().hits;
-  m = load();
-  CHECK(kernel_cache_stats().hits == hits);  // compiled, the cache not looked at
-  CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + dir + ": its parent " + parent +
-                                       " is writable by others and not sticky") != std::string::npos);
-  REQUIRE(::chmod(parent.c_str(), 01777) == 0);
+  const std::string refused = "oxicuda cache: refusing " + dir + ": its parent " + parent +
+                              " is writable by others and not sticky";
+  // A first use walks the path and refuses it: compiled, the cache not looked at.
+  auto [hit, log] = first_use();
+  CHECK_FALSE(hit);
+  CHECK(log.find(refused) != std::string::npos);
+  // This thread holds the directory it verified open, and reads through it:
+  // a directory swapped in at the path by whoever may write the parent is
+  // never read, so its hits go on ...
   hits = kernel_cache_stats().hits;
   m = load();
   CHECK(kernel_cache_stats().hits == hits + 1);
+  // ... but a store walks the path again, and refuses it.
+  const std::string other = std::string(kSource) + "\n// another source: a miss, and a store\n";
+  m = load(options(), other);
+  CHECK(std::string(m.info_log()).find(refused) != std::string::npos);
+  REQUIRE(::chmod(parent.c_str(), 01777) == 0);
+  std::tie(hit, log) = first_use();
+  CHECK(hit);
   REQUIRE(::chmod(parent.c_str(), 0700) == 0);
   if (::geteuid() == 0) {  // only root can give a directory away
     REQUIRE(::chown(parent.c_str(), 4242, 4242) == 0);
-    m = load();
-    CHECK(std::string(m.info_log()).find("its parent " + parent + " is owned by uid 4242") != std::string::npos);
+    std::tie(hit, log) = first_use();
+    CHECK(log.find("its parent " + parent + " is owned by uid 4242") != std::string::npos);
   } else {
     MESSAGE("not root: a parent owned by another user not tried");
   }
@@ -459,11 +482,11 @@ TEST_CASE("cache: a directory reached by a link of yours is used; a link another
   CHECK(kernel_cache_stats().hits == hits + 1);  // ~/.cache -> /scratch/... works
   if (::geteuid() == 0) {  // only root can give a link away
     REQUIRE(::lchown(link.c_str(), 4242, 4242) == 0);
-    hits = kernel_cache_stats().hits;
-    m = load();
-    CHECK(kernel_cache_stats().hits == hits);  // compiled, the cache not looked at
-    CHECK(std::string(m.info_log()).find("oxicuda cache: refusing " + link +
-                                         ": it is a symbolic link owned by uid 4242, not by you") != std::string::npos);
+    // A first use walks the path: compiled, the cache not looked at.
+    const auto [hit, log] = first_use();
+    CHECK_FALSE(hit);
+    CHECK(log.find("oxicuda cache: refusing " + link + ": it is a symbolic link owned by uid 4242, not by you") !=
+          std::string::npos);
   } else {
     MESSAGE("not root: a link owned by another user not tried");
   }

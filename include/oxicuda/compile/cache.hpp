@@ -16,8 +16,9 @@
 // 1024; a value that is not one is refused with a note and the default
 // kept). POSIX only: on Windows the cache is off.
 //
-// What a hit costs: one open, one read, and the entry's time of last use
-// set; nothing else in the directory is read or written. A store adds its
+// What a hit costs: one open (through the directory verified once and held
+// open: no path is walked again), one read, and the entry's time of last
+// use set; nothing else in the directory is read or written. A store adds its
 // size to a running total kept in the directory (`total.counter`, updated
 // under flock, as ccache keeps its counters); only when the total passes the
 // limit (or the counter is missing, or every 1024 stores) is the directory
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "cache_dir.hpp"
 #include "cache_evict.hpp"
@@ -100,8 +102,27 @@ inline bool cache_read(const std::string& dir, const std::string& key, std::stri
     std::string limit_note;
     const std::uint64_t bound = cache_entry_bound(cache_limit(limit_note));
     struct stat st {};
-    const bool ok =
-        read_checked(dir, cat({key, ".bin"}), cache_magic, key, bound, true, true, payload, note, &st) == CacheRead::ok;
+    const std::string name = cat({key, ".bin"});
+    // Through the directory this thread verified and holds (cache_directory),
+    // when `dir` is that one. An entry missing there may be in a directory
+    // that replaced it at the path since: that one is verified (as a store
+    // would) and read once.
+    const int held = verified_cache_dir_fd(dir);
+    CacheRead r = read_checked(dir, name, cache_magic, key, bound, true, true, payload, note, &st, held);
+    if (r == CacheRead::missing && held >= 0) {
+      const VerifiedCacheDir& memo = verified_cache_dir;
+      const dev_t dev = memo.dev;
+      const ino_t ino = memo.ino;
+      std::string again_note;
+      if (cache_directory(again_note, true, true) == dir) {
+        if (memo.dev != dev || memo.ino != ino)
+          r = read_checked(dir, name, cache_magic, key, bound, true, true, payload, note, &st,
+                           verified_cache_dir_fd(dir));
+      } else {
+        note = std::move(again_note);  // the directory now at the path is refused: why
+      }
+    }
+    const bool ok = r == CacheRead::ok;
     if (ok && found) *found = {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
     return ok;
 #if OXICUDA_EXCEPTIONS

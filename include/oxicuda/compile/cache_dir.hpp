@@ -14,6 +14,7 @@
 #include "../core/error.hpp"
 
 #if !OXICUDA_DETAIL_WINDOWS
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
@@ -125,6 +126,32 @@ inline std::string cache_location(std::string& note) {
 #endif
 }
 
+#if !OXICUDA_DETAIL_WINDOWS
+// The directory cache_directory verified last on this thread, held open: a
+// hit opens its entry through it (openat), so no path is walked again and
+// a directory swapped in at the path later is never read unverified.
+struct VerifiedCacheDir {
+  std::string dir;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int fd = -1;
+  VerifiedCacheDir() = default;
+  VerifiedCacheDir(const VerifiedCacheDir&) = delete;
+  VerifiedCacheDir& operator=(const VerifiedCacheDir&) = delete;
+  ~VerifiedCacheDir() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+inline thread_local VerifiedCacheDir verified_cache_dir;
+
+// The verified directory's descriptor when `dir` is the one this thread
+// verified last, else -1.
+inline int verified_cache_dir_fd(const std::string& dir) noexcept {
+  const VerifiedCacheDir& memo = verified_cache_dir;
+  return memo.fd >= 0 && memo.dir == dir ? memo.fd : -1;
+}
+#endif
+
 // The cache directory, ready to use: created (0700) if missing, and
 // refused when it is not a directory of this user's that no one else can
 // write. Empty when the cache is off or refused; `note` then says why (empty
@@ -134,22 +161,14 @@ inline std::string cache_location(std::string& note) {
 // can neither clean nor use. Then the cache is off, with a note, and nothing
 // is created.
 // `create` false: looks only (kernel_cache_info); a directory still to be
-// created is named, not created.
-#if !OXICUDA_DETAIL_WINDOWS
-// What cache_directory verified last on this thread.
-struct VerifiedCacheDir {
-  std::string dir;
-  dev_t dev = 0, parent_dev = 0;
-  ino_t ino = 0, parent_ino = 0;
-  uid_t parent_uid = 0;
-  mode_t parent_mode = 0;
-};
-inline thread_local VerifiedCacheDir verified_cache_dir;
-#endif
-
-inline std::string cache_directory(std::string& note, bool create) {
+// created is named, not created. With `create`, the directory verified is
+// held open for this thread (verified_cache_dir), and a later call that
+// names the same path only checks that it is still yours and private,
+// unless `again` (a store: the path is walked and checked anew, and the
+// directory held is the one found now).
+inline std::string cache_directory(std::string& note, bool create, bool again = false) {
 #if OXICUDA_DETAIL_WINDOWS
-  (void)create;
+  (void)create, (void)again;
   return cache_location(note);
 #else
   if (!cache_enabled(note)) return {};
@@ -159,17 +178,15 @@ inline std::string cache_directory(std::string& note, bool create) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::size_t last = dir.find_last_of('/');
   const std::string parent = last == 0 ? cat({"/"}) : dir.substr(0, last);
-  // The directory this thread verified last (every step below), while it is
-  // still the same directory, yours, private, not a link, in a parent that
-  // still passes: two system calls instead of a walk from the root (a hit's
-  // largest cost after the load).
+  // The directory this thread verified last (every step below) and holds
+  // open, while it is still yours and private (one fstat): a hit reads
+  // through it, so it cannot be swapped under the reader, whoever may write
+  // its parent, and no path is walked again.
   VerifiedCacheDir& memo = verified_cache_dir;
-  struct stat now {}, up {};
-  if (create && !memo.dir.empty() && memo.dir == dir && ::lstat(dir.c_str(), &now) == 0 && S_ISDIR(now.st_mode) &&
-      now.st_dev == memo.dev && now.st_ino == memo.ino && now.st_uid == ::geteuid() && (now.st_mode & 022) == 0 &&
-      ::stat(parent.c_str(), &up) == 0 && up.st_dev == memo.parent_dev && up.st_ino == memo.parent_ino &&
-      up.st_uid == memo.parent_uid && up.st_mode == memo.parent_mode)
-    return dir;
+  if (create && !again && memo.fd >= 0 && memo.dir == dir) {
+    struct stat held {};
+    if (::fstat(memo.fd, &held) == 0 && held.st_uid == ::geteuid() && (held.st_mode & 022) == 0) return dir;
+  }
   // The directories on the way, from the top, up to the parent.
   std::size_t missing_from = std::string::npos;
   for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
@@ -225,6 +242,7 @@ inline std::string cache_directory(std::string& note, bool create) {
     add_note(cat({"oxicuda cache: ", dir, " is not a directory; compiled without the cache"}));
     return {};
   }
+  const struct stat verified = st;
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     add_note(cat({"oxicuda cache: refusing ", dir, ": it is ",
                   st.st_uid != ::geteuid() ? cat({"owned by uid ", std::to_string(st.st_uid), ", not by you"})
@@ -246,12 +264,16 @@ inline std::string cache_directory(std::string& note, bool create) {
                   ", who could replace the cache with a directory of their choice. Compiled without the cache"}));
     return {};
   }
-  struct stat mine {};
-  if (create && ::lstat(dir.c_str(), &mine) == 0 && ::stat(parent.c_str(), &st) == 0) {
+  // Held open, once the descriptor is seen to be the directory verified.
+  const int fd = create ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  struct stat held {};
+  if (fd >= 0 && ::fstat(fd, &held) == 0 && held.st_dev == verified.st_dev && held.st_ino == verified.st_ino) {
+    if (memo.fd >= 0) ::close(memo.fd);
+    memo.fd = fd;
     memo.dir = dir;
-    memo.dev = mine.st_dev, memo.ino = mine.st_ino;
-    memo.parent_dev = st.st_dev, memo.parent_ino = st.st_ino, memo.parent_uid = st.st_uid,
-    memo.parent_mode = st.st_mode;
+    memo.dev = held.st_dev, memo.ino = held.st_ino;
+  } else if (fd >= 0) {
+    ::close(fd);
   }
   return dir;
 #endif

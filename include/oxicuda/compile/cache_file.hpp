@@ -156,7 +156,8 @@ enum class CacheRead { missing, refused, corrupt, ok };
 // allocation is a refusal with a note.
 inline CacheRead read_checked(const std::string& dir, std::string_view name, const char (&magic)[16],
                               std::string_view sum_key, std::uint64_t bound, bool touch, bool remove_corrupt,
-                              std::string& payload, std::string& note, struct stat* found = nullptr) noexcept {
+                              std::string& payload, std::string& note, struct stat* found = nullptr,
+                              int dir_fd = -1) noexcept {
   std::string path;
 #if OXICUDA_EXCEPTIONS
   try {
@@ -179,7 +180,9 @@ inline CacheRead read_checked(const std::string& dir, std::string_view name, con
   };
   // O_NONBLOCK: a FIFO by that name must not block the open (fstat then
   // refuses anything but a regular file).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  // Through `dir_fd` (the directory verified and held open) when given.
+  constexpr int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+  const int fd = dir_fd >= 0 ? ::openat(dir_fd, path.c_str() + dir.size() + 1, flags) : ::open(path.c_str(), flags);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return CacheRead::missing;
     if (errno == ELOOP) say({"oxicuda cache: refusing ", path, ": it is a symbolic link; compiled instead"});

@@ -279,7 +279,10 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
     add_note(notes, cat({"kernel cache: not stored, since the entry would be refused when read: ", why}));
     return;
   }
+  // A hit reads through the directory verified once and held open; a store
+  // walks the path and checks it again, as the first use did.
   std::string note;
+  if (cache_directory(note, true, true) != dir) return add_note(notes, note);
   if (!cache_write(dir, key, payload, note)) add_note(notes, note);
 }
 
