@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 b=${1:-build-device}
 [ -d "$b" ] || meson setup "$b" -Dwerror=true >/dev/null
 targets=(tests/oxicuda-gpu-tests bench/oxicuda-bench bench/oxicuda-bench-nvrtc examples/oxicuda-doctor
-         examples/oxicuda-from-source examples/oxicuda-graph-pipeline)
+         examples/oxicuda-from-source examples/oxicuda-graph-pipeline examples/oxicuda-tma-tile)
 ninja -C "$b" "${targets[@]}"
 mkdir -p .device
 for t in "${targets[@]}"; do cp "$b/$t" .device/; done

@@ -22,6 +22,7 @@ $D/oxicuda-doctor >"$OUT/doctor.txt" 2>&1; echo "doctor: rc $?"
 export OXICUDA_CACHE_DIR="$PWD/$OUT/kcache"
 for i in 1 2; do $D/oxicuda-from-source >>"$OUT/from-source.txt" 2>&1; echo "from-source run $i: rc $? $(tail -1 "$OUT/from-source.txt")"; done
 $D/oxicuda-graph-pipeline >"$OUT/graph-pipeline.txt" 2>&1; echo "graph-pipeline: rc $?"
+$D/oxicuda-tma-tile >"$OUT/tma-tile.txt" 2>&1; echo "tma-tile: rc $? $(tail -1 "$OUT/tma-tile.txt")"
 if [ -n "${BENCH:-}" ]; then
   $D/oxicuda-bench -r xml "$BENCH" >"$OUT/bench.xml" 2>"$OUT/bench.err"; echo "bench: rc $?"
   python3 bench/ratios.py "$OUT/bench.xml" | tee "$OUT/ratios.txt"
