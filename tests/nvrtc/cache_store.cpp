@@ -590,6 +590,28 @@ TEST_CASE("cache store: a hit reads through the directory verified and held open
   std::system(("rm -rf '" + held + "' '" + second + "'").c_str());
 }
 
+TEST_CASE("cache store: a held directory's descriptor that the program closed and reused is let go, not closed") {
+  const std::string dir = fresh_dir();
+  std::string note, read;
+  REQUIRE(detail::cache_directory(note) == dir);
+  REQUIRE(detail::cache_write(dir, key_of(1), "payload", note));
+  const int held = detail::verified_cache_dir.fd;
+  REQUIRE(held >= 0);
+  // As a program that closes every descriptor (a daemon) and opens its own.
+  REQUIRE(::close(held) == 0);
+  const int other = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(other >= 0);
+  REQUIRE(::dup2(other, held) == held);
+  ::close(other);
+  REQUIRE(detail::cache_directory(note) == dir);  // verified again, and held anew
+  CHECK(detail::verified_cache_dir.fd != held);
+  CHECK(detail::cache_read(dir, key_of(1), read, note));
+  CHECK(read == "payload");
+  detail::verified_cache_dir.drop();
+  CHECK(::fcntl(held, F_GETFD) != -1);  // the program's descriptor is still open
+  ::close(held);
+}
+
 TEST_CASE("cache store: a corrupt entry is removed only if it is still the file that was read") {
   const std::string dir = fresh_dir();
   // Whether a call of lstat here comes to this program's lstat (glibc 2.33

@@ -138,8 +138,17 @@ struct VerifiedCacheDir {
   VerifiedCacheDir() = default;
   VerifiedCacheDir(const VerifiedCacheDir&) = delete;
   VerifiedCacheDir& operator=(const VerifiedCacheDir&) = delete;
-  ~VerifiedCacheDir() {
-    if (fd >= 0) ::close(fd);
+  ~VerifiedCacheDir() { drop(); }
+  // Whether `fd` is still the directory verified, and its stat: a program
+  // may close descriptors it did not open and reuse the number.
+  bool holds(struct stat& st) const noexcept {
+    return fd >= 0 && ::fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+  }
+  // Lets go of it, closing the descriptor only while it is still ours.
+  void drop() noexcept {
+    struct stat st {};
+    if (holds(st)) ::close(fd);
+    fd = -1;
   }
 };
 inline thread_local VerifiedCacheDir verified_cache_dir;
@@ -185,7 +194,8 @@ inline std::string cache_directory(std::string& note, bool create, bool again = 
   VerifiedCacheDir& memo = verified_cache_dir;
   if (create && !again && memo.fd >= 0 && memo.dir == dir) {
     struct stat held {};
-    if (::fstat(memo.fd, &held) == 0 && held.st_uid == ::geteuid() && (held.st_mode & 022) == 0) return dir;
+    if (!memo.holds(held)) memo.fd = -1;  // closed by the program: not ours to close
+    else if (held.st_uid == ::geteuid() && (held.st_mode & 022) == 0) return dir;
   }
   // The directories on the way, from the top, up to the parent.
   std::size_t missing_from = std::string::npos;
@@ -268,7 +278,7 @@ inline std::string cache_directory(std::string& note, bool create, bool again = 
   const int fd = create ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   struct stat held {};
   if (fd >= 0 && ::fstat(fd, &held) == 0 && held.st_dev == verified.st_dev && held.st_ino == verified.st_ino) {
-    if (memo.fd >= 0) ::close(memo.fd);
+    memo.drop();
     memo.fd = fd;
     memo.dir = dir;
     memo.dev = held.st_dev, memo.ino = held.st_ino;
