@@ -5,7 +5,8 @@
 // mappings of one allocation share their bytes, as on the device), still
 // inaccessible until cuMemSetAccess opens it; cuMemUnmap turns it back into
 // reservation. A posix-fd export is a duplicate of the memfd, which an
-// import (here or in another process) maps again. As the driver documents:
+// import (here or in another process: the memfd's name says its device and
+// export kinds) maps again. As the driver documents:
 // sizes, addresses and offsets must be multiples of the granularity
 // (kMinimum here, which is not the host's page); a mapping lies inside one
 // reservation and over nothing mapped; cuMemUnmap takes whole mappings;
@@ -16,9 +17,12 @@
 #include "fake_state.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -45,15 +49,14 @@ struct Mapping {
   std::size_t bytes;
   Physical* physical;
   std::map<int, int> access;  // device -> CUmemAccess_flags
-  bool orphan = false;        // its reservation was freed under it
 };
 
 // Never destroyed, as `live`.
 std::map<CUmemGenericAllocationHandle, Physical*>& handles = *new std::map<CUmemGenericAllocationHandle, Physical*>;
 std::map<std::uintptr_t, std::size_t>& reservations = *new std::map<std::uintptr_t, std::size_t>;
 std::map<std::uintptr_t, Mapping>& mappings = *new std::map<std::uintptr_t, Mapping>;
-// An exported memfd's inode -> what an import of it is (device, handle types).
-std::map<ino_t, std::pair<int, unsigned>>& exported = *new std::map<ino_t, std::pair<int, unsigned>>;
+// Mappings whose reservation was freed under them: never unmapped, still live.
+std::vector<Mapping>& orphans = *new std::vector<Mapping>;
 CUmemGenericAllocationHandle next_handle = 0x5a000001;
 
 void* at(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
@@ -95,7 +98,7 @@ bool whole_mappings(std::uintptr_t p, std::size_t n, F&& f) {
   std::uintptr_t q = p;
   while (q < p + n) {
     auto it = mappings.find(q);
-    if (it == mappings.end() || it->second.orphan) return false;
+    if (it == mappings.end()) return false;
     q += it->second.bytes;
   }
   if (q != p + n || n == 0) return false;
@@ -112,7 +115,7 @@ std::map<std::uintptr_t, Mapping>::iterator mapping_at(std::uintptr_t p) {
   auto it = mappings.upper_bound(p);
   if (it == mappings.begin()) return mappings.end();
   --it;
-  return p < it->first + it->second.bytes && !it->second.orphan ? it : mappings.end();
+  return p < it->first + it->second.bytes ? it : mappings.end();
 }
 
 bool valid_device(int dev) { return dev >= 0 && dev < device_count; }
@@ -131,7 +134,7 @@ CUresult check_prop(const CUmemAllocationProp* prop) {
 
 long live_va_range() { return static_cast<long>(reservations.size()); }
 long live_physical() { return static_cast<long>(handles.size()); }
-long live_vmm_mapping() { return static_cast<long>(mappings.size()); }
+long live_vmm_mapping() { return static_cast<long>(mappings.size() + orphans.size()); }
 
 // [ptr, ptr + bytes) mapped, back to back, and open to some device?
 bool in_vmm_mapping(CUdeviceptr ptr, std::size_t bytes) {
@@ -189,7 +192,10 @@ CUresult fake_MemAddressFree(CUdeviceptr ptr, std::size_t size) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (it->second != size) return CUDA_ERROR_INVALID_VALUE;  // the size must be the reserved one
-  for (auto m = mappings.lower_bound(ptr); m != mappings.end() && m->first < ptr + size; ++m) m->second.orphan = true;
+  for (auto m = mappings.lower_bound(ptr); m != mappings.end() && m->first < ptr + size;) {
+    orphans.push_back(m->second);
+    m = mappings.erase(m);
+  }
   ::munmap(at(ptr), size);
   reservations.erase(it);
   return CUDA_SUCCESS;
@@ -210,15 +216,13 @@ CUresult fake_MemCreate(CUmemGenericAllocationHandle* handle, std::size_t size, 
     return CUDA_ERROR_NOT_SUPPORTED;
   if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !device_attribute_locked(dev, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED))
     return CUDA_ERROR_NOT_PERMITTED;  // (the driver's answer without an IMEX channel)
-  const int fd = ::memfd_create("fake_cuda_vmm", MFD_CLOEXEC);
+  const std::string name = "fake_cuda_vmm:" + std::to_string(dev) + ":" + std::to_string(types);
+  const int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
     ::close(fd);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  struct stat st{};
-  ::fstat(fd, &st);
-  exported[st.st_ino] = {dev, types};
   *handle = add_handle(new Physical{fd, size, dev, types});
   return CUDA_SUCCESS;
 }
@@ -352,12 +356,16 @@ CUresult fake_MemImportFromShareableHandle(CUmemGenericAllocationHandle* handle,
   // The descriptor is the pointer's value (as the driver takes it).
   const int given = static_cast<int>(reinterpret_cast<std::intptr_t>(os_handle));
   struct stat st{};
-  if (::fstat(given, &st) != 0) return CUDA_ERROR_INVALID_VALUE;
-  auto e = exported.find(st.st_ino);
-  if (e == exported.end()) return CUDA_ERROR_INVALID_VALUE;  // not a descriptor the fake exported
+  char link[256] = {};
+  int dev = -1;
+  unsigned types = 0;
+  const std::string path = "/proc/self/fd/" + std::to_string(given);
+  if (::fstat(given, &st) != 0 || ::readlink(path.c_str(), link, sizeof link - 1) < 0 ||
+      std::sscanf(link, "/memfd:fake_cuda_vmm:%d:%u", &dev, &types) != 2)
+    return CUDA_ERROR_INVALID_VALUE;  // not a descriptor the fake exported
   const int fd = ::fcntl(given, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  *handle = add_handle(new Physical{fd, static_cast<std::size_t>(st.st_size), e->second.first, e->second.second});
+  *handle = add_handle(new Physical{fd, static_cast<std::size_t>(st.st_size), dev, types});
   return CUDA_SUCCESS;
 }
 
