@@ -23,7 +23,7 @@ using namespace oxicuda;
 
 namespace {
 
-constexpr const char* kChildCase = "virtual memory: (the child's part) an allocation imported from an inherited descriptor";
+constexpr const char* kChildCase = "virtual memory: (child process part) an allocation imported from an inherited descriptor";
 
 bool says(const Error& e, const char* text) { return std::string(e.what()).find(text) != std::string::npos; }
 
@@ -315,7 +315,7 @@ TEST_CASE_FIXTURE(ContextTest, "virtual memory: one allocation shared with a chi
   CHECK(back == host);
 }
 
-TEST_CASE("virtual memory: (the child's part) an allocation imported from an inherited descriptor") {
+TEST_CASE("virtual memory: (child process part) an allocation imported from an inherited descriptor") {
   const char* fd = std::getenv("OXICUDA_VMM_CHILD_FD");
   const char* bytes = std::getenv("OXICUDA_VMM_CHILD_BYTES");
   if (!fd || !bytes) return;  // (run by the test above, in a process of its own)
