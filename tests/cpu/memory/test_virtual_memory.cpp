@@ -333,3 +333,43 @@ TEST_CASE("virtual memory: (child process part) an allocation imported from an i
   }
   copy(mapping.span<int>(), host);
 }
+
+TEST_CASE_FIXTURE(ContextTest, "virtual memory: the fake follows the driver's documented rules, so tests can fail") {
+  const auto& api = detail::api();
+  ffi::CUmemAllocationProp prop{};
+  prop.type = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {ffi::CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  std::size_t g = 0;
+  REQUIRE(api.MemGetAllocationGranularity(&g, &prop, ffi::CU_MEM_ALLOC_GRANULARITY_MINIMUM) == ffi::CUDA_SUCCESS);
+  ffi::CUmemGenericAllocationHandle h = 0;
+  CHECK(api.MemCreate(&h, g + 4096, &prop, 0) == ffi::CUDA_ERROR_INVALID_VALUE);  // not a multiple of the granularity
+  REQUIRE(api.MemCreate(&h, 2 * g, &prop, 0) == ffi::CUDA_SUCCESS);
+  ffi::CUdeviceptr p = 0;
+  REQUIRE(api.MemAddressReserve(&p, 4 * g, 0, 0, 0) == ffi::CUDA_SUCCESS);
+  CHECK(api.MemMap(p + 4096, 2 * g, 0, h, 0) == ffi::CUDA_ERROR_INVALID_VALUE);  // not aligned
+  CHECK(api.MemMap(p + 3 * g, 2 * g, 0, h, 0) == ffi::CUDA_ERROR_INVALID_VALUE);  // past the reservation
+  CHECK(api.MemMap(p, 2 * g, g, h, 0) == ffi::CUDA_ERROR_INVALID_VALUE);  // an offset (must be 0 for now)
+  REQUIRE(api.MemMap(p, 2 * g, 0, h, 0) == ffi::CUDA_SUCCESS);
+  CHECK(api.MemMap(p + g, g, 0, h, 0) == ffi::CUDA_ERROR_INVALID_VALUE);  // over a mapping
+  const ffi::CUmemAccessDesc rw{{ffi::CU_MEM_LOCATION_TYPE_DEVICE, 0}, ffi::CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  CHECK(api.MemSetAccess(p, 3 * g, &rw, 1) == ffi::CUDA_ERROR_INVALID_VALUE);  // not fully mapped
+  CHECK(api.MemUnmap(p, g) == ffi::CUDA_ERROR_INVALID_VALUE);  // a part of a mapping
+  // No access until cuMemSetAccess: a copy into the mapping is refused.
+  std::vector<char> bytes(64, 1);
+  CHECK_THROWS_AS(copy(DeviceSpan<char>(p, 64, ctx.raw()), bytes), Error);
+  // Released while mapped: the memory stays until the mapping goes.
+  CHECK(api.MemRelease(h) == ffi::CUDA_SUCCESS);
+  CHECK(fake.live("physical") - at_start.physical == 0);
+  REQUIRE(api.MemSetAccess(p, 2 * g, &rw, 1) == ffi::CUDA_SUCCESS);
+  copy(DeviceSpan<char>(p + g, 64, ctx.raw()), bytes);
+  CHECK(api.MemAddressFree(p, 2 * g) == ffi::CUDA_ERROR_INVALID_VALUE);  // the size must be the reserved one
+  REQUIRE(api.MemUnmap(p, 2 * g) == ffi::CUDA_SUCCESS);
+  CHECK_THROWS_AS(copy(DeviceSpan<char>(p + g, 64, ctx.raw()), bytes), Error);  // unmapped
+  REQUIRE(api.MemAddressFree(p, 4 * g) == ffi::CUDA_SUCCESS);
+  // A second release, unmap or free: refused, and counted as a bad destroy.
+  CHECK(api.MemRelease(h) == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(api.MemUnmap(p, 2 * g) == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(api.MemAddressFree(p, 4 * g) == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(fake.invalid_destroys() == 3);
+  fake.reset();  // (forgets them: the fixture checks for none)
+}
