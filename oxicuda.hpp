@@ -776,6 +776,19 @@ enum CUmemAllocationType : int {
 
 enum CUmemAllocationHandleType : int {
   CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+  CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+  CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+  CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+};
+
+// --- virtual memory management (cuMemCreate, cuMemMap, ...) -------------------
+
+using CUmemGenericAllocationHandle = unsigned long long;
+
+enum CUmemAllocationGranularity_flags : int {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
 };
 
 enum CUmemLocationType : int {
@@ -960,6 +973,24 @@ struct CUmemLocation {
 struct CUmemAccessDesc {
   CUmemLocation location;
   CUmemAccess_flags flags;
+};
+
+struct CUmemAllocationProp {
+  CUmemAllocationType type;
+  CUmemAllocationHandleType requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+
+// What cuMemExportToShareableHandle gives for CU_MEM_HANDLE_TYPE_FABRIC.
+struct CUmemFabricHandle {
+  unsigned char data[ipc_handle_size];
 };
 
 struct CUmemPoolProps {
@@ -1230,6 +1261,30 @@ struct CUtensorMap {
     (CUmemAccess_flags * flags, CUmemoryPool memPool, CUmemLocation * location))                                       \
   X(MemAllocFromPoolAsync, 11020, "cuMemAllocFromPoolAsync",                                                           \
     (CUdeviceptr * dptr, std::size_t bytesize, CUmemoryPool pool, CUstream hStream))                                   \
+  X(MemGetAllocationGranularity, 10020, "cuMemGetAllocationGranularity",                                               \
+    (std::size_t * granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option))             \
+  X(MemAddressReserve, 10020, "cuMemAddressReserve",                                                                   \
+    (CUdeviceptr * ptr, std::size_t size, std::size_t alignment, CUdeviceptr addr, unsigned long long flags))          \
+  X(MemAddressFree, 10020, "cuMemAddressFree", (CUdeviceptr ptr, std::size_t size))                                    \
+  X(MemCreate, 10020, "cuMemCreate",                                                                                   \
+    (CUmemGenericAllocationHandle * handle, std::size_t size, const CUmemAllocationProp* prop,                         \
+     unsigned long long flags))                                                                                        \
+  X(MemRelease, 10020, "cuMemRelease", (CUmemGenericAllocationHandle handle))                                          \
+  X(MemMap, 10020, "cuMemMap",                                                                                         \
+    (CUdeviceptr ptr, std::size_t size, std::size_t offset, CUmemGenericAllocationHandle handle,                       \
+     unsigned long long flags))                                                                                        \
+  X(MemUnmap, 10020, "cuMemUnmap", (CUdeviceptr ptr, std::size_t size))                                                \
+  X(MemSetAccess, 10020, "cuMemSetAccess",                                                                             \
+    (CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc, std::size_t count))                               \
+  X(MemGetAccess, 10020, "cuMemGetAccess",                                                                             \
+    (unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr))                                       \
+  X(MemExportToShareableHandle, 10020, "cuMemExportToShareableHandle",                                                 \
+    (void* shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType,                 \
+     unsigned long long flags))                                                                                        \
+  X(MemImportFromShareableHandle, 10020, "cuMemImportFromShareableHandle",                                             \
+    (CUmemGenericAllocationHandle * handle, void* osHandle, CUmemAllocationHandleType shHandleType))                   \
+  X(MemGetAllocationPropertiesFromHandle, 10020, "cuMemGetAllocationPropertiesFromHandle",                             \
+    (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                                                 \
   X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
   X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
   X(ThreadExchangeStreamCaptureMode, 10010, "cuThreadExchangeStreamCaptureMode", (CUstreamCaptureMode * mode))         \
@@ -7415,6 +7470,779 @@ void IpcMemory<T>::release() noexcept {
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/ipc.hpp ----
+
+// ---- begin oxicuda/memory/physical_memory.hpp ----
+// oxicuda/memory/physical_memory.hpp — physical device memory of the
+// virtual memory management API (cuMemCreate): an allocation with no
+// address of its own until it is mapped into a reserved range
+// (memory/virtual_range.hpp, memory/memory_mapping.hpp), and the
+// granularity that its size, and every mapping of it, must be a multiple of.
+
+#include <cstddef>
+#include <string>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// The kind of handle an allocation may be exported as, to another process
+// (memory/shareable_memory.hpp): none, a POSIX file descriptor (Linux), or
+// a fabric handle (bytes, for another node of an NVLink fabric: only where
+// the device has CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED and the
+// process an IMEX channel).
+enum class ExportKind : int {
+  none = ffi::CU_MEM_HANDLE_TYPE_NONE,
+  posix_fd = ffi::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+  fabric = ffi::CU_MEM_HANDLE_TYPE_FABRIC,
+};
+
+// The granularity the driver requires (minimum), or the one it recommends
+// for performance (a multiple of the minimum).
+enum class Granularity : int {
+  minimum = ffi::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+  recommended = ffi::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+};
+
+// How PhysicalMemory::create allocates.
+struct PhysicalOptions {
+  // The kind of handle it may be exported as (checked against the device's
+  // attributes before the driver is asked).
+  ExportKind exportable = ExportKind::none;
+};
+
+// The granularity, in bytes, of physical memory on `device` made with
+// `options` (cuMemGetAllocationGranularity): sizes, mapping offsets and
+// reserved ranges are multiples of the minimum one.
+[[nodiscard]] std::size_t allocation_granularity(const Device& device, PhysicalOptions options = {},
+                                                 Granularity kind = Granularity::minimum,
+                                                 SourceLocation where = SourceLocation::current());
+
+// `bytes` rounded up to a multiple of `granularity` (an Error when that
+// overflows std::size_t).
+[[nodiscard]] std::size_t round_up_to_granularity(std::size_t bytes, std::size_t granularity,
+                                                  SourceLocation where = SourceLocation::current());
+
+// Physical memory on a device (cuMemCreate), owned: copies share it, and the
+// last one releases it (cuMemRelease). The driver frees the memory itself
+// only once every mapping of it is unmapped too, so a Mapping may outlive
+// the PhysicalMemory it maps. A default-constructed one is empty, and every
+// operation on it is an Error.
+class PhysicalMemory {
+ public:
+  PhysicalMemory() noexcept = default;
+  // `bytes` of memory on `ctx`'s device; `bytes` must be a non-zero
+  // multiple of the minimum allocation_granularity (an Error before the
+  // driver is asked, naming the granularity). `ctx` stays alive with it.
+  [[nodiscard]] static PhysicalMemory create(const Context& ctx, std::size_t bytes, PhysicalOptions options = {},
+                                             SourceLocation where = SourceLocation::current());
+  // Takes ownership of a handle made elsewhere (cuMemCreate,
+  // cuMemImportFromShareableHandle) of `bytes` bytes: your word for the
+  // size, checked against the granularity; its device and export kinds are
+  // the driver's (cuMemGetAllocationPropertiesFromHandle). If this throws,
+  // the handle is released.
+  [[nodiscard]] static PhysicalMemory adopt(const Context& ctx, ffi::CUmemGenericAllocationHandle raw, std::size_t bytes,
+                                            SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] ffi::CUmemGenericAllocationHandle raw() const noexcept { return state_ ? state_->raw : 0; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+  [[nodiscard]] std::size_t size() const noexcept { return state_ ? state_->bytes : 0; }
+  // The minimum granularity of this memory: a mapping's offset in its range must be a multiple of it.
+  [[nodiscard]] std::size_t granularity() const noexcept { return state_ ? state_->granularity : 0; }
+  [[nodiscard]] Device device() const noexcept { return Device::from_raw(state_ ? state_->device : 0); }
+  // Whether it may be exported as `kind` (made exportable so).
+  [[nodiscard]] bool exportable_as(ExportKind kind) const noexcept {
+    return state_ && kind != ExportKind::none && (state_->kinds & static_cast<unsigned>(kind)) != 0;
+  }
+  [[nodiscard]] Context context() const noexcept { return state_ ? state_->ctx : Context(); }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  friend bool operator==(const PhysicalMemory& a, const PhysicalMemory& b) noexcept { return a.raw() == b.raw(); }
+
+  // The raw handle, or an Error naming `operation` when this one is empty.
+  [[nodiscard]] ffi::CUmemGenericAllocationHandle checked_raw(const char* operation, SourceLocation where) const {
+    if (OXICUDA_DETAIL_UNLIKELY(!state_)) detail::empty_handle("oxicuda::PhysicalMemory", operation, where);
+    return state_->raw;
+  }
+
+ private:
+  struct State : detail::Owned {
+    Context ctx;
+    ffi::CUmemGenericAllocationHandle raw;
+    std::size_t bytes;
+    std::size_t granularity;
+    int device;
+    unsigned kinds;
+    State(Context c, ffi::CUmemGenericAllocationHandle r, std::size_t b, std::size_t g, int d, unsigned k) noexcept
+        : ctx(std::move(c)), raw(r), bytes(b), granularity(g), device(d), kinds(k) {}
+    ~State() {
+      constexpr const char* during = "releasing an oxicuda::PhysicalMemory";
+      detail::ScopedCurrentNothrow current(ctx.raw(), during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemRelease, raw), during);
+    }
+  };
+  detail::Shared<const State> state_;
+};
+
+namespace detail {
+inline ffi::CUmemAllocationProp allocation_prop(int device, ExportKind exportable) noexcept {
+  ffi::CUmemAllocationProp prop{};
+  prop.type = ffi::CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.requestedHandleTypes = static_cast<ffi::CUmemAllocationHandleType>(exportable);
+  prop.location = {ffi::CU_MEM_LOCATION_TYPE_DEVICE, device};
+  return prop;
+}
+
+// An Error unless `bytes` is a non-zero multiple of `granularity`.
+inline void check_granular(std::size_t bytes, std::size_t granularity, const char* what, const char* operation,
+                           SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(bytes == 0 || granularity == 0 || bytes % granularity != 0))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({what, " of ", std::to_string(bytes), " bytes is not a non-zero multiple of the allocation "
+                     "granularity, ", std::to_string(granularity), " bytes (allocation_granularity; "
+                     "round_up_to_granularity rounds a size up to it)"}),
+                where));
+}
+
+// An Error unless `device` can make memory exportable as `kind`.
+inline void check_exportable(const Device& device, ExportKind kind, const char* operation, SourceLocation where) {
+  if (kind == ExportKind::none) return;
+  const bool fd = kind == ExportKind::posix_fd;
+  if (!fd && kind != ExportKind::fabric)
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, "an ExportKind that is none of none, posix_fd and fabric", where));
+  const auto attr = fd ? ffi::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
+                       : ffi::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED;
+  if (OXICUDA_DETAIL_UNLIKELY(device.attribute(attr, where) == 0))
+    raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, operation,
+                cat({"device ", std::to_string(device.raw()), " cannot export memory as ",
+                     fd ? "a POSIX file descriptor (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED is 0)"
+                        : "a fabric handle (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED is 0)"}),
+                where));
+}
+}  // namespace detail
+
+inline std::size_t allocation_granularity(const Device& device, PhysicalOptions options, Granularity kind,
+                                          SourceLocation where) {
+  const ffi::CUmemAllocationProp prop = detail::allocation_prop(device.raw(), options.exportable);
+  std::size_t g = 0;
+  detail::check(OXICUDA_DRIVER(MemGetAllocationGranularity, &g, &prop,
+                               static_cast<ffi::CUmemAllocationGranularity_flags>(kind)),
+                where);
+  return g;
+}
+
+inline std::size_t round_up_to_granularity(std::size_t bytes, std::size_t granularity, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::round_up_to_granularity";
+  if (granularity == 0) detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, "a granularity of 0 bytes", where));
+  const std::size_t rest = bytes % granularity;
+  if (rest == 0) return bytes;
+  if (OXICUDA_DETAIL_UNLIKELY(bytes > std::size_t(-1) - (granularity - rest)))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        detail::cat({std::to_string(bytes), " bytes rounded up overflow std::size_t"}), where));
+  return bytes + (granularity - rest);
+}
+
+inline PhysicalMemory PhysicalMemory::create(const Context& ctx, std::size_t bytes, PhysicalOptions options,
+                                             SourceLocation where) {
+  constexpr const char* operation = "oxicuda::PhysicalMemory::create";
+  if (!ctx) detail::empty_handle("oxicuda::Context", operation, where);
+  const Device device = ctx.device(where);
+  detail::check_exportable(device, options.exportable, operation, where);
+  const std::size_t g = allocation_granularity(device, options, Granularity::minimum, where);
+  detail::check_granular(bytes, g, "a size", operation, where);
+  const ffi::CUmemAllocationProp prop = detail::allocation_prop(device.raw(), options.exportable);
+  ffi::CUmemGenericAllocationHandle raw = 0;
+  {
+    detail::SwitchCurrent current(ctx.raw(), where);
+    detail::check(OXICUDA_DRIVER(MemCreate, &raw, bytes, &prop, 0), where);
+  }
+  PhysicalMemory m;
+  m.state_ = detail::Shared<const State>::make(Context(ctx), raw, bytes, g, device.raw(),
+                                               static_cast<unsigned>(options.exportable));
+  return m;
+}
+
+inline PhysicalMemory PhysicalMemory::adopt(const Context& ctx, ffi::CUmemGenericAllocationHandle raw, std::size_t bytes,
+                                            SourceLocation where) {
+  constexpr const char* operation = "oxicuda::PhysicalMemory::adopt";
+  if (!ctx) {
+    detail::check_nothrow(OXICUDA_DRIVER(MemRelease, raw), "releasing a handle that oxicuda::PhysicalMemory::adopt refused");
+    detail::empty_handle("oxicuda::Context", operation, where);
+  }
+  // Owned from here: if a check below throws, the state releases it.
+  PhysicalMemory m;
+  m.state_ = detail::Shared<const State>::make(Context(ctx), raw, bytes, std::size_t{0}, 0, 0u);
+  auto& s = const_cast<State&>(*m.state_.get());  // (made non-const: filled in below)
+  ffi::CUmemAllocationProp prop{};
+  detail::check(OXICUDA_DRIVER(MemGetAllocationPropertiesFromHandle, &prop, raw), where);
+  s.device = prop.location.id;
+  s.kinds = static_cast<unsigned>(prop.requestedHandleTypes);
+  s.granularity = allocation_granularity(Device::from_raw(s.device), {static_cast<ExportKind>(s.kinds)},
+                                         Granularity::minimum, where);
+  detail::check_granular(bytes, s.granularity, "a size", operation, where);
+  return m;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/physical_memory.hpp ----
+
+// ---- begin oxicuda/memory/virtual_range.hpp ----
+// oxicuda/memory/virtual_range.hpp — a reserved range of device virtual
+// addresses (cuMemAddressReserve): addresses only, no memory, until
+// physical memory is mapped into it (memory/memory_mapping.hpp).
+
+#include <cstddef>
+#include <string>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// How VirtualRange::reserve reserves.
+struct ReserveOptions {
+  // The start's alignment, a power of two (0: the minimum allocation
+  // granularity of the context's device, which every mapping needs anyway).
+  std::size_t alignment = 0;
+  // An address to start at, if the driver can (0: the driver's choice). A
+  // hint only: address() says where the range is.
+  ffi::CUdeviceptr address_hint = 0;
+};
+
+// A reserved range of virtual addresses, owned: copies share it, and the
+// last one frees it (cuMemAddressFree). Every Mapping into it holds a copy,
+// so the range outlives its mappings. A default-constructed one is empty,
+// and every operation on it is an Error.
+class VirtualRange {
+ public:
+  VirtualRange() noexcept = default;
+  // `bytes` of addresses for `ctx`'s device; `bytes` must be a non-zero
+  // multiple of the device's minimum allocation_granularity (an Error
+  // before the driver is asked). `ctx` stays alive with it.
+  [[nodiscard]] static VirtualRange reserve(const Context& ctx, std::size_t bytes, ReserveOptions options = {},
+                                            SourceLocation where = SourceLocation::current());
+
+  [[nodiscard]] ffi::CUdeviceptr address() const noexcept { return state_ ? state_->ptr : 0; }
+  [[nodiscard]] std::size_t size() const noexcept { return state_ ? state_->bytes : 0; }
+  // The minimum allocation granularity of the context's device when reserved.
+  [[nodiscard]] std::size_t granularity() const noexcept { return state_ ? state_->granularity : 0; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+  [[nodiscard]] Context context() const noexcept { return state_ ? state_->ctx : Context(); }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  friend bool operator==(const VirtualRange& a, const VirtualRange& b) noexcept { return a.address() == b.address(); }
+
+ private:
+  struct State : detail::Owned {
+    Context ctx;
+    ffi::CUdeviceptr ptr;
+    std::size_t bytes;
+    std::size_t granularity;
+    State(Context c, ffi::CUdeviceptr p, std::size_t b, std::size_t g) noexcept
+        : ctx(std::move(c)), ptr(p), bytes(b), granularity(g) {}
+    ~State() {
+      constexpr const char* during = "freeing an oxicuda::VirtualRange";
+      detail::ScopedCurrentNothrow current(ctx.raw(), during);
+      detail::check_nothrow(OXICUDA_DRIVER(MemAddressFree, ptr, bytes), during);
+    }
+  };
+  detail::Shared<const State> state_;
+};
+
+inline VirtualRange VirtualRange::reserve(const Context& ctx, std::size_t bytes, ReserveOptions options,
+                                          SourceLocation where) {
+  constexpr const char* operation = "oxicuda::VirtualRange::reserve";
+  if (!ctx) detail::empty_handle("oxicuda::Context", operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY((options.alignment & (options.alignment - 1)) != 0))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        detail::cat({"an alignment of ", std::to_string(options.alignment),
+                                     " bytes: it must be a power of two (or 0)"}),
+                        where));
+  const std::size_t g = allocation_granularity(ctx.device(where), {}, Granularity::minimum, where);
+  detail::check_granular(bytes, g, "a range", operation, where);
+  const std::size_t alignment = options.alignment > g ? options.alignment : g;
+  ffi::CUdeviceptr ptr = 0;
+  {
+    detail::SwitchCurrent current(ctx.raw(), where);
+    detail::check(OXICUDA_DRIVER(MemAddressReserve, &ptr, bytes, alignment, options.address_hint, 0), where);
+  }
+  VirtualRange r;
+  r.state_ = detail::Shared<const State>::make(Context(ctx), ptr, bytes, g);
+  return r;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/virtual_range.hpp ----
+
+// ---- begin oxicuda/memory/memory_mapping.hpp ----
+// oxicuda/memory/memory_mapping.hpp — physical memory mapped into a reserved
+// range (cuMemMap), and who may read and write it there (cuMemSetAccess):
+// the driver maps with no access at all, and an access before
+// cuMemSetAccess faults.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Who may read and write mapped memory, from a device.
+enum class MemoryAccess : int {
+  none = ffi::CU_MEM_ACCESS_FLAGS_PROT_NONE,
+  read = ffi::CU_MEM_ACCESS_FLAGS_PROT_READ,
+  read_write = ffi::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+};
+
+// All of a PhysicalMemory mapped at `offset` bytes into a VirtualRange,
+// owned: move-only, unmapped (cuMemUnmap) when dropped. It holds a copy of
+// its range, which therefore outlives it; it need not hold the memory (the
+// driver frees that only once it is unmapped too). A default-constructed
+// or moved-from one is empty, and every operation on it is an Error.
+class Mapping {
+ public:
+  Mapping() noexcept = default;
+  // Maps `memory` at `offset` bytes into `range` (cuMemMap), then gives the
+  // memory's own device `access` to it (cuMemSetAccess; MemoryAccess::none
+  // leaves every device without access until set_access). `offset` must be
+  // a multiple of the memory's granularity, and the memory must fit in the
+  // range from there: both are Errors before the driver is asked. Mapping
+  // over another mapping is the driver's Error. If giving access fails,
+  // the memory is unmapped again before the Error leaves.
+  Mapping(const VirtualRange& range, std::size_t offset, const PhysicalMemory& memory,
+          MemoryAccess access = MemoryAccess::read_write, SourceLocation where = SourceLocation::current());
+  Mapping(Mapping&& other) noexcept { swap(other); }
+  Mapping& operator=(Mapping&& other) noexcept {
+    Mapping(std::move(other)).swap(*this);
+    return *this;
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { release(); }
+
+  [[nodiscard]] explicit operator bool() const noexcept { return ptr_ != 0; }
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return ptr_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  // Where it starts in its range, in bytes.
+  [[nodiscard]] std::size_t offset() const noexcept { return ptr_ ? static_cast<std::size_t>(ptr_ - range_.address()) : 0; }
+  [[nodiscard]] const VirtualRange& range() const noexcept { return range_; }
+  // The mapped bytes as `size() / sizeof(T)` elements of T.
+  template <class T>
+  [[nodiscard]] DeviceSpan<T> span() const noexcept {
+    return {ptr_, bytes_ / sizeof(T), range_.context().raw()};
+  }
+
+  // Gives `device` this access to the mapped memory (cuMemSetAccess).
+  // Another device than the memory's needs peer access to it.
+  void set_access(const Device& device, MemoryAccess access, SourceLocation where = SourceLocation::current()) const;
+  // The access `device` has (cuMemGetAccess).
+  [[nodiscard]] MemoryAccess access(const Device& device, SourceLocation where = SourceLocation::current()) const;
+
+  // Unmaps now; the mapping is then empty. A failure is an Error (and the
+  // handle keeps the mapping); the destructor reports one instead.
+  void unmap(SourceLocation where = SourceLocation::current());
+
+  void swap(Mapping& other) noexcept {
+    std::swap(range_, other.range_);
+    std::swap(ptr_, other.ptr_);
+    std::swap(bytes_, other.bytes_);
+  }
+
+ private:
+  void release() noexcept;
+  void check_mapped(const char* operation, SourceLocation where) const {
+    if (OXICUDA_DETAIL_UNLIKELY(ptr_ == 0)) detail::empty_handle("oxicuda::Mapping", operation, where);
+  }
+
+  VirtualRange range_;
+  ffi::CUdeviceptr ptr_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+namespace detail {
+inline void set_mem_access(ffi::CUdeviceptr ptr, std::size_t bytes, const Device& device, MemoryAccess access,
+                           const char* operation, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(access != MemoryAccess::none && access != MemoryAccess::read &&
+                              access != MemoryAccess::read_write))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, "a MemoryAccess that is none of none, read and read_write",
+                where));
+  const ffi::CUmemAccessDesc desc{{ffi::CU_MEM_LOCATION_TYPE_DEVICE, device.raw()},
+                                  static_cast<ffi::CUmemAccess_flags>(access)};
+  check(OXICUDA_DRIVER(MemSetAccess, ptr, bytes, &desc, 1), where);
+}
+}  // namespace detail
+
+inline Mapping::Mapping(const VirtualRange& range, std::size_t offset, const PhysicalMemory& memory,
+                        MemoryAccess access, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::Mapping::Mapping";
+  if (!range) detail::empty_handle("oxicuda::VirtualRange", operation, where);
+  const ffi::CUmemGenericAllocationHandle raw = memory.checked_raw(operation, where);
+  const std::size_t g = memory.granularity();
+  if (OXICUDA_DETAIL_UNLIKELY(offset % g != 0 || (range.address() + offset) % g != 0))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        detail::cat({"a map at offset ", std::to_string(offset),
+                                     " is not aligned to the allocation granularity, ", std::to_string(g),
+                                     " bytes: offsets in the range must be multiples of it"}),
+                        where));
+  if (OXICUDA_DETAIL_UNLIKELY(offset > range.size() || memory.size() > range.size() - offset))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        detail::cat({"memory of ", std::to_string(memory.size()), " bytes mapped at offset ",
+                                     std::to_string(offset), " does not fit in a range of ",
+                                     std::to_string(range.size()), " bytes"}),
+                        where));
+  const ffi::CUdeviceptr ptr = range.address() + offset;
+  const Context ctx = range.context();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemMap, ptr, memory.size(), 0, raw, 0), where);
+  range_ = range;
+  ptr_ = ptr;
+  bytes_ = memory.size();
+  if (access != MemoryAccess::none) {
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
+    try {
+      detail::set_mem_access(ptr_, bytes_, memory.device(), access, operation, where);
+    } catch (...) {
+      release();
+      throw;
+    }
+#else
+    detail::set_mem_access(ptr_, bytes_, memory.device(), access, operation, where);
+#endif
+  }
+}
+
+inline void Mapping::set_access(const Device& device, MemoryAccess access, SourceLocation where) const {
+  constexpr const char* operation = "oxicuda::Mapping::set_access";
+  check_mapped(operation, where);
+  const Context ctx = range_.context();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::set_mem_access(ptr_, bytes_, device, access, operation, where);
+}
+
+inline MemoryAccess Mapping::access(const Device& device, SourceLocation where) const {
+  check_mapped("oxicuda::Mapping::access", where);
+  const ffi::CUmemLocation location{ffi::CU_MEM_LOCATION_TYPE_DEVICE, device.raw()};
+  unsigned long long flags = 0;
+  const Context ctx = range_.context();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemGetAccess, &flags, &location, ptr_), where);
+  return static_cast<MemoryAccess>(flags);
+}
+
+inline void Mapping::unmap(SourceLocation where) {
+  check_mapped("oxicuda::Mapping::unmap", where);
+  {
+    const Context ctx = range_.context();
+    detail::SwitchCurrent current(ctx.raw(), where);
+    detail::check(OXICUDA_DRIVER(MemUnmap, ptr_, bytes_), where);
+  }
+  range_ = VirtualRange();
+  ptr_ = 0;
+  bytes_ = 0;
+}
+
+inline void Mapping::release() noexcept {
+  if (ptr_ != 0) {
+    constexpr const char* during = "unmapping an oxicuda::Mapping";
+    const Context ctx = range_.context();
+    detail::ScopedCurrentNothrow current(ctx.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(MemUnmap, ptr_, bytes_), during);
+  }
+  range_ = VirtualRange();
+  ptr_ = 0;
+  bytes_ = 0;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/memory_mapping.hpp ----
+
+// ---- begin oxicuda/memory/shareable_memory.hpp ----
+// oxicuda/memory/shareable_memory.hpp — physical memory shared with other
+// processes (cuMemExportToShareableHandle, cuMemImportFromShareableHandle):
+// exported as a POSIX file descriptor (sent to another process over a Unix
+// socket, or inherited by a child) or as a fabric handle (64 bytes, sent by
+// any means), and imported there as a PhysicalMemory to map.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#if !OXICUDA_DETAIL_WINDOWS
+#include <unistd.h>
+#endif
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+#if !OXICUDA_DETAIL_WINDOWS
+// A POSIX file descriptor, owned: closed when dropped. Move-only; -1 when
+// empty (default-constructed, moved-from or released).
+class FileDescriptor {
+ public:
+  FileDescriptor() noexcept = default;
+  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
+  FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+    FileDescriptor(std::move(other)).swap(*this);
+    return *this;
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return fd_ >= 0; }
+  // Gives the descriptor up to the caller, who closes it; this one is then empty.
+  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
+  void swap(FileDescriptor& other) noexcept { std::swap(fd_, other.fd_); }
+
+ private:
+  int fd_ = -1;
+};
+
+// The memory as a new file descriptor (cuMemExportToShareableHandle), for
+// another process to import with import_fd. The memory must have been made
+// with {.exportable = ExportKind::posix_fd}: otherwise an Error before the
+// driver is asked. The descriptor keeps the memory alive (with the
+// driver's own count) until it is closed and every import released.
+[[nodiscard]] FileDescriptor export_fd(const PhysicalMemory& memory, SourceLocation where = SourceLocation::current());
+
+// Physical memory exported by another process (or this one) as `fd`, of
+// `bytes` bytes (the exporter's size: the descriptor does not say it), for
+// `ctx`'s process (cuMemImportFromShareableHandle). `fd` stays the
+// caller's: close it when done; the PhysicalMemory does not need it.
+[[nodiscard]] PhysicalMemory import_fd(const Context& ctx, int fd, std::size_t bytes,
+                                       SourceLocation where = SourceLocation::current());
+#endif
+
+// A fabric handle's bytes (CUmemFabricHandle).
+using FabricHandle = std::array<unsigned char, ffi::ipc_handle_size>;
+
+// The memory as a fabric handle; it must have been made with
+// {.exportable = ExportKind::fabric} (an Error before the driver is asked).
+[[nodiscard]] FabricHandle export_fabric(const PhysicalMemory& memory, SourceLocation where = SourceLocation::current());
+
+// Physical memory exported as `handle`, of `bytes` bytes.
+[[nodiscard]] PhysicalMemory import_fabric(const Context& ctx, const FabricHandle& handle, std::size_t bytes,
+                                           SourceLocation where = SourceLocation::current());
+
+namespace detail {
+inline void check_export(const PhysicalMemory& memory, ExportKind kind, const char* operation, SourceLocation where) {
+  (void)memory.checked_raw(operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!memory.exportable_as(kind)))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                cat({"this memory was not made exportable as ",
+                     kind == ExportKind::posix_fd ? "a POSIX file descriptor: create it with {.exportable = "
+                                                    "ExportKind::posix_fd}"
+                                                  : "a fabric handle: create it with {.exportable = ExportKind::fabric}"}),
+                where));
+}
+
+// cuMemImportFromShareableHandle, the handle then owned by a PhysicalMemory.
+inline PhysicalMemory import_shareable(const Context& ctx, void* os_handle, ExportKind kind, std::size_t bytes,
+                                       const char* operation, SourceLocation where) {
+  if (!ctx) empty_handle("oxicuda::Context", operation, where);
+  ffi::CUmemGenericAllocationHandle raw = 0;
+  {
+    SwitchCurrent current(ctx.raw(), where);
+    check(OXICUDA_DRIVER(MemImportFromShareableHandle, &raw, os_handle,
+                         static_cast<ffi::CUmemAllocationHandleType>(kind)),
+          where);
+  }
+  return PhysicalMemory::adopt(ctx, raw, bytes, where);
+}
+}  // namespace detail
+
+#if !OXICUDA_DETAIL_WINDOWS
+inline FileDescriptor export_fd(const PhysicalMemory& memory, SourceLocation where) {
+  detail::check_export(memory, ExportKind::posix_fd, "oxicuda::export_fd", where);
+  int fd = -1;
+  const Context ctx = memory.context();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemExportToShareableHandle, static_cast<void*>(&fd), memory.raw(),
+                               ffi::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                where);
+  return FileDescriptor(fd);
+}
+
+inline PhysicalMemory import_fd(const Context& ctx, int fd, std::size_t bytes, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::import_fd";
+  if (OXICUDA_DETAIL_UNLIKELY(fd < 0))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        detail::cat({"file descriptor ", std::to_string(fd), " is not one"}), where));
+  // The driver takes the descriptor as the pointer's value.
+  return detail::import_shareable(ctx, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)), ExportKind::posix_fd,
+                                  bytes, operation, where);
+}
+#endif
+
+inline FabricHandle export_fabric(const PhysicalMemory& memory, SourceLocation where) {
+  detail::check_export(memory, ExportKind::fabric, "oxicuda::export_fabric", where);
+  ffi::CUmemFabricHandle raw{};
+  const Context ctx = memory.context();
+  detail::SwitchCurrent current(ctx.raw(), where);
+  detail::check(OXICUDA_DRIVER(MemExportToShareableHandle, static_cast<void*>(&raw), memory.raw(),
+                               ffi::CU_MEM_HANDLE_TYPE_FABRIC, 0),
+                where);
+  FabricHandle out{};
+  std::memcpy(out.data(), raw.data, out.size());
+  return out;
+}
+
+inline PhysicalMemory import_fabric(const Context& ctx, const FabricHandle& handle, std::size_t bytes,
+                                    SourceLocation where) {
+  ffi::CUmemFabricHandle raw{};
+  std::memcpy(raw.data, handle.data(), handle.size());
+  return detail::import_shareable(ctx, static_cast<void*>(&raw), ExportKind::fabric, bytes, "oxicuda::import_fabric",
+                                  where);
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/shareable_memory.hpp ----
+
+// ---- begin oxicuda/memory/growable_buffer.hpp ----
+// oxicuda/memory/growable_buffer.hpp — GrowableBuffer<T>: device memory
+// that grows in place. It reserves the addresses of its largest size up
+// front (a VirtualRange) and maps physical memory at the end of what it has
+// as it grows (a Mapping per growth), so data() never changes and growing
+// never copies.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Device memory of up to max_size() elements of T at one address: resize()
+// and reserve() map more physical memory after what is mapped, in
+// multiples of the device's allocation granularity, and keep what is there.
+// Elements beyond what was written are unspecified (not zeroed). Growing past
+// max_size() is an Error that changes nothing. Move-only; dropping it
+// unmaps and releases its memory, then frees its range. A default-constructed
+// or moved-from one is empty (max_size() 0), and growing it is an Error.
+template <class T>
+class GrowableBuffer {
+  static_assert(std::is_trivially_copyable_v<T>, "GrowableBuffer<T> needs a trivially copyable T");
+
+ public:
+  using value_type = T;
+
+  GrowableBuffer() noexcept = default;
+  // Reserves the addresses of `max_count` elements on `ctx`'s device
+  // (rounded up to the granularity) and maps memory for `count` of them.
+  GrowableBuffer(const Context& ctx, std::size_t max_count, std::size_t count = 0,
+                 SourceLocation where = SourceLocation::current());
+  GrowableBuffer(GrowableBuffer&& other) noexcept { swap(other); }
+  GrowableBuffer& operator=(GrowableBuffer&& other) noexcept {
+    GrowableBuffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  GrowableBuffer(const GrowableBuffer&) = delete;
+  GrowableBuffer& operator=(const GrowableBuffer&) = delete;
+  ~GrowableBuffer() { clear_mappings(); }
+
+  // The elements in use.
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  // The elements mapped memory holds (size() and more, up to a granularity).
+  [[nodiscard]] std::size_t capacity() const noexcept { return mapped_ / sizeof(T); }
+  // The most it may ever hold: the `max_count` it was made with.
+  [[nodiscard]] std::size_t max_size() const noexcept { return max_count_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
+  [[nodiscard]] ffi::CUdeviceptr device_ptr() const noexcept { return range_.address(); }
+  // The device address as a T* (for a kernel argument; not dereferenceable on the host).
+  [[nodiscard]] T* data() const noexcept { return reinterpret_cast<T*>(static_cast<std::uintptr_t>(range_.address())); }
+  [[nodiscard]] DeviceSpan<T> device_span() const noexcept { return {range_.address(), count_, range_.context().raw()}; }
+  [[nodiscard]] DeviceSpan<T> subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const noexcept {
+    return device_span().subspan(offset, count);
+  }
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator DeviceSpan<T>() const noexcept { return device_span(); }
+  [[nodiscard]] const VirtualRange& range() const noexcept { return range_; }
+  // The mappings made so far, one per growth.
+  [[nodiscard]] std::size_t mapping_count() const noexcept { return mappings_.size(); }
+
+  // Makes size() `count`: maps memory for it first when capacity() is
+  // short. `count` above max_size() is an Error, and so is any failure to
+  // map; either way the buffer is as it was.
+  void resize(std::size_t count, SourceLocation where = SourceLocation::current());
+  // Maps memory for `count` elements without changing size().
+  void reserve(std::size_t count, SourceLocation where = SourceLocation::current());
+  // Unmaps the memory that size() does not need (whole mappings only).
+  void shrink_to_fit() noexcept;
+
+  void swap(GrowableBuffer& other) noexcept {
+    std::swap(range_, other.range_);
+    mappings_.swap(other.mappings_);
+    std::swap(max_count_, other.max_count_);
+    std::swap(count_, other.count_);
+    std::swap(mapped_, other.mapped_);
+  }
+
+ private:
+  void clear_mappings() noexcept {
+    while (!mappings_.empty()) mappings_.pop_back();  // (the last mapped first)
+  }
+
+  VirtualRange range_;
+  std::vector<Mapping> mappings_;
+  std::size_t max_count_ = 0;
+  std::size_t count_ = 0;
+  std::size_t mapped_ = 0;  // bytes
+};
+
+template <class T>
+GrowableBuffer<T>::GrowableBuffer(const Context& ctx, std::size_t max_count, std::size_t count, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::GrowableBuffer::GrowableBuffer";
+  if (!ctx) detail::empty_handle("oxicuda::Context", operation, where);
+  const std::size_t bytes = detail::checked_bytes(max_count, sizeof(T), operation, where);
+  const std::size_t g = allocation_granularity(ctx.device(where), {}, Granularity::minimum, where);
+  range_ = VirtualRange::reserve(ctx, round_up_to_granularity(bytes == 0 ? 1 : bytes, g, where), {}, where);
+  max_count_ = max_count;
+  if (count != 0) resize(count, where);  // (if this throws, range_ is freed with the rest)
+}
+
+template <class T>
+void GrowableBuffer<T>::reserve(std::size_t count, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::GrowableBuffer::reserve";
+  if (!range_) detail::empty_handle("oxicuda::GrowableBuffer", operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY(count > max_count_))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation,
+                        detail::cat({"growing to ", std::to_string(count), " elements runs out of the reserved range, ",
+                                     std::to_string(max_count_), " elements at most (max_size): make the buffer with a "
+                                     "larger maximum. Nothing changed"}),
+                        where));
+  const std::size_t need = count * sizeof(T);  // (count <= max_count_: no overflow)
+  if (need <= mapped_) return;
+  const std::size_t chunk = round_up_to_granularity(need - mapped_, range_.granularity(), where);
+  mappings_.reserve(mappings_.size() + 1);  // (so that adding the mapping below cannot fail)
+  const PhysicalMemory memory = PhysicalMemory::create(range_.context(), chunk, {}, where);
+  mappings_.emplace_back(range_, mapped_, memory, MemoryAccess::read_write, where);
+  mapped_ += chunk;
+}
+
+template <class T>
+void GrowableBuffer<T>::resize(std::size_t count, SourceLocation where) {
+  if (!range_) detail::empty_handle("oxicuda::GrowableBuffer", "oxicuda::GrowableBuffer::resize", where);
+  reserve(count, where);
+  count_ = count;
+}
+
+template <class T>
+void GrowableBuffer<T>::shrink_to_fit() noexcept {
+  while (!mappings_.empty() && mapped_ - mappings_.back().size() >= count_ * sizeof(T)) {
+    mapped_ -= mappings_.back().size();
+    mappings_.pop_back();
+  }
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/growable_buffer.hpp ----
 
 // ---- begin oxicuda/kernel/image.hpp ----
 // oxicuda/kernel/image.hpp — what kind of image a module is loaded from (PTX text,

@@ -1,6 +1,7 @@
 // oxicuda/memory.hpp — the memory wing: device spans; copies; copies between devices; fills; device buffers;
 // memory pools (the default one, and your own); 2D (pitched) memory and copies; managed memory; registered host memory;
-// pointer queries; memory shared between processes (IPC).
+// pointer queries; memory shared between processes (IPC); virtual memory (physical memory, reserved ranges, mappings,
+// growable buffers, memory shared by file descriptor or fabric handle).
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -20,4 +21,9 @@
 #include "memory/registered.hpp"
 #include "memory/pointer.hpp"
 #include "memory/ipc.hpp"
+#include "memory/physical_memory.hpp"
+#include "memory/virtual_range.hpp"
+#include "memory/memory_mapping.hpp"
+#include "memory/shareable_memory.hpp"
+#include "memory/growable_buffer.hpp"
 // clang-format on

@@ -23,7 +23,10 @@
   X(graph, "cuGraphDestroy")               /* also made by cuStreamEndCapture */ \
   X(graph_exec, "cuGraphExecDestroy")                                         \
   X(user_object, "cuUserObjectRelease")    /* with a reference no graph holds */ \
-  X(ipc_memory, "cuIpcCloseMemHandle")     /* mappings made by cuIpcOpenMemHandle */
+  X(ipc_memory, "cuIpcCloseMemHandle")     /* mappings made by cuIpcOpenMemHandle */ \
+  X(va_range, "cuMemAddressFree")          /* reservations made by cuMemAddressReserve */ \
+  X(physical, "cuMemRelease")              /* cuMemCreate's and imports' handles */ \
+  X(vmm_mapping, "cuMemUnmap")             /* mappings made by cuMemMap */
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,6 +13,7 @@
 //   fake_occupancy.cpp      the occupancy calculator
 //   fake_memory.cpp         device and pinned memory, copies, fills, memory pools
 //   fake_ipc.cpp            IPC handles of memory and events, opened "in another process"
+//   fake_vmm.cpp            virtual memory: reservations, physical allocations (memfds), mappings, exports
 //   fake_tensor_map.cpp     tensor maps (TMA descriptors), checked by the driver's documented rules
 //   fake_graph.cpp          graphs: made, destroyed, cloned, listed; user objects; DOT
 //   fake_graph_nodes.cpp    graph nodes added one by one, their parameters checked

@@ -103,10 +103,11 @@ static bool in_block(const std::map<std::uintptr_t, std::size_t>& blocks, CUdevi
   return ptr >= it->first && ptr + bytes <= it->first + it->second;
 }
 
-// [ptr, ptr + bytes) inside one allocation or one module variable?
+// [ptr, ptr + bytes) inside one allocation or one module variable, or
+// mapped memory open to a device (fake_vmm.cpp)?
 bool in_allocation(CUdeviceptr ptr, std::size_t bytes) {
   if (bytes == 0) return true;  // as the driver: a zero-size copy or memset succeeds, whatever the pointer
-  return in_block(allocations, ptr, bytes) || in_block(module_variables, ptr, bytes);
+  return in_block(allocations, ptr, bytes) || in_block(module_variables, ptr, bytes) || in_vmm_mapping(ptr, bytes);
 }
 
 // The blocks of mem alloc nodes (owned by their nodes), by address.

@@ -139,6 +139,11 @@ long event_flags(CUevent e);
 // With `mu` held: a new event in `ctx` with `flags` (cuIpcOpenEventHandle's).
 CUevent new_event(CUcontext ctx, unsigned flags);
 
+// fake_vmm.cpp
+// With `mu` held: [ptr, ptr + bytes) mapped by cuMemMap, back to back, and
+// open (cuMemSetAccess) to some device?
+bool in_vmm_mapping(CUdeviceptr ptr, std::size_t bytes);
+
 // fake_ipc.cpp
 void reset_ipc();  // forgets fake_set_process_id (takes `mu`)
 

@@ -696,6 +696,19 @@ enum CUmemAllocationType : int {
 
 enum CUmemAllocationHandleType : int {
   CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+  CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+  CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+  CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+};
+
+// --- virtual memory management (cuMemCreate, cuMemMap, ...) -------------------
+
+using CUmemGenericAllocationHandle = unsigned long long;
+
+enum CUmemAllocationGranularity_flags : int {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
 };
 
 enum CUmemLocationType : int {
@@ -880,6 +893,24 @@ struct CUmemLocation {
 struct CUmemAccessDesc {
   CUmemLocation location;
   CUmemAccess_flags flags;
+};
+
+struct CUmemAllocationProp {
+  CUmemAllocationType type;
+  CUmemAllocationHandleType requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+
+// What cuMemExportToShareableHandle gives for CU_MEM_HANDLE_TYPE_FABRIC.
+struct CUmemFabricHandle {
+  unsigned char data[ipc_handle_size];
 };
 
 struct CUmemPoolProps {
@@ -1150,6 +1181,30 @@ struct CUtensorMap {
     (CUmemAccess_flags * flags, CUmemoryPool memPool, CUmemLocation * location))                                       \
   X(MemAllocFromPoolAsync, 11020, "cuMemAllocFromPoolAsync",                                                           \
     (CUdeviceptr * dptr, std::size_t bytesize, CUmemoryPool pool, CUstream hStream))                                   \
+  X(MemGetAllocationGranularity, 10020, "cuMemGetAllocationGranularity",                                               \
+    (std::size_t * granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option))             \
+  X(MemAddressReserve, 10020, "cuMemAddressReserve",                                                                   \
+    (CUdeviceptr * ptr, std::size_t size, std::size_t alignment, CUdeviceptr addr, unsigned long long flags))          \
+  X(MemAddressFree, 10020, "cuMemAddressFree", (CUdeviceptr ptr, std::size_t size))                                    \
+  X(MemCreate, 10020, "cuMemCreate",                                                                                   \
+    (CUmemGenericAllocationHandle * handle, std::size_t size, const CUmemAllocationProp* prop,                         \
+     unsigned long long flags))                                                                                        \
+  X(MemRelease, 10020, "cuMemRelease", (CUmemGenericAllocationHandle handle))                                          \
+  X(MemMap, 10020, "cuMemMap",                                                                                         \
+    (CUdeviceptr ptr, std::size_t size, std::size_t offset, CUmemGenericAllocationHandle handle,                       \
+     unsigned long long flags))                                                                                        \
+  X(MemUnmap, 10020, "cuMemUnmap", (CUdeviceptr ptr, std::size_t size))                                                \
+  X(MemSetAccess, 10020, "cuMemSetAccess",                                                                             \
+    (CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc, std::size_t count))                               \
+  X(MemGetAccess, 10020, "cuMemGetAccess",                                                                             \
+    (unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr))                                       \
+  X(MemExportToShareableHandle, 10020, "cuMemExportToShareableHandle",                                                 \
+    (void* shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType,                 \
+     unsigned long long flags))                                                                                        \
+  X(MemImportFromShareableHandle, 10020, "cuMemImportFromShareableHandle",                                             \
+    (CUmemGenericAllocationHandle * handle, void* osHandle, CUmemAllocationHandleType shHandleType))                   \
+  X(MemGetAllocationPropertiesFromHandle, 10020, "cuMemGetAllocationPropertiesFromHandle",                             \
+    (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                                                 \
   X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
   X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
   X(ThreadExchangeStreamCaptureMode, 10010, "cuThreadExchangeStreamCaptureMode", (CUstreamCaptureMode * mode))         \

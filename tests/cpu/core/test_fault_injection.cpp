@@ -244,6 +244,20 @@ std::vector<Op> operations() {
          Event opened(ctx, eh);
          s.wait(opened);
        }},
+      {"virtual memory: reserved, created, mapped, access set and read, exported and imported, grown",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         const std::size_t g = allocation_granularity(Device::get(0));
+         const VirtualRange range = VirtualRange::reserve(ctx, 2 * g);
+         const PhysicalMemory memory = PhysicalMemory::create(ctx, g, {.exportable = ExportKind::posix_fd});
+         const Mapping m(range, 0, memory);
+         m.set_access(Device::get(0), MemoryAccess::read_write);
+         (void)m.access(Device::get(0));
+         const PhysicalMemory imported = import_fd(ctx, export_fd(memory).get(), g);
+         const Mapping again(range, g, imported, MemoryAccess::none);
+         GrowableBuffer<int> b(ctx, 2 * g / sizeof(int), 1);
+         b.resize(g / sizeof(int) + 1);
+       }},
       {"memory",
        [] {
          Context ctx = Context::primary(Device::get(0));
