@@ -108,37 +108,36 @@ CUresult fake_MemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, std::size_t
   }
   std::lock_guard lock(fake::mu);
   if (const CUresult r = fake::use_stream(s)) return r;
-  std::vector<fake::Work> copies(count);
-  bool bad = false;
+  // Checked first (no allocation: the library's hot path counts them).
   for (std::size_t i = 0; i < count; ++i) {
-    fake::Work& w = copies[i];
+    bool bad = false;
+    const bool dst_device = device_side(dsts[i], sizes[i], bad), src_device = device_side(srcs[i], sizes[i], bad);
+    if (bad || (!dst_device && !src_device) || (sizes[i] && (!dsts[i] || !srcs[i]))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    bool bad = false;
+    fake::Work w;
     w.type = CU_GRAPH_NODE_TYPE_MEMCPY;
     w.dst = dsts[i], w.src = srcs[i], w.bytes = sizes[i];
     w.dst_device = device_side(dsts[i], sizes[i], bad);
     w.src_device = device_side(srcs[i], sizes[i], bad);
-    if ((!w.dst_device && !w.src_device) || (sizes[i] && (!dsts[i] || !srcs[i]))) bad = true;
-  }
-  if (bad) return CUDA_ERROR_INVALID_VALUE;
-  if (fake::capturing(s)) {
-    for (fake::Work& w : copies) {
+    if (fake::capturing(s)) {
       bool captured = false;
       if (const CUresult r = fake::capture_work(s, std::move(w), captured)) return r;
+      continue;
     }
-  } else {
-    for (const fake::Work& w : copies) {
-      if (w.bytes == 0) continue;
-      auto* dst = reinterpret_cast<void*>(w.dst);
-      if (!fake::held(s)) {
-        std::memmove(dst, reinterpret_cast<const void*>(w.src), w.bytes);
-      } else if (!w.src_device) {  // host memory is read now (staged), written when the stream runs
-        std::vector<unsigned char> bytes(reinterpret_cast<const unsigned char*>(w.src),
-                                         reinterpret_cast<const unsigned char*>(w.src) + w.bytes);
-        fake::defer(s, [dst, bytes = std::move(bytes)] { std::memcpy(dst, bytes.data(), bytes.size()); });
-      } else {
-        const auto src = w.src;
-        const auto n = w.bytes;
-        fake::defer(s, [dst, src, n] { std::memmove(dst, reinterpret_cast<const void*>(src), n); });
-      }
+    if (w.bytes == 0) continue;
+    auto* dst = reinterpret_cast<void*>(w.dst);
+    if (!fake::held(s)) {
+      std::memmove(dst, reinterpret_cast<const void*>(w.src), w.bytes);
+    } else if (!w.src_device) {  // host memory is read now (staged), written when the stream runs
+      std::vector<unsigned char> bytes(reinterpret_cast<const unsigned char*>(w.src),
+                                       reinterpret_cast<const unsigned char*>(w.src) + w.bytes);
+      fake::defer(s, [dst, bytes = std::move(bytes)] { std::memcpy(dst, bytes.data(), bytes.size()); });
+    } else {
+      const auto src = w.src;
+      const auto n = w.bytes;
+      fake::defer(s, [dst, src, n] { std::memmove(dst, reinterpret_cast<const void*>(src), n); });
     }
   }
   note("cuMemcpyBatchAsync", count, sizes, idxs, groups);

@@ -160,9 +160,9 @@ TEST_CASE("loader: batched calls missing") {
   CHECK(fake.calls("cuStreamSynchronize") == syncs + 1);
   // Bad input is refused the same way, before any call.
   std::vector<int> four(4);
-  const long calls = fake.calls("*");
+  const long calls = fake.calls("*") - fake.calls("cuGetErrorString");  // (an Error's description)
   CHECK(error_of([&] { copy_batch(s, {{d, a}, {d, four}}); }).detail().find("copy 1 of the batch: size mismatch") == 0);
-  CHECK(fake.calls("*") == calls);
+  CHECK(fake.calls("*") - fake.calls("cuGetErrorString") == calls);
 
   ManagedBuffer<int> m(ctx, 8);
   prefetch_batch(s, {{m.subspan(0, 4), MemoryLocation::device(Device::get(0))}, {m.subspan(4), MemoryLocation::host()}});
