@@ -51,12 +51,6 @@ struct CopyOptions {
   }
 };
 
-// One copy of a batch: a destination and a source as copy_async takes them
-// (host ranges, DeviceBuffer, DeviceSpan, ManagedBuffer, PinnedBuffer; one
-// side at least in device memory), and its options. Element types are
-// checked when it is made; the counts, by copy_batch, before the driver
-// sees anything. It keeps addresses, not the ranges: the memory must live
-// until the copy has run (as for copy_async).
 namespace detail {
 struct BatchCopyAccess;  // (below: what copy_batch reads of a BatchCopy)
 template <class R>
@@ -72,6 +66,12 @@ template <class R>
 using batch_element_t = std::conditional_t<device_range<R>, device_element_lazy<R>, host_element_lazy<R>>;
 }  // namespace detail
 
+// One copy of a batch: a destination and a source as copy_async takes them
+// (host ranges, DeviceBuffer, DeviceSpan, ManagedBuffer, PinnedBuffer; one
+// side at least in device memory), and its options. Element types are
+// checked when it is made; the counts, by copy_batch, before the driver
+// sees anything. It keeps addresses, not the ranges: the memory must live
+// until the copy has run (as for copy_async).
 class BatchCopy {
  public:
   // clang-format off
