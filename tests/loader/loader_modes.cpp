@@ -165,7 +165,8 @@ TEST_CASE("loader: batched calls missing") {
   CHECK(fake.calls("*") - fake.calls("cuGetErrorString") == calls);
 
   ManagedBuffer<int> m(ctx, 8);
-  prefetch_batch(s, {{m.subspan(0, 4), MemoryLocation::device(Device::get(0))}, {m.subspan(4), MemoryLocation::host()}});
+  prefetch_batch(s, {{m.subspan(0, 4), MemoryLocation::device(Device::get(0))},
+                     {m.subspan(4), MemoryLocation::host()}});
   CHECK(fake.calls("cuMemPrefetchAsync") == 2);
   discard_and_prefetch_batch(s, {{m, MemoryLocation::host()}});
   CHECK(fake.calls("cuMemPrefetchAsync") == 3);

@@ -234,7 +234,8 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch of up to 16 copies is one d
   std::vector<DeviceBuffer<int>> dev;
   for (int i = 0; i < 17; ++i) dev.emplace_back(ctx, 2);
   std::vector<BatchCopy> copies;
-  for (int i = 0; i < 17; ++i) copies.emplace_back(dev[i], host[i], CopyOptions{.prefer_overlap_with_compute = i % 2 == 0});
+  for (int i = 0; i < 17; ++i)
+    copies.emplace_back(dev[i], host[i], CopyOptions{.prefer_overlap_with_compute = i % 2 == 0});
   const std::span<const BatchCopy> sixteen(copies.data(), 16);
   copy_batch(s, sixteen);  // (warm: the driver is loaded)
   long calls = fake.calls("*"), heap = heap_allocations();
