@@ -22,8 +22,8 @@ std::vector<std::uint32_t> pattern(std::size_t n, std::uint32_t seed) {
 }  // namespace
 
 TEST_CASE("issue 25 (3): copy_batch, host to device, device to device, device to host, of different sizes") {
-  MESSAGE(std::string("batched copies: ") +
-          (batched_copies_available() ? "cuMemcpyBatchAsync" : "a loop of single copies"));
+  const std::string path = batched_copies_available() ? "cuMemcpyBatchAsync" : "a loop of single copies";
+  MESSAGE("batched copies: " << path);
   Stream s(ctx());
   const std::size_t sizes[] = {1, 3, 64, 1000, 4096 + 7, 1 << 20};
   constexpr std::size_t kinds = sizeof(sizes) / sizeof(sizes[0]);
@@ -99,8 +99,8 @@ TEST_CASE("issue 25 (3): batched prefetch, discard, and discard-and-prefetch of 
     MESSAGE("SKIPPED: this device has no concurrent managed access; the managed batches need it");
     return;
   }
-  MESSAGE(std::string("managed batches: ") +
-          (batched_managed_available() ? "batched calls" : "a loop of cuMemPrefetchAsync"));
+  const std::string path = batched_managed_available() ? "batched calls" : "a loop of cuMemPrefetchAsync";
+  MESSAGE("managed batches: " << path);
   Stream s(ctx());
   const std::size_t n = 1 << 20;
   ManagedBuffer<std::uint32_t> x(ctx(), n), y(ctx(), n);
