@@ -64,6 +64,20 @@ Section driver_section(const oxicuda::DriverInfo& info) {
   s.add("cuda_version", {}, info.version ? oxicuda_examples::Scalar{version} : nullptr);
   s.add("entry_points_from", {}, info.available() ? oxicuda_examples::Scalar{via} : nullptr);
   s.add("reason", {}, info.available() ? oxicuda_examples::Scalar{} : info.reason);
+  // Which path copy_batch and the managed batches take on this driver.
+  if (info.available()) {
+    const bool copies = oxicuda::batched_copies_available(), managed = oxicuda::batched_managed_available();
+    s.add("batched_copies", "batched copies", copies ? "batched" : "single_copies",
+          copies ? "one cuMemcpyBatchAsync per copy_batch"
+                 : "copy_batch loops over single copies (this driver lacks cuMemcpyBatchAsync, CUDA 13.0)");
+    s.add("batched_managed", "managed batches", managed ? "batched" : "single_prefetches",
+          managed ? "cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync, cuMemDiscardAndPrefetchBatchAsync"
+                  : "prefetch_batch loops over cuMemPrefetchAsync; discard_batch is an Error (this driver lacks "
+                    "the CUDA 13.0 batched calls)");
+  } else {
+    s.add("batched_copies", {}, nullptr);
+    s.add("batched_managed", {}, nullptr);
+  }
   return s;
 }
 

@@ -4,7 +4,8 @@
   doctor.py DOCTOR FAKE_LIBCUDA README
 
 Runs the doctor on the fake driver (two devices; none; a driver call that
-fails on the second device), without a driver (OXICUDA_LIBCUDA_PATH naming
+fails on the second device; the variant without the batched calls of
+CUDA 13.0, whose loop of single copies the doctor names), without a driver (OXICUDA_LIBCUDA_PATH naming
 a missing file whose name needs JSON escaping), and with --help and a bad
 argument. Each --json run's output must parse as JSON (python's json, so
 the escaping is checked) and hold the fields README documents, and each
@@ -199,6 +200,19 @@ def main():
     drv = data.get("driver", {})
     expect("driver: available, the fake's path, CUDA 13.0", drv.get("available") is True and drv.get("status") == "ok"
            and drv.get("library") == fake and drv.get("cuda_version") == "13.0" and drv.get("reason") is None)
+    expect("driver: the fake has the batched calls, and the doctor says copy_batch takes them",
+           drv.get("batched_copies") == "batched" and drv.get("batched_managed") == "batched"
+           and "batched copies: one cuMemcpyBatchAsync per copy_batch" in text)
+    # The fake without its newest entry points (fake_cuda_old, beside the fake): whatever the self-check says.
+    old_env = {"OXICUDA_LIBCUDA_PATH": os.path.join(os.path.dirname(fake), "libfake_cuda_old.so")}
+    old_text = run(doctor, old_env).stdout
+    try:
+        old_drv = json.loads(run(doctor, old_env, "--json").stdout).get("driver", {})
+    except json.JSONDecodeError:
+        old_drv = {}
+    expect("driver without the batched calls: the doctor names the loop of single copies",
+           old_drv.get("batched_copies") == "single_copies" and old_drv.get("batched_managed") == "single_prefetches"
+           and "copy_batch loops over single copies" in old_text)
     expect("oxicuda.version", re.fullmatch(r"\d+\.\d+\.\d+", data.get("oxicuda", {}).get("version", "")) is not None)
     devices = data.get("devices", [])
     expect("two devices", data.get("device_count") == 2 and len(devices) == 2)
@@ -226,6 +240,8 @@ def main():
            drv.get("available") is False and drv.get("status") == "no_library" and drv.get("library") is None)
     expect("no driver: the reason names the missing file, escaped and read back exactly",
            MISSING in (drv.get("reason") or ""))
+    expect("no driver: which batch path is unknown (null)", "batched_copies" in drv and drv["batched_copies"] is None
+           and "batched_managed" in drv and drv["batched_managed"] is None)
     expect("no driver: no devices", data.get("device_count") is None and data.get("devices") == [])
     expect("no driver: the text form prints the reason", "no usable CUDA driver: " in text and MISSING in text)
 

@@ -27,6 +27,7 @@ struct Fake {
   fake_set_peer_access_fn set_peer_access;
   fake_set_driver_version_fn set_driver_version;
   fake_last_launch_fn last_launch;
+  fake_last_batch_fn last_batch;
   fake_last_launch_attribute_fn last_launch_attribute;
   fake_host_funcs_run_fn host_funcs_run;
   fake_last_context_fn last_context;
@@ -58,6 +59,7 @@ struct Fake {
       x.set_peer_access = reinterpret_cast<fake_set_peer_access_fn>(dlsym(lib, "fake_set_peer_access"));
       x.set_driver_version = reinterpret_cast<fake_set_driver_version_fn>(dlsym(lib, "fake_set_driver_version"));
       x.last_launch = reinterpret_cast<fake_last_launch_fn>(dlsym(lib, "fake_last_launch"));
+      x.last_batch = reinterpret_cast<fake_last_batch_fn>(dlsym(lib, "fake_last_batch"));
       x.last_launch_attribute =
           reinterpret_cast<fake_last_launch_attribute_fn>(dlsym(lib, "fake_last_launch_attribute"));
       x.host_funcs_run = reinterpret_cast<fake_host_funcs_run_fn>(dlsym(lib, "fake_host_funcs_run"));

@@ -1,7 +1,8 @@
 // oxicuda/memory.hpp — the memory wing: device spans; copies; copies between devices; fills; device buffers;
-// memory pools (the default one, and your own); 2D (pitched) memory and copies; managed memory; registered host memory;
-// pointer queries; memory shared between processes (IPC); virtual memory (physical memory, reserved ranges, mappings,
-// growable buffers, memory shared by file descriptor or fabric handle).
+// memory pools (the default one, and your own); 2D (pitched) memory and copies; managed memory; batched copies
+// and managed-memory batches; registered host memory; pointer queries; memory shared between processes (IPC);
+// virtual memory (physical memory, reserved ranges, mappings, growable buffers, memory shared by file
+// descriptor or fabric handle).
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -18,6 +19,8 @@
 #include "memory/span_2d.hpp"
 #include "memory/pitched.hpp"
 #include "memory/managed.hpp"
+#include "memory/copy_batch.hpp"
+#include "memory/managed_batch.hpp"
 #include "memory/registered.hpp"
 #include "memory/pointer.hpp"
 #include "memory/ipc.hpp"

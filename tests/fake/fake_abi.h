@@ -52,6 +52,21 @@ struct FakeLaunch {
 // What the fake's cuTensorMapEncodeTiled and cuTensorMapEncodeIm2col write
 // into the 128-byte descriptor (the rest zero): the description as given,
 // so that tests can read what the library passed.
+// The last batched call (cuMemcpyBatchAsync, cuMem*BatchAsync) that
+// succeeded: its entry, its operations and their groups (an attribute entry
+// or a prefetch location each, the first 8), as the driver received them.
+struct FakeBatch {
+  char entry[48];
+  size_t count;
+  size_t groups;
+  size_t starts[8];             // attrsIdxs / prefetchLocIdxs
+  int access[8];                // a copy group's srcAccessOrder
+  unsigned flags[8];            // a copy group's flags
+  int src_hint[8], dst_hint[8]; // a copy group's hints: location type * 100 + id
+  int location[8];              // a prefetch group's location: type * 100 + id
+  size_t sizes[8];              // the first 8 operations' sizes
+};
+
 struct FakeTensorMap {
   unsigned long long address;
   unsigned long long dims[5];
@@ -88,6 +103,8 @@ typedef void (*fake_set_peer_access_fn)(int dev, int peer, int can);
 // What cuDriverGetVersion answers from now on (13000 until set).
 typedef void (*fake_set_driver_version_fn)(int version);
 typedef void (*fake_last_launch_fn)(struct FakeLaunch* out);
+// The last batched call that succeeded (count 0: none yet).
+typedef void (*fake_last_batch_fn)(struct FakeBatch* out);
 // A launch attribute of the last launch (CUlaunchAttributeID), as one
 // number: the window's bytes, the priority, the serialization flag, 1 for a
 // programmatic event (2 when triggered at block start), the cluster's x,

@@ -651,7 +651,7 @@ CUresult fake_MemAllocManaged(CUdeviceptr* p, std::size_t bytes, unsigned int fl
 // As the driver: a range that is not inside one managed allocation is
 // CUDA_ERROR_INVALID_VALUE; a device without concurrent managed access
 // (fake_set_device_attribute) is CUDA_ERROR_INVALID_DEVICE.
-static CUresult check_managed(CUdeviceptr p, std::size_t bytes, CUmemLocation to, bool prefetch) {
+CUresult fake::check_managed(CUdeviceptr p, std::size_t bytes, CUmemLocation to, bool prefetch) {
   if (!in_block(managed_allocations, p, bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (to.type == CU_MEM_LOCATION_TYPE_HOST) return CUDA_SUCCESS;
   if (to.type != CU_MEM_LOCATION_TYPE_DEVICE || to.id < 0 || to.id >= device_count) return CUDA_ERROR_INVALID_DEVICE;

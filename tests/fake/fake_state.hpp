@@ -116,6 +116,10 @@ bool ipc_allocation(CUdeviceptr ptr, std::size_t& bytes, unsigned long long& id)
 // address not reused by another).
 bool ipc_allocation_live(CUdeviceptr ptr, unsigned long long id);
 
+// With `mu` held: a range of managed memory and a location to prefetch it
+// to (or advise, when not `prefetch`), checked as cuMemPrefetchAsync does.
+CUresult check_managed(CUdeviceptr p, std::size_t bytes, CUmemLocation to, bool prefetch);
+
 // fake_module_launch.cpp
 // Checks a launch's configuration against the function (as cuLaunchKernel does).
 CUresult check_launch(const Func& f, const unsigned grid[3], const unsigned block[3], unsigned shared,

@@ -133,6 +133,51 @@ TEST_CASE("loader: missing entry point") {
   CHECK(e.ready());
 }
 
+// A driver without the batched calls of CUDA 13.0 (the fake without its
+// optional entry points): copy_batch and prefetch_batch loop over single
+// calls, and say so; a discard, which has no single call, is an Error
+// naming the driver it needs.
+TEST_CASE("loader: batched calls missing") {
+  Fake& fake = Fake::get();
+  fake.reset();
+  CHECK_FALSE(batched_copies_available());
+  CHECK_FALSE(batched_managed_available());
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  std::vector<int> a{1, 2, 3}, back(3), none;
+  DeviceBuffer<int> d(ctx, 3), e(ctx, 3), empty(ctx, 0);
+  copy_batch(s, {{d, a}, {e, d}, {empty, none}});
+  copy_batch(s, {{back, e}});
+  s.synchronize();
+  CHECK(back == a);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 1);
+  CHECK(fake.calls("cuMemcpyDtoDAsync") == 1);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 1);
+  CHECK(fake.calls("cuMemcpyBatchAsync") == 0);
+  // A copy that reads its source during the call only: the loop waits for the stream.
+  const long syncs = fake.calls("cuStreamSynchronize");
+  copy_batch(s, {{e, a, {.source_access = SourceAccess::during_call}}});
+  CHECK(fake.calls("cuStreamSynchronize") == syncs + 1);
+  // Bad input is refused the same way, before any call.
+  std::vector<int> four(4);
+  const long calls = fake.calls("*") - fake.calls("cuGetErrorString");  // (an Error's description)
+  CHECK(error_of([&] { copy_batch(s, {{d, a}, {d, four}}); }).detail().find("copy 1 of the batch: size mismatch") == 0);
+  CHECK(fake.calls("*") - fake.calls("cuGetErrorString") == calls);
+
+  ManagedBuffer<int> m(ctx, 8);
+  prefetch_batch(s, {{m.subspan(0, 4), MemoryLocation::device(Device::get(0))},
+                     {m.subspan(4), MemoryLocation::host()}});
+  CHECK(fake.calls("cuMemPrefetchAsync") == 2);
+  discard_and_prefetch_batch(s, {{m, MemoryLocation::host()}});
+  CHECK(fake.calls("cuMemPrefetchAsync") == 3);
+  const Error no = error_of([&] { discard_batch(s, {m}); });
+  CHECK(no.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(no.detail() == "this driver has no cuMemDiscardBatchAsync (the loaded driver is CUDA 13.0); a discard needs "
+                       "cuMemDiscardBatchAsync, a driver of CUDA 13.0 or newer, and no single call before it discards");
+  // An empty discard is still nothing to do.
+  discard_batch(s, std::span<const ManagedRange>{});
+}
+
 TEST_CASE("loader: concurrent first use") {
   // 16 threads race to be first; the driver is opened and initialized once.
   std::atomic<bool> go{false};

@@ -890,6 +890,27 @@ struct CUmemLocation {
   int id;
 };
 
+// Batched copies (cuMemcpyBatchAsync): how a copy may read its source, and
+// its attributes (one entry applies to a run of consecutive copies).
+enum CUmemcpySrcAccessOrder : int {
+  CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0x0,
+  CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 0x1,
+  CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL = 0x2,
+  CU_MEMCPY_SRC_ACCESS_ORDER_ANY = 0x3,
+};
+
+enum CUmemcpyFlags : int {
+  CU_MEMCPY_FLAG_DEFAULT = 0x0,
+  CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE = 0x1,
+};
+
+struct CUmemcpyAttributes {
+  CUmemcpySrcAccessOrder srcAccessOrder;
+  CUmemLocation srcLocHint;
+  CUmemLocation dstLocHint;
+  unsigned int flags;
+};
+
 struct CUmemAccessDesc {
   CUmemLocation location;
   CUmemAccess_flags flags;
@@ -1156,6 +1177,17 @@ struct CUtensorMap {
   X(MemAllocManaged, 6000, "cuMemAllocManaged", (CUdeviceptr * dptr, std::size_t bytesize, unsigned int flags))       \
   X(MemPrefetchAsync, 12020, "cuMemPrefetchAsync_v2",                                                                  \
     (CUdeviceptr devPtr, std::size_t count, CUmemLocation location, unsigned int flags, CUstream hStream))             \
+  X(MemcpyBatchAsync, 13000, "cuMemcpyBatchAsync_v2",                                                                 \
+    (CUdeviceptr * dsts, CUdeviceptr * srcs, std::size_t * sizes, std::size_t count, CUmemcpyAttributes * attrs,       \
+     std::size_t * attrsIdxs, std::size_t numAttrs, CUstream hStream))                                                 \
+  X(MemPrefetchBatchAsync, 13000, "cuMemPrefetchBatchAsync",                                                           \
+    (CUdeviceptr * dptrs, std::size_t * sizes, std::size_t count, CUmemLocation * prefetchLocs,                        \
+     std::size_t * prefetchLocIdxs, std::size_t numPrefetchLocs, unsigned long long flags, CUstream hStream))          \
+  X(MemDiscardBatchAsync, 13000, "cuMemDiscardBatchAsync",                                                             \
+    (CUdeviceptr * dptrs, std::size_t * sizes, std::size_t count, unsigned long long flags, CUstream hStream))         \
+  X(MemDiscardAndPrefetchBatchAsync, 13000, "cuMemDiscardAndPrefetchBatchAsync",                                       \
+    (CUdeviceptr * dptrs, std::size_t * sizes, std::size_t count, CUmemLocation * prefetchLocs,                        \
+     std::size_t * prefetchLocIdxs, std::size_t numPrefetchLocs, unsigned long long flags, CUstream hStream))          \
   X(MemAdvise, 12020, "cuMemAdvise_v2",                                                                                \
     (CUdeviceptr devPtr, std::size_t count, CUmem_advise advice, CUmemLocation location))                              \
   X(MemHostRegister, 6050, "cuMemHostRegister_v2", (void* p, std::size_t bytesize, unsigned int Flags))                 \

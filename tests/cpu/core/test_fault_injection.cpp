@@ -231,6 +231,19 @@ std::vector<Op> operations() {
          (void)pointer_info(m);
          (void)pointer_info(hosts.back().get());
        }},
+      {"batched copies, prefetches and discards (issue 25, capability 3)",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         std::vector<float> h(8, 1.0f);
+         DeviceBuffer<float> d(ctx, 8), e(ctx, 8);
+         copy_batch(s, {{d, h}, {e, d, {.source_access = SourceAccess::during_call}}, {h, e}});
+         ManagedBuffer<float> m(ctx, 16);
+         prefetch_batch(s, {{m.subspan(0, 8), MemoryLocation::device(Device::get(0))}, {m.subspan(8), MemoryLocation::host()}});
+         discard_batch(s, {m.subspan(0, 4)});
+         discard_and_prefetch_batch(s, {{m, MemoryLocation::host()}});
+         s.synchronize();
+       }},
       {"IPC: memory and an event exported, opened as if in another process, closed",
        [] {
          Context ctx = Context::primary(Device::get(0));
