@@ -1,7 +1,7 @@
 // The fake driver's memory: device allocations are host memory (so copies,
 // fills and the `dbl` kernel really move and change bytes), pinned host
 // allocations, and each device's default memory pool.
-#include "fake_state.hpp"
+#include "fake_memory_state.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,59 +14,25 @@
 
 namespace fake {
 
-namespace {
-
-// A memory pool: a device's default one (pools[device]) or one made by
-// cuMemPoolCreate (own_pools, live until destroyed and, as the driver does,
-// until its last allocation is freed). Access is per device: the pool's
-// own device reads and writes; others, what cuMemPoolSetAccess gave them.
-struct Pool {
-  std::uint64_t release_threshold = 0;
-  std::uint64_t used = 0;
-  int device = 0;
-  std::size_t max_size = 0;  // 0: no limit
-  bool destroyed = false;    // cuMemPoolDestroy'd with allocations outstanding
-  CUmemAccess_flags access[8] = {};
-};
+namespace mem {
 
 // Never destroyed, as `live` (fake_state.hpp).
 std::map<std::uintptr_t, std::size_t>& allocations = *new std::map<std::uintptr_t, std::size_t>;
 std::map<std::uintptr_t, std::size_t>& host_allocations = *new std::map<std::uintptr_t, std::size_t>;
-// The pinned allocations made with CU_MEMHOSTALLOC_DEVICEMAP (mapped at the
-// same address, as under unified addressing).
 std::map<std::uintptr_t, std::size_t>& mapped_allocations = *new std::map<std::uintptr_t, std::size_t>;
 Pool pools[8];
 std::set<Pool*>& own_pools = *new std::set<Pool*>;
-// Every stream-ordered allocation's pool.
 std::map<std::uintptr_t, Pool*>& pool_allocations = *new std::map<std::uintptr_t, Pool*>;
-
-// What cuPointerGetAttributes tells of an allocation or a registration:
-// by its first byte (its size is in the map of its kind).
-struct Owner {
-  CUcontext ctx;
-  CUmemorytype type;
-  bool managed;
-  int device;
-  unsigned long long id;
-};
 std::map<std::uintptr_t, Owner>& owners = *new std::map<std::uintptr_t, Owner>;
 unsigned long long next_buffer_id = 1;
-// Managed allocations (also in `allocations`), and registered host ranges
-// with their flags.
 std::map<std::uintptr_t, std::size_t>& managed_allocations = *new std::map<std::uintptr_t, std::size_t>;
-struct Registration {
-  std::size_t bytes;
-  unsigned flags;
-};
 std::map<std::uintptr_t, Registration>& registrations = *new std::map<std::uintptr_t, Registration>;
 
-// With `mu` held: notes who owns a new allocation or registration.
 void own(std::uintptr_t p, CUmemorytype type, bool managed) {
   const int device = context_device(current());
   owners[p] = Owner{current(), type, managed, device < 0 ? 0 : device, next_buffer_id++};
 }
 
-// With `mu` held: a stream-ordered allocation of `bytes` at `p` is freed.
 void pool_free(std::uintptr_t p, std::size_t bytes) {
   const auto it = pool_allocations.find(p);
   if (it == pool_allocations.end()) return;
@@ -86,7 +52,16 @@ Pool* pool_of(CUmemoryPool p) {
   return it != own_pools.end() && !(*it)->destroyed ? *it : nullptr;
 }
 
-}  // namespace
+bool in_block(const std::map<std::uintptr_t, std::size_t>& blocks, CUdeviceptr ptr, std::size_t bytes) {
+  auto it = blocks.upper_bound(ptr);
+  if (it == blocks.begin()) return false;
+  --it;
+  return ptr >= it->first && ptr + bytes <= it->first + it->second;
+}
+
+}  // namespace mem
+
+using namespace mem;
 
 // Modules' variables (.global, .const), by address: device memory that is
 // the module's, not an allocation (fake_live("memory") does not count them).
@@ -94,14 +69,6 @@ std::map<std::uintptr_t, std::size_t>& module_variables = *new std::map<std::uin
 
 void module_variable_add(CUdeviceptr ptr, std::size_t bytes) { module_variables[ptr] = bytes; }
 void module_variable_remove(CUdeviceptr ptr) { module_variables.erase(ptr); }
-
-// [ptr, ptr + bytes) inside one block of `blocks`?
-static bool in_block(const std::map<std::uintptr_t, std::size_t>& blocks, CUdeviceptr ptr, std::size_t bytes) {
-  auto it = blocks.upper_bound(ptr);
-  if (it == blocks.begin()) return false;
-  --it;
-  return ptr >= it->first && ptr + bytes <= it->first + it->second;
-}
 
 // [ptr, ptr + bytes) inside one allocation or one module variable, or
 // mapped memory open to a device (fake_vmm.cpp)?
@@ -152,6 +119,7 @@ long live_pool() { return static_cast<long>(own_pools.size()); }
 }  // namespace fake
 
 using namespace fake;
+using namespace fake::mem;
 
 CUresult fake_MemGetInfo(std::size_t* free_bytes, std::size_t* total) {
   FAKE_ENTRY(MemGetInfo);
@@ -440,338 +408,5 @@ CUresult fake_MemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int 
   --it;
   if (a >= it->first + it->second) return CUDA_ERROR_INVALID_VALUE;
   *pdptr = a;
-  return CUDA_SUCCESS;
-}
-
-// With `mu` held: a stream-ordered allocation from `pool` (null: the
-// default pool of the stream's device), for a stream that is not capturing.
-static CUresult pool_allocate(CUdeviceptr* p, std::size_t bytes, Pool* pool, CUstream s) {
-  const int dev = std::max(context_device(stream_context(s)), 0);
-  if (!pool)
-    pool = &pools[dev];
-  else if (pool->access[dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE)
-    return CUDA_ERROR_INVALID_VALUE;  // the stream's device has no access to the pool
-  if (pool->max_size && pool->used + bytes > pool->max_size) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* mem = std::malloc(bytes);
-  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
-  allocations[reinterpret_cast<std::uintptr_t>(mem)] = bytes;
-  pool_allocations[reinterpret_cast<std::uintptr_t>(mem)] = pool;
-  pool->used += bytes;
-  *p = reinterpret_cast<std::uintptr_t>(mem);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemAllocAsync(CUdeviceptr* p, std::size_t bytes, CUstream s) {
-  FAKE_ENTRY(MemAllocAsync);
-  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  if (const CUresult r = use_stream(s)) return r;
-  if (capturing(s)) return capture_alloc(s, bytes, *p);  // a mem alloc node
-  return pool_allocate(p, bytes, nullptr, s);
-}
-
-CUresult fake_MemAllocFromPoolAsync(CUdeviceptr* p, std::size_t bytes, CUmemoryPool pool, CUstream s) {
-  FAKE_ENTRY(MemAllocFromPoolAsync);
-  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  if (const CUresult r = use_stream(s)) return r;
-  Pool* from = pool_of(pool);
-  if (!from) return CUDA_ERROR_INVALID_VALUE;
-  if (capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;  // (alloc nodes from a given pool: not modeled)
-  return pool_allocate(p, bytes, from, s);
-}
-
-CUresult fake_MemFreeAsync(CUdeviceptr p, CUstream s) {
-  FAKE_ENTRY(MemFreeAsync);
-  std::lock_guard lock(mu);
-  if (const CUresult r = use_stream(s)) return r;
-  if (capturing(s) && graph_blocks.count(p)) {  // a mem free node (other frees are not modeled in capture)
-    Work w;
-    w.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
-    w.dptr = p;
-    bool captured = false;
-    return capture_work(s, std::move(w), captured);
-  }
-  if (!allocations.count(p)) {
-    ++invalid_destroys;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  auto work = [p] {
-    auto it = allocations.find(p);
-    if (it == allocations.end()) {
-      ++invalid_destroys;
-      return;
-    }
-    pool_free(p, it->second);
-    allocations.erase(it);
-    // A graph's allocation (live since its graph's launch) is freed, its
-    // block kept by its alloc node for the next launch, as cuMemFree does.
-    if (!graph_blocks.count(p)) std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
-  };
-  if (held(s))
-    defer(s, std::move(work));
-  else
-    work();
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_DeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
-  FAKE_ENTRY(DeviceGetDefaultMemPool);
-  if (dev < 0 || dev >= device_count) return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard lock(mu);
-  pools[dev].device = dev;
-  pools[dev].access[dev] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  *pool = reinterpret_cast<CUmemoryPool>(&pools[dev]);
-  return CUDA_SUCCESS;
-}
-
-// Pools of one's own: pinned device memory, no handle types (the fake does
-// not export pools), on a device that has one.
-CUresult fake_MemPoolCreate(CUmemoryPool* out, const CUmemPoolProps* props) {
-  FAKE_ENTRY(MemPoolCreate);
-  if (!out || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-      props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
-    return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  if (props->location.id < 0 || props->location.id >= device_count) return CUDA_ERROR_INVALID_DEVICE;
-  auto* pool = new Pool;
-  pool->device = props->location.id;
-  pool->max_size = props->maxSize;
-  pool->access[pool->device] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  own_pools.insert(pool);
-  *out = reinterpret_cast<CUmemoryPool>(pool);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemPoolDestroy(CUmemoryPool p) {
-  FAKE_ENTRY(MemPoolDestroy);
-  std::lock_guard lock(mu);
-  const auto it = own_pools.find(reinterpret_cast<Pool*>(p));
-  if (it == own_pools.end() || (*it)->destroyed) {  // (a default pool, or not a pool)
-    ++invalid_destroys;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  Pool* pool = *it;
-  if (pool->used != 0) {
-    pool->destroyed = true;  // released with its last allocation
-    return CUDA_SUCCESS;
-  }
-  own_pools.erase(it);
-  delete pool;
-  return CUDA_SUCCESS;
-}
-
-// Access from another device needs peer access between the devices; the
-// pool's own device keeps read-write access (changing it is
-// CUDA_ERROR_INVALID_DEVICE).
-CUresult fake_MemPoolSetAccess(CUmemoryPool p, const CUmemAccessDesc* map, std::size_t count) {
-  FAKE_ENTRY(MemPoolSetAccess);
-  if (!map && count) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  Pool* pool = pool_of(p);
-  if (!pool) return CUDA_ERROR_INVALID_VALUE;
-  for (std::size_t i = 0; i < count; ++i) {
-    const CUmemAccessDesc& d = map[i];
-    if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE || d.location.id < 0 || d.location.id >= device_count)
-      return CUDA_ERROR_INVALID_DEVICE;
-    if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
-        d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-      return CUDA_ERROR_INVALID_VALUE;
-    if (d.location.id == pool->device ? d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-                                      : !peer_capable_locked(d.location.id, pool->device))
-      return CUDA_ERROR_INVALID_DEVICE;
-  }
-  for (std::size_t i = 0; i < count; ++i) pool->access[map[i].location.id] = map[i].flags;
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool p, CUmemLocation* location) {
-  FAKE_ENTRY(MemPoolGetAccess);
-  if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  Pool* pool = pool_of(p);
-  if (!pool) return CUDA_ERROR_INVALID_VALUE;
-  if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || location->id < 0 || location->id >= device_count)
-    return CUDA_ERROR_INVALID_DEVICE;
-  *flags = pool->access[location->id];
-  return CUDA_SUCCESS;
-}
-
-
-
-CUresult fake_MemPoolSetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
-  FAKE_ENTRY(MemPoolSetAttribute);
-  std::lock_guard lock(mu);
-  Pool* pool = pool_of(p);
-  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
-  if (attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
-  pool->release_threshold = *static_cast<cuuint64_t*>(value);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void* value) {
-  FAKE_ENTRY(MemPoolGetAttribute);
-  std::lock_guard lock(mu);
-  Pool* pool = pool_of(p);
-  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
-  auto* out = static_cast<cuuint64_t*>(value);
-  switch (attr) {
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *out = pool->release_threshold; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *out = pool->used; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *out = pool->used; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemPoolTrimTo(CUmemoryPool p, std::size_t) {
-  FAKE_ENTRY(MemPoolTrimTo);
-  std::lock_guard lock(mu);
-  return pool_of(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-// Managed memory: host memory here as all the fake's device memory is, in
-// `allocations` too (copies, fills and kernels reach it; cuMemFree frees it).
-CUresult fake_MemAllocManaged(CUdeviceptr* p, std::size_t bytes, unsigned int flags) {
-  FAKE_ENTRY(MemAllocManaged);
-  if (const CUresult r = need_current()) return r;
-  if (!p || bytes == 0 || (flags != mem_attach_global && flags != mem_attach_host)) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  if (const CUresult r = capture_forbids_unsafe()) return r;
-  void* mem = std::malloc(bytes);
-  if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
-  const auto a = reinterpret_cast<std::uintptr_t>(mem);
-  allocations[a] = bytes;
-  managed_allocations[a] = bytes;
-  own(a, CU_MEMORYTYPE_DEVICE, true);
-  *p = a;
-  return CUDA_SUCCESS;
-}
-
-// As the driver: a range that is not inside one managed allocation is
-// CUDA_ERROR_INVALID_VALUE; a device without concurrent managed access
-// (fake_set_device_attribute) is CUDA_ERROR_INVALID_DEVICE.
-CUresult fake::check_managed(CUdeviceptr p, std::size_t bytes, CUmemLocation to, bool prefetch) {
-  if (!in_block(managed_allocations, p, bytes)) return CUDA_ERROR_INVALID_VALUE;
-  if (to.type == CU_MEM_LOCATION_TYPE_HOST) return CUDA_SUCCESS;
-  if (to.type != CU_MEM_LOCATION_TYPE_DEVICE || to.id < 0 || to.id >= device_count) return CUDA_ERROR_INVALID_DEVICE;
-  if (prefetch && !device_attribute_locked(to.id, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
-    return CUDA_ERROR_INVALID_DEVICE;
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemPrefetchAsync(CUdeviceptr p, std::size_t bytes, CUmemLocation to, unsigned int flags, CUstream s) {
-  FAKE_ENTRY(MemPrefetchAsync);
-  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  if (const CUresult r = use_stream(s)) return r;
-  return check_managed(p, bytes, to, true);  // (the bytes are where they are: host memory)
-}
-
-CUresult fake_MemAdvise(CUdeviceptr p, std::size_t bytes, CUmem_advise advice, CUmemLocation to) {
-  FAKE_ENTRY(MemAdvise);
-  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  if (const CUresult r = need_current_locked()) return r;  // (the H100 answers CUDA_ERROR_INVALID_CONTEXT without one)
-  if (advice == CU_MEM_ADVISE_SET_READ_MOSTLY || advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY)
-    to = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0};  // (ignored)
-  return check_managed(p, bytes, to, false);
-}
-
-// Registration: a range overlapping one registered already is
-// CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; so is the memory of a pinned
-// allocation (page-locked already). Mapped ranges answer
-// cuMemHostGetDevicePointer at their own address.
-CUresult fake_MemHostRegister(void* p, std::size_t bytes, unsigned int flags) {
-  FAKE_ENTRY(MemHostRegister);
-  if (const CUresult r = need_current()) return r;
-  if (!p || bytes == 0 || (flags & ~0xFu)) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  for (auto& [start, r] : registrations)
-    if (a < start + r.bytes && start < a + bytes) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  if (in_block(host_allocations, a, 1)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  registrations[a] = Registration{bytes, flags};
-  if (flags & memhostregister_devicemap) mapped_allocations[a] = bytes;
-  own(a, CU_MEMORYTYPE_HOST, false);
-  return CUDA_SUCCESS;
-}
-
-CUresult fake_MemHostUnregister(void* p) {
-  FAKE_ENTRY(MemHostUnregister);
-  std::lock_guard lock(mu);
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  if (registrations.erase(a) == 0) {
-    ++invalid_destroys;
-    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-  }
-  mapped_allocations.erase(a);
-  owners.erase(a);
-  return CUDA_SUCCESS;
-}
-
-// As the driver: memory it does not know is an answer, not an error (type
-// 0, the rest zero; the device ordinal -2, as the H200 answers).
-CUresult fake_PointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, void** data, CUdeviceptr ptr) {
-  FAKE_ENTRY(PointerGetAttributes);
-  if (n == 0 || !attrs || !data) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(mu);
-  // The allocation or registration that holds ptr: its start and size.
-  std::uintptr_t start = 0;
-  std::size_t size = 0;
-  const Owner* owner = nullptr;
-  auto it = owners.upper_bound(ptr);
-  if (it != owners.begin()) {
-    --it;
-    std::size_t bytes = 0;
-    if (auto a = allocations.find(it->first); a != allocations.end()) bytes = a->second;
-    if (auto h = host_allocations.find(it->first); h != host_allocations.end()) bytes = h->second;
-    if (auto r = registrations.find(it->first); r != registrations.end()) bytes = r->second.bytes;
-    if (ptr < it->first + bytes) start = it->first, size = bytes, owner = &it->second;
-  }
-  const bool host_reachable = owner && (owner->managed || owner->type == CU_MEMORYTYPE_HOST);
-  const bool device_reachable = owner && (owner->type == CU_MEMORYTYPE_DEVICE || in_block(mapped_allocations, ptr, 1) ||
-                                          owner->managed);
-  for (unsigned i = 0; i < n; ++i) {
-    void* d = data[i];
-    switch (attrs[i]) {
-      case CU_POINTER_ATTRIBUTE_CONTEXT: *static_cast<CUcontext*>(d) = owner ? owner->ctx : nullptr; break;
-      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(d) = owner ? owner->type : 0; break;
-      case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:  // (0 with no context current, as the H100 answers)
-        *static_cast<CUdeviceptr*>(d) = device_reachable && current() ? ptr : 0;
-        break;
-      case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *static_cast<void**>(d) = host_reachable ? reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)) : nullptr;
-        break;
-      case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long*>(d) = owner ? owner->id : 0; break;
-      case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned char*>(d) = owner && owner->managed; break;
-      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(d) = owner ? owner->device : -2; break;
-      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(d) = start; break;
-      case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<std::size_t*>(d) = size; break;
-      case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<unsigned char*>(d) = owner != nullptr; break;
-      default: return CUDA_ERROR_INVALID_VALUE;
-    }
-  }
-  return CUDA_SUCCESS;
-}
-
-// A copy between two contexts' memory: the fake's memory is one host
-// memory, so the same as cuMemcpyDtoDAsync once both contexts are named.
-CUresult fake_MemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, std::size_t n,
-                              CUstream s) {
-  FAKE_ENTRY(MemcpyPeerAsync);
-  if (!dst_ctx || !src_ctx) return CUDA_ERROR_INVALID_CONTEXT;
-  std::lock_guard lock(mu);
-  if (const CUresult r = use_stream(s)) return r;
-  if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  auto work = [dst, src, n] {
-    if (n && in_allocation(dst, n) && in_allocation(src, n))
-      std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
-                   reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
-  };
-  if (held(s))
-    defer(s, std::move(work));
-  else
-    work();
   return CUDA_SUCCESS;
 }

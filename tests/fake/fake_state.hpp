@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace fake {
@@ -181,6 +182,11 @@ struct Work {
 };
 // The kernel's arguments packed as the driver copies them.
 std::vector<unsigned char> pack_args(const Func& f, void** params);
+// Writes `text` to the JIT log buffer that `opts` names by `buf_key` (its
+// size by `size_key`, set to the length written), as cuModuleLoadDataEx and
+// cuLinkComplete do (fake_module_launch.cpp, fake_link.cpp).
+void write_log(std::vector<std::pair<CUjit_option, void*>>& opts, CUjit_option buf_key, CUjit_option size_key,
+               const std::string& text);
 // With `mu` held: when `s` is capturing, adds `w` as a node of the capture
 // (or refuses: an invalidated capture), sets `captured` and returns the
 // result; otherwise returns CUDA_SUCCESS and leaves `captured` false.
