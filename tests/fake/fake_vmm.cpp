@@ -365,7 +365,10 @@ CUresult fake_MemImportFromShareableHandle(CUmemGenericAllocationHandle* handle,
     return CUDA_ERROR_INVALID_VALUE;  // not a descriptor the fake exported
   const int fd = ::fcntl(given, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  *handle = add_handle(new Physical{fd, static_cast<std::size_t>(st.st_size), dev, types});
+  // An imported handle's properties name no handle type (driver 580, H100:
+  // cuMemGetAllocationPropertiesFromHandle in the importing process).
+  (void)types;
+  *handle = add_handle(new Physical{fd, static_cast<std::size_t>(st.st_size), dev, 0});
   return CUDA_SUCCESS;
 }
 

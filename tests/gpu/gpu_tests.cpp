@@ -280,7 +280,7 @@ TEST_CASE("issue 24 (14): kernels of nvcc's cubin and fatbin by their C++ names 
 
     const auto scale_f = m.kernel<void(float*, float, unsigned)>("fixture::scale<float>");
     const auto scale_i = m.kernel<void(int*, int, unsigned)>("void fixture::scale<int>(int*, int, unsigned int)");
-    const auto add_f = m.kernel<void(float*, float, unsigned)>("fixture::add(float*, float, unsigned)");
+    const auto add_f = m.kernel<void(float*, float, unsigned)>("fixture::add(float*, float, unsigned int)");
     const auto add_i = m.kernel<void(int*, int, unsigned)>("fixture::add(int *, int, unsigned int)");
     DeviceBuffer<float> f(ctx(), 1000);
     DeviceBuffer<int> i(ctx(), 1000);

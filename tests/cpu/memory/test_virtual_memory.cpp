@@ -255,7 +255,8 @@ TEST_CASE_FIXTURE(ContextTest, "virtual memory: exported as a POSIX fd and as a 
     const PhysicalMemory imported = import_fd(ctx, fd.get(), g);
     CHECK(imported.size() == g);
     CHECK(imported.device() == Device::get(0));
-    CHECK(imported.exportable_as(ExportKind::posix_fd));
+    // As driver 580 answers in the importing process (H100): no handle type.
+    CHECK_FALSE(imported.exportable_as(ExportKind::posix_fd));
     CHECK(imported.raw() != memory.raw());
     fd = FileDescriptor();  // the import does not need it
     CHECK(open_fds() > fds_at_start);  // (the fake's own descriptors, held by the two handles)
