@@ -75,10 +75,14 @@ inline std::uint64_t cache_limit(std::string& note) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   int shift = -1;
   if (unit.empty() || unit == "b") shift = 0;
-  for (const auto& [letter, bits] : {std::pair<char, int>{'k', 10}, {'m', 20}, {'g', 30}})
-    if (unit == std::string(1, letter) || unit == cat({std::string_view(&letter, 1), "b"}) ||
-        unit == cat({std::string_view(&letter, 1), "ib"}))
-      shift = bits;
+  static constexpr struct {
+    char letter;
+    int bits;
+  } units[] = {{'k', 10}, {'m', 20}, {'g', 30}};
+  for (const auto& u : units)
+    if (unit.size() <= 3 && !unit.empty() && unit[0] == u.letter &&
+        (unit.size() == 1 || std::string_view(unit).substr(1) == "b" || std::string_view(unit).substr(1) == "ib"))
+      shift = u.bits;
   if (shift < 0 || n > (~0ull >> shift)) return refuse();
   return n << shift;
 }

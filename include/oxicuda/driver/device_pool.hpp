@@ -33,14 +33,18 @@ class DevicePool {
   [[nodiscard]] static DevicePool all(SourceLocation where = SourceLocation::current());
   // These devices, in this order; an Error when empty.
   explicit DevicePool(const std::vector<Device>& devices, SourceLocation where = SourceLocation::current());
+  // Copies share the members; a move copies too, so that no pool is ever
+  // left without members.
+  DevicePool(const DevicePool&) = default;
+  DevicePool& operator=(const DevicePool&) = default;
 
-  [[nodiscard]] std::size_t size() const noexcept { return members_->size(); }
-  [[nodiscard]] const PoolMember& operator[](std::size_t i) const noexcept { return (*members_)[i]; }
-  [[nodiscard]] auto begin() const noexcept { return members_->cbegin(); }
-  [[nodiscard]] auto end() const noexcept { return members_->cend(); }
+  [[nodiscard]] std::size_t size() const noexcept { return state_->members.size(); }
+  [[nodiscard]] const PoolMember& operator[](std::size_t i) const noexcept { return state_->members[i]; }
+  [[nodiscard]] auto begin() const noexcept { return state_->members.cbegin(); }
+  [[nodiscard]] auto end() const noexcept { return state_->members.cend(); }
   // The members in turn, round-robin.
   [[nodiscard]] const PoolMember& next() const noexcept {
-    return (*members_)[turn_->fetch_add(1, std::memory_order_relaxed) % members_->size()];
+    return state_->members[state_->turn.fetch_add(1, std::memory_order_relaxed) % state_->members.size()];
   }
   // The member whose device has the most free memory now (cuMemGetInfo in
   // each context); the first of equals.
@@ -49,31 +53,35 @@ class DevicePool {
   void synchronize(SourceLocation where = SourceLocation::current()) const;
 
  private:
-  std::shared_ptr<std::vector<PoolMember>> members_;
-  std::shared_ptr<std::atomic<std::size_t>> turn_ = std::make_shared<std::atomic<std::size_t>>(0);
+  // The members and the round-robin turn, shared by the pool's copies.
+  struct State {
+    std::vector<PoolMember> members;
+    std::atomic<std::size_t> turn{0};
+  };
+  std::shared_ptr<State> state_;
 };
 
 inline DevicePool DevicePool::all(SourceLocation where) { return DevicePool(Device::all(where), where); }
 
 inline DevicePool::DevicePool(const std::vector<Device>& devices, SourceLocation where)
-    : members_(std::make_shared<std::vector<PoolMember>>()) {
+    : state_(std::make_shared<State>()) {
   if (devices.empty())
     detail::raise(Error(ffi::CUDA_ERROR_NO_DEVICE, "oxicuda::DevicePool",
                         "a pool needs at least one device, and none was given (Device::all() is empty where the "
                         "driver sees no GPU)",
                         where));
-  members_->reserve(devices.size());
+  state_->members.reserve(devices.size());
   for (const Device& d : devices) {
     Context ctx = Context::primary(d, where);
     Stream s(ctx, {.non_blocking = true}, where);
-    members_->push_back(PoolMember{d, std::move(ctx), std::move(s)});
+    state_->members.push_back(PoolMember{d, std::move(ctx), std::move(s)});
   }
 }
 
 inline const PoolMember& DevicePool::most_free_memory(SourceLocation where) const {
-  const PoolMember* best = &(*members_)[0];
+  const PoolMember* best = &state_->members[0];
   std::size_t most = 0;
-  for (const PoolMember& m : *members_) {
+  for (const PoolMember& m : state_->members) {
     const std::size_t free = m.context.memory_info(where).free;
     if (free > most) most = free, best = &m;
   }
@@ -81,7 +89,7 @@ inline const PoolMember& DevicePool::most_free_memory(SourceLocation where) cons
 }
 
 inline void DevicePool::synchronize(SourceLocation where) const {
-  for (const PoolMember& m : *members_) m.stream.synchronize(where);
+  for (const PoolMember& m : state_->members) m.stream.synchronize(where);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END
