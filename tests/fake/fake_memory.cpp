@@ -249,6 +249,11 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, dst, true, src, true, n);
+  return mem::enqueue_device_copy(dst, src, n, s);
+}
+
+namespace fake::mem {
+CUresult enqueue_device_copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream s) {
   if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
   auto work = [dst, src, n] {
     if (n && in_allocation(dst, n) && in_allocation(src, n))
@@ -261,6 +266,7 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
     work();
   return CUDA_SUCCESS;
 }
+}  // namespace fake::mem
 
 // A 2D copy: host and device (or unified) sides, rows checked as the driver
 // does (a pitch of at least the width, every device row inside one

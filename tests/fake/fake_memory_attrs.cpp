@@ -147,15 +147,5 @@ CUresult fake_MemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr sr
   if (!dst_ctx || !src_ctx) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
-  if (!in_allocation(dst, n) || !in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
-  auto work = [dst, src, n] {
-    if (n && in_allocation(dst, n) && in_allocation(src, n))
-      std::memmove(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
-                   reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
-  };
-  if (held(s))
-    defer(s, std::move(work));
-  else
-    work();
-  return CUDA_SUCCESS;
+  return enqueue_device_copy(dst, src, n, s);
 }

@@ -73,4 +73,8 @@ Pool* pool_of(CUmemoryPool p);
 // [ptr, ptr + bytes) inside one block of `blocks`?
 bool in_block(const std::map<std::uintptr_t, std::size_t>& blocks, CUdeviceptr ptr, std::size_t bytes);
 
+// A device-to-device copy of `n` bytes on `s` (checked, then run or held
+// as the stream is), with `mu` held and the stream already checked.
+CUresult enqueue_device_copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, CUstream s);
+
 }  // namespace fake::mem

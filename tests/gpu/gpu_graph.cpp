@@ -65,17 +65,7 @@ struct Tracked {
   }
 };
 
-// The oxicuda::Error that `f` raises (the test fails when it raises none).
-template <class F>
-Error raised_by(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL_CHECK("no error");
-  return Error(ffi::CUDA_SUCCESS, "");
-}
+using gpu::raised_by;
 
 }  // namespace
 

@@ -47,7 +47,7 @@ struct LibraryTraits<Library::driver> {
   static constexpr const char* unknown_text = "unknown CUresult";
   static constexpr result success = ffi::CUDA_SUCCESS;
   static constexpr result not_found = ffi::CUDA_ERROR_NOT_FOUND;
-  static constexpr std::span<const ffi::ResultText> texts = ffi::result_texts;
+  static constexpr std::span<const ffi::ResultText> texts{ffi::result_texts, std::size(ffi::result_texts)};
   static constexpr std::errc condition(int code) noexcept {
     if (code == ffi::CUDA_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
     if (code == ffi::CUDA_ERROR_INVALID_VALUE) return std::errc::invalid_argument;
@@ -68,7 +68,7 @@ struct LibraryTraits<Library::nvrtc> {
   static constexpr const char* unknown_text = "unknown result";
   static constexpr result success = ffi::NVRTC_SUCCESS;
   static constexpr result not_found = ffi::OXICUDA_NVRTC_NOT_FOUND;
-  static constexpr std::span<const ffi::ResultText> texts = ffi::nvrtc_result_texts;
+  static constexpr std::span<const ffi::ResultText> texts{ffi::nvrtc_result_texts, std::size(ffi::nvrtc_result_texts)};
   static constexpr std::errc condition(int code) noexcept {
     if (code == ffi::NVRTC_ERROR_OUT_OF_MEMORY) return std::errc::not_enough_memory;
     if (code == ffi::NVRTC_ERROR_INVALID_INPUT || code == ffi::NVRTC_ERROR_INVALID_OPTION)
@@ -89,7 +89,7 @@ struct LibraryTraits<Library::nvjitlink> {
   static constexpr const char* unknown_text = "unknown result";
   static constexpr result success = ffi::NVJITLINK_SUCCESS;
   static constexpr result not_found = ffi::OXICUDA_NVJITLINK_NOT_FOUND;
-  static constexpr std::span<const ffi::ResultText> texts = ffi::nvjitlink_result_texts;
+  static constexpr std::span<const ffi::ResultText> texts{ffi::nvjitlink_result_texts, std::size(ffi::nvjitlink_result_texts)};
   static constexpr std::errc condition(int code) noexcept {
     if (code == ffi::NVJITLINK_ERROR_UNRECOGNIZED_OPTION || code == ffi::NVJITLINK_ERROR_INVALID_INPUT ||
         code == ffi::NVJITLINK_ERROR_NULL_INPUT)

@@ -139,12 +139,18 @@ inline void copy_batch(StreamRef stream, std::initializer_list<BatchCopy> copies
 namespace detail {
 
 // Scratch memory for a batch's arrays: inline up to `Inline` bytes, else
-// one allocation.
+// one allocation. (It owns that allocation itself rather than through
+// std::unique_ptr<std::byte[]>, whose templates cost every translation unit
+// more to compile than this class.)
 template <std::size_t Inline>
 class BatchScratch {
  public:
-  explicit BatchScratch(std::size_t bytes)
-      : data_(bytes <= Inline ? inline_ : (heap_ = std::unique_ptr<std::byte[]>(new std::byte[bytes])).get()) {}
+  explicit BatchScratch(std::size_t bytes) : heap_(bytes <= Inline ? nullptr : new std::byte[bytes]) {
+    data_ = heap_ ? heap_ : inline_;
+  }
+  BatchScratch(const BatchScratch&) = delete;
+  BatchScratch& operator=(const BatchScratch&) = delete;
+  ~BatchScratch() { delete[] heap_; }
   // The next `n` objects of T (trivial types, carved in order of falling alignment).
   template <class T>
   T* take(std::size_t n) noexcept {
@@ -156,7 +162,7 @@ class BatchScratch {
 
  private:
   alignas(std::max_align_t) std::byte inline_[Inline];
-  std::unique_ptr<std::byte[]> heap_;
+  std::byte* heap_;
   std::byte* data_;
   std::size_t used_ = 0;
 };
@@ -202,15 +208,17 @@ inline ffi::CUmemcpyAttributes copy_attributes(const CopyOptions& o) noexcept {
           o.prefer_overlap_with_compute ? unsigned(ffi::CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE) : 0u};
 }
 
-// One copy as a single async call, in its direction.
+[[noreturn]] OXICUDA_DETAIL_COLD inline void refuse_copy(Outcome o, std::size_t i, SourceLocation where) {
+  fail(o, where, cat({"copy ", std::to_string(i), " of the batch"}));
+}
+
+// Copy `i` of a batch as a single async call, in its direction.
 inline void copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
-                     std::size_t bytes, SourceLocation where) {
-  if (dst_device && src_device)
-    check(OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q), where);
-  else if (dst_device)
-    check(OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q), where);
-  else
-    check(OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q), where);
+                     std::size_t bytes, std::size_t i, SourceLocation where) {
+  const auto o = dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
+                 : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
+                              : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
+  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) refuse_copy(o, i, where);
 }
 
 }  // namespace detail
@@ -224,17 +232,19 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
   }
   detail::on_stream(stream, "oxicuda::copy_batch", where, [&](CUstream q) {
     if (n == 0) return;
-    if (detail::missing(ffi::Entry::MemcpyBatchAsync) || q == ffi::stream_legacy()) {
+    // The copies one by one, each an Error of its own naming its index.
+    auto one_by_one = [&] {
       bool wait = false;
-      for (const BatchCopy& c : copies) {
+      for (std::size_t i = 0; i < copies.size(); ++i) {
+        const BatchCopy& c = copies[i];
         const std::size_t bytes = A::bytes(c);
         if (bytes == 0) continue;
-        detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes, where);
+        detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes, i, where);
         wait = wait || c.options().source_access == SourceAccess::during_call;
       }
       if (wait) detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
-      return;
-    }
+    };
+    if (detail::missing(ffi::Entry::MemcpyBatchAsync) || q == ffi::stream_legacy()) return one_by_one();
     constexpr std::size_t per_copy = 4 * sizeof(std::uint64_t) + sizeof(ffi::CUmemcpyAttributes);
     detail::BatchScratch<16 * per_copy> scratch(n * per_copy);
     auto* dsts = scratch.take<ffi::CUdeviceptr>(n);
@@ -254,7 +264,15 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
       }
       dsts[k] = A::dst(c), srcs[k] = A::src(c), sizes[k++] = bytes;
     }
-    detail::check(OXICUDA_DRIVER(MemcpyBatchAsync, dsts, srcs, sizes, n, attrs, idxs, runs, q), where);
+    const auto batched = OXICUDA_DRIVER(MemcpyBatchAsync, dsts, srcs, sizes, n, attrs, idxs, runs, q);
+    // A batch the driver refuses as a whole (driver 580 answers
+    // CUDA_ERROR_INVALID_VALUE for some batches whose copies it accepts one
+    // by one) runs one by one: a copy that is really wrong is then an Error
+    // naming it. (The batched call checks before it enqueues anything, and
+    // running a copy twice writes the same bytes: no copy of a batch may
+    // read what another writes.)
+    if (batched.result == ffi::CUDA_ERROR_INVALID_VALUE) return one_by_one();
+    detail::check(batched, where);
   });
 }
 

@@ -136,11 +136,33 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch from a std::vector of copie
   std::vector<int> back(3);
   copy(back, dev[39]);
   CHECK(back == std::vector<int>{117, 118, 119});
-  // A device range overrunning its allocation is refused by the driver, named.
+  // A device range overrunning its allocation: the driver refuses the
+  // batch, then that copy on its own; the Error names the copy.
   const DeviceSpan<int> past(dev[0].device_ptr() + 8, 3);
-  const Error e = error_of([&] { copy_batch(s, {{past, host[0]}}); });
+  const Error e = error_of([&] { copy_batch(s, {{dev[1], host[1]}, {past, host[0]}}); });
   CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
-  CHECK(e.call() == "cuMemcpyBatchAsync");
+  CHECK(e.call() == "cuMemcpyHtoDAsync");
+  CHECK(e.detail() == "copy 1 of the batch");
+}
+
+TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch the driver refuses as a whole runs copy by copy; other refusals are Errors") {
+  std::vector<int> h{7, 8, 9}, back(3);
+  DeviceBuffer<int> d(ctx, 3), e(ctx, 3);
+  // Driver 580 answers CUDA_ERROR_INVALID_VALUE for some batches whose
+  // copies it takes one by one: copy_batch then makes them one by one.
+  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  copy_batch(s, {{d, h}, {e, h, {.source_access = SourceAccess::during_call}}});
+  CHECK(fake.calls("cuMemcpyBatchAsync") == 1);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
+  CHECK(fake.calls("cuStreamSynchronize") >= 1);  // (a copy asked for during_call)
+  copy(back, e);
+  CHECK(back == h);
+  // Any other refusal of the batch is the Error, and nothing is retried.
+  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  const Error oom = error_of([&] { copy_batch(s, {{d, h}}); });
+  CHECK(oom.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(oom.call() == "cuMemcpyBatchAsync");
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
 }
 
 TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): on the legacy default stream, which the batched call refuses, copy_batch loops") {
