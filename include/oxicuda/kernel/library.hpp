@@ -30,6 +30,10 @@ struct LibraryOptions {
   bool binary_is_preserved = false;
 };
 
+// Whether the loaded driver has libraries (cuLibraryLoadData: CUDA 12.0).
+// Without them, loading one is an Error naming the entry point it lacks.
+[[nodiscard]] inline bool libraries_available() noexcept { return !detail::missing(ffi::Entry::LibraryLoadData); }
+
 class Function;
 template <class Signature>
 class Kernel;
