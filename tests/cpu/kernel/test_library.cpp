@@ -226,6 +226,19 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (2): a library kernel as a graph's kerne
   s.synchronize();
   copy(back, buf);
   CHECK(back == std::vector<float>{8, 16, 24});
+  // An instantiated graph's kernel node takes a library kernel's new arguments (set_kernel).
+  Graph g2(ctx);
+  const GraphNode node = g2.add_kernel({}, k, {.grid = 1, .block = 3}, buf, 3);
+  GraphExec e2(g2);
+  DeviceBuffer<float> other(ctx, 3);
+  copy(other, host);
+  e2.set_kernel(node, k, {.grid = 1, .block = 3}, other, 3);
+  e2.launch(s);
+  s.synchronize();
+  copy(back, other);
+  CHECK(back == std::vector<float>{2, 4, 6});
+  copy(back, buf);
+  CHECK(back == std::vector<float>{8, 16, 24});  // the node no longer reads it
 }
 
 TEST_CASE_FIXTURE(ContextTest, "issue 25 (2): occupancy and attributes of a library kernel use the current context") {
