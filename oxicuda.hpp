@@ -108,6 +108,7 @@ typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct CUuserObject_st* CUuserObject;
 typedef struct CUarray_st* CUarray;
 typedef struct CUkern_st* CUkernel;
+typedef struct CUlib_st* CUlibrary;
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
@@ -533,6 +534,11 @@ enum CUjit_option : int {
   CU_JIT_GENERATE_DEBUG_INFO = 11,
   CU_JIT_LOG_VERBOSE = 12,
   CU_JIT_GENERATE_LINE_INFO = 13,
+};
+
+enum CUlibraryOption : int {
+  CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0,
+  CU_LIBRARY_BINARY_IS_PRESERVED = 1,
 };
 
 enum CUjitInputType : int {
@@ -1215,6 +1221,28 @@ struct CUtensorMap {
   X(ModuleEnumerateFunctions, 12040, "cuModuleEnumerateFunctions",                                                     \
     (CUfunction * functions, unsigned int numFunctions, CUmodule mod))                                                 \
   X(FuncGetName, 12030, "cuFuncGetName", (const char** name, CUfunction hfunc))                                        \
+  X(LibraryLoadData, 12000, "cuLibraryLoadData",                                                                      \
+    (CUlibrary * library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,                         \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,                          \
+     unsigned int numLibraryOptions))                                                                                  \
+  X(LibraryLoadFromFile, 12000, "cuLibraryLoadFromFile",                                                              \
+    (CUlibrary * library, const char* fileName, CUjit_option* jitOptions, void** jitOptionsValues,                     \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,                          \
+     unsigned int numLibraryOptions))                                                                                  \
+  X(LibraryUnload, 12000, "cuLibraryUnload", (CUlibrary library))                                                      \
+  X(LibraryGetKernel, 12000, "cuLibraryGetKernel", (CUkernel * pKernel, CUlibrary library, const char* name))          \
+  X(LibraryGetKernelCount, 12040, "cuLibraryGetKernelCount", (unsigned int* count, CUlibrary lib))                     \
+  X(LibraryEnumerateKernels, 12040, "cuLibraryEnumerateKernels",                                                       \
+    (CUkernel * kernels, unsigned int numKernels, CUlibrary lib))                                                      \
+  X(LibraryGetModule, 12000, "cuLibraryGetModule", (CUmodule * pMod, CUlibrary library))                               \
+  X(LibraryGetGlobal, 12000, "cuLibraryGetGlobal",                                                                     \
+    (CUdeviceptr * dptr, std::size_t * bytes, CUlibrary library, const char* name))                                    \
+  X(LibraryGetManaged, 12000, "cuLibraryGetManaged",                                                                   \
+    (CUdeviceptr * dptr, std::size_t * bytes, CUlibrary library, const char* name))                                    \
+  X(KernelGetFunction, 12000, "cuKernelGetFunction", (CUfunction * pFunc, CUkernel kernel))                            \
+  X(KernelGetName, 12030, "cuKernelGetName", (const char** name, CUkernel hfunc))                                      \
+  X(KernelGetParamInfo, 12040, "cuKernelGetParamInfo",                                                                 \
+    (CUkernel kernel, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
     (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
   X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \
@@ -8844,6 +8872,33 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
   return {};
 }
 
+// The kind of the image of `size` bytes at `data`, for the driver to load
+// (`operation`: Module::from_image, Library::from_image): an Error when it
+// is empty, LTO-IR (which only nvJitLink reads), of no known format, or a
+// binary image whose headers describe more bytes than were given.
+OXICUDA_DETAIL_COLD inline ImageKind checked_image(const void* data, std::size_t size, const char* operation,
+                                                   SourceLocation where) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (p == nullptr || size == 0) raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation, "the image is empty", where));
+  const ImageKind kind = image_kind(p, size);
+  if (kind == ImageKind::ltoir)
+    raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation,
+                cat({"the image of ", std::to_string(size),
+                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
+                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
+                where));
+  if (kind == ImageKind::unknown)
+    raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation,
+                cat({"the image of ", std::to_string(size), " bytes is of an unknown format (it starts with ",
+                     first_bytes(p, size), "): not PTX text, a cubin (ELF) or a fatbin"}),
+                where));
+  if (kind != ImageKind::ptx) {
+    std::string problem = image_problem(p, size, kind);
+    if (!problem.empty()) raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation, std::move(problem), where));
+  }
+  return kind;
+}
+
 }  // namespace detail
 
 OXICUDA_DETAIL_NAMESPACE_END
@@ -9045,6 +9100,7 @@ class Module {
     }
   };
   friend class Function;
+  friend class KernelLibrary;  // (library.hpp: the same names, looked up the same way)
   friend struct detail::ModuleAccess;
 
   // `names` and `log` (put before the JIT's info log) come with a module
@@ -9058,7 +9114,11 @@ class Module {
   // The lowered name of `name` when it is a name expression compiled with
   // the module, else `name`.
   [[nodiscard]] std::string_view lowered(std::string_view name) const noexcept {
-    for (std::string_view rest = state_ ? std::string_view(state_->names) : std::string_view(); !rest.empty();) {
+    return lowered_in(state_ ? std::string_view(state_->names) : std::string_view(), name);
+  }
+  // The same in `names` ("expr\0lowered\0...": a Module's or a KernelLibrary's).
+  static std::string_view lowered_in(std::string_view names, std::string_view name) noexcept {
+    for (std::string_view rest = names; !rest.empty();) {
       const std::string_view expr = rest.substr(0, rest.find('\0'));
       rest.remove_prefix(expr.size() + 1);
       const std::string_view low = rest.substr(0, rest.find('\0'));
@@ -9122,27 +9182,8 @@ inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t 
 
 inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
                                  SourceLocation where) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (p == nullptr || size == 0)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
-  const detail::ImageKind kind = detail::image_kind(p, size);
-  if (kind == detail::ImageKind::ptx)
+  if (detail::checked_image(data, size, "oxicuda::Module::from_image", where) == detail::ImageKind::ptx)
     return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
-  if (kind == detail::ImageKind::ltoir)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
-                        detail::cat({"the image of ", std::to_string(size),
-                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
-                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
-                        where));
-  if (kind == detail::ImageKind::unknown)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
-                        detail::cat({"the image of ", std::to_string(size),
-                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
-                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
-                        where));
-  std::string problem = detail::image_problem(p, size, kind);
-  if (!problem.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
   return load(ctx, data, size, false, options, where);
 }
 
@@ -9193,6 +9234,242 @@ struct ModuleAccess {
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/module.hpp ----
+
+// ---- begin oxicuda/kernel/library.hpp ----
+// oxicuda/kernel/library.hpp — KernelLibrary: PTX, a cubin or a fatbin loaded once
+// for every context (cuLibraryLoadData, cuLibraryLoadFromFile: CUDA 12.0),
+// with the driver's JIT options and the library options. It belongs to no
+// context: its kernels (KernelLibrary::function, KernelLibrary::kernel<Sig>, in
+// library_kernel.hpp) launch in the context of the stream they go to, and
+// the driver loads the library into a context when it is first used there.
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Options for loading a library (CUlibraryOption), by designated initializers.
+struct LibraryOptions {
+  // CU_LIBRARY_BINARY_IS_PRESERVED: the driver may read the image given to
+  // from_image for as long as the library is loaded, instead of keeping its
+  // own copy (a memory hint it may ignore). The caller then keeps the image
+  // alive and unchanged until the last handle of the library drops. Only
+  // from_image takes it (from_ptx copies its text; the driver refuses it
+  // for a file): elsewhere it is an Error.
+  bool binary_is_preserved = false;
+};
+
+// Whether the loaded driver has libraries (cuLibraryLoadData: CUDA 12.0).
+// Without them, loading one is an Error naming the entry point it lacks.
+[[nodiscard]] inline bool libraries_available() noexcept { return !detail::missing(ffi::Entry::LibraryLoadData); }
+
+class Function;
+template <class Signature>
+class Kernel;
+template <class T>
+class DeviceSpan;
+namespace detail {
+struct LibraryAccess;
+}  // namespace detail
+
+// A loaded library. Copies share it; it is unloaded (cuLibraryUnload) when
+// the last KernelLibrary, or Function or Kernel of it, drops. As for a Module,
+// synchronize the work that uses its kernels before the last handle goes.
+class KernelLibrary {
+ public:
+  KernelLibrary() noexcept = default;
+
+  // Loads PTX text. On failure the Error's detail holds the JIT's error
+  // log; on success info_log() holds its info log.
+  [[nodiscard]] static KernelLibrary from_ptx(std::string_view ptx, JitOptions options = {}, LibraryOptions library = {},
+                                        SourceLocation where = SourceLocation::current());
+  // Loads a cubin (ELF) or fatbin image, or PTX text, from memory, checked
+  // against `size` first as Module::from_image checks it.
+  [[nodiscard]] static KernelLibrary from_image(const void* data, std::size_t size, JitOptions options = {},
+                                          LibraryOptions library = {}, SourceLocation where = SourceLocation::current());
+  // Loads a .ptx, .cubin or .fatbin file (cuLibraryLoadFromFile: the driver
+  // reads it). A file that cannot be opened, or is empty, is an Error first.
+  [[nodiscard]] static KernelLibrary from_file(const std::string& path, JitOptions options = {}, LibraryOptions library = {},
+                                         SourceLocation where = SourceLocation::current());
+
+  // The kernel called `name` (cuLibraryGetKernel), as a Function of no
+  // context: launches, graph kernel nodes and the occupancy queries take it
+  // as any Function. Names as Module::function takes them: the symbol, a
+  // name expression compiled with the library, or (through the driver's
+  // list, CUDA 12.4) a C++ name or signature. (library_kernel.hpp.)
+  [[nodiscard]] Function function(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+  // The kernel called `name`, typed by its signature and checked against
+  // the driver's layout (cuKernelGetParamInfo, CUDA 12.4) as Module::kernel
+  // checks it. (library_kernel.hpp.)
+  template <class Signature>
+  [[nodiscard]] Kernel<Signature> kernel(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+  // The library's kernels, each symbol and its demangled C++ name
+  // (cuLibraryEnumerateKernels and cuKernelGetName, CUDA 12.4).
+  // (library_kernel.hpp.)
+  [[nodiscard]] std::vector<KernelName> kernel_names(SourceLocation where = SourceLocation::current()) const;
+
+  // The __device__ or __constant__ variable called `name` in context `ctx`
+  // (cuLibraryGetGlobal, with `ctx` current: each context has its own copy),
+  // as a span of T over all its bytes, checked as Module::global checks it.
+  // (library_kernel.hpp.)
+  template <class T>
+  [[nodiscard]] DeviceSpan<T> global(const Context& ctx, std::string_view name,
+                                     SourceLocation where = SourceLocation::current()) const;
+  // The __managed__ variable called `name` (cuLibraryGetManaged): one for
+  // every device, reachable from the host through data(). Its span names no
+  // context. (library_kernel.hpp.)
+  template <class T>
+  [[nodiscard]] DeviceSpan<T> managed(std::string_view name, SourceLocation where = SourceLocation::current()) const;
+
+  // The module the library is in `ctx` (cuLibraryGetModule, with `ctx`
+  // current), owned by the library: valid while it is loaded, never to be
+  // unloaded by the caller.
+  [[nodiscard]] CUmodule raw_module(const Context& ctx, SourceLocation where = SourceLocation::current()) const;
+
+  [[nodiscard]] CUlibrary raw() const noexcept { return state_ ? state_->raw : nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+  // The JIT's info log from loading (and, from source, the compile's log).
+  [[nodiscard]] std::string_view info_log() const noexcept {
+    return state_ ? std::string_view(state_->info_log) : std::string_view();
+  }
+  [[nodiscard]] long use_count() const noexcept { return state_.use_count(); }
+  // How long the driver's JIT took, in milliseconds, with JitOptions::wall_time; else 0.
+  [[nodiscard]] float jit_wall_time_ms() const noexcept { return state_ ? state_->wall_time_ms : 0.0f; }
+
+  friend bool operator==(const KernelLibrary& a, const KernelLibrary& b) noexcept { return a.raw() == b.raw(); }
+
+ private:
+  struct State : detail::Owned {
+    CUlibrary raw = nullptr;
+    std::string info_log;
+    std::string names;  // name expressions and their lowered names (from source), as a Module's
+    float wall_time_ms = 0;
+    State(CUlibrary r, std::string log, std::string n, float ms) noexcept
+        : raw(r), info_log(std::move(log)), names(std::move(n)), wall_time_ms(ms) {}
+    ~State() { detail::check_nothrow(OXICUDA_DRIVER(LibraryUnload, raw), "unloading an oxicuda::KernelLibrary"); }
+  };
+  friend struct detail::LibraryAccess;
+
+  // `image` (or, with `path`, the file) loaded; `names` and `log` come with
+  // a library compiled from source.
+  static KernelLibrary load(const void* image, const char* path, std::size_t size, bool is_text, const JitOptions& options,
+                      LibraryOptions library, SourceLocation where, std::string names = {},
+                      std::string_view log_before = {});
+  [[nodiscard]] std::string_view lowered(std::string_view name) const noexcept {
+    return Module::lowered_in(state_ ? std::string_view(state_->names) : std::string_view(), name);
+  }
+
+  detail::Shared<const State> state_;
+};
+
+inline KernelLibrary KernelLibrary::load(const void* image, const char* path, std::size_t size, bool is_text,
+                             const JitOptions& options, LibraryOptions library, SourceLocation where, std::string names,
+                             std::string_view log_before) {
+  constexpr const char* op = "oxicuda::KernelLibrary::load";
+  if (library.binary_is_preserved && (path || is_text))
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                        path ? "LibraryOptions::binary_is_preserved is for an image in memory (from_image); the "
+                               "driver refuses it for a file"
+                             : "LibraryOptions::binary_is_preserved is for a binary image in memory (from_image); "
+                               "PTX text is copied before the driver reads it, so the copy could not be preserved",
+                        where));
+  detail::JitOptionList jit(options, op, where);
+  ffi::CUlibraryOption keys[1] = {ffi::CU_LIBRARY_BINARY_IS_PRESERVED};
+  void* values[1] = {reinterpret_cast<void*>(std::size_t{1})};
+  const unsigned count = library.binary_is_preserved ? 1u : 0u;
+  CUlibrary raw = nullptr;
+  const detail::Outcome r =
+      path ? OXICUDA_DRIVER(LibraryLoadFromFile, &raw, path, jit.keys, jit.values, jit.count, keys, values, count)
+           : OXICUDA_DRIVER(LibraryLoadData, &raw, image, jit.keys, jit.values, jit.count, keys, values, count);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
+    detail::fail(r, where,
+                 path ? detail::cat({"loading the library file '", path, "'", jit.error_log()})
+                      : detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
+                                     jit.error_log()}));
+  std::string log = jit.info_log();
+  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
+  KernelLibrary lib;
+  lib.state_ = detail::Shared<const State>::make(raw, std::move(log), std::move(names), jit.wall_time_ms());
+  return lib;
+}
+
+inline KernelLibrary KernelLibrary::from_ptx(std::string_view ptx, JitOptions options, LibraryOptions library,
+                                 SourceLocation where) {
+  const std::string copy = detail::ptx_text(ptx.data(), ptx.size(), ffi::CUDA_ERROR_INVALID_PTX,
+                                            "oxicuda::KernelLibrary::from_ptx", "the PTX source", "the driver", where);
+  return load(copy.c_str(), nullptr, copy.size(), true, options, library, where);
+}
+
+inline KernelLibrary KernelLibrary::from_image(const void* data, std::size_t size, JitOptions options, LibraryOptions library,
+                                   SourceLocation where) {
+  if (detail::checked_image(data, size, "oxicuda::KernelLibrary::from_image", where) == detail::ImageKind::ptx) {
+    const std::string copy = detail::ptx_text(static_cast<const char*>(data), size, ffi::CUDA_ERROR_INVALID_PTX,
+                                              "oxicuda::KernelLibrary::from_image", "the PTX source", "the driver", where);
+    return load(copy.c_str(), nullptr, copy.size(), true, options, library, where);
+  }
+  return load(data, nullptr, size, false, options, library, where);
+}
+
+inline KernelLibrary KernelLibrary::from_file(const std::string& path, JitOptions options, LibraryOptions library,
+                                  SourceLocation where) {
+  constexpr const char* op = "oxicuda::KernelLibrary::from_file";
+  if (path.find('\0') != std::string::npos)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op, "the path has a NUL byte", where));
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) detail::raise(Error(ffi::CUDA_ERROR_FILE_NOT_FOUND, op, detail::cat({"cannot open '", path, "'"}), where));
+  const bool empty = std::fgetc(f) == EOF;
+  std::fclose(f);
+  if (empty) detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, op, detail::cat({"'", path, "' is empty"}), where));
+  return load(nullptr, path.c_str(), 0, false, options, library, where);
+}
+
+inline CUmodule KernelLibrary::raw_module(const Context& ctx, SourceLocation where) const {
+  CUlibrary lib = detail::checked(*this, "oxicuda::KernelLibrary", "oxicuda::KernelLibrary::raw_module", where);
+  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::KernelLibrary::raw_module", where);
+  CUmodule m = nullptr;
+  const ScopedCurrent current(ctx, where);
+  detail::check(OXICUDA_DRIVER(LibraryGetModule, &m, lib), where);
+  return m;
+}
+
+namespace detail {
+
+// Loading a library with the name expressions and log of its compilation
+// (runtime compilation, above this part).
+struct LibraryAccess {
+  static KernelLibrary load(const void* image, std::size_t size, bool is_text, const JitOptions& options,
+                      SourceLocation where, std::string names, std::string_view log) {
+    return KernelLibrary::load(image, nullptr, size, is_text, options, {}, where, std::move(names), log);
+  }
+  // The driver's answer to loading `image`, not raised (a cache hit
+  // inspects it: an entry the driver refuses is discarded); `out` and
+  // `jit_error` set as for Module's load_entry.
+  static Outcome try_load(const void* image, const JitOptions& options, SourceLocation where, std::string names,
+                          std::string_view log_before, KernelLibrary& out, std::string& jit_error) {
+    JitOptionList jit(options, "oxicuda::library_from_source", where);
+    CUlibrary raw = nullptr;
+    const Outcome r = OXICUDA_DRIVER(LibraryLoadData, &raw, image, jit.keys, jit.values, jit.count, nullptr, nullptr, 0);
+    if (!r.ok()) {
+      jit_error = jit.error_log();
+      return r;
+    }
+    std::string log = jit.info_log();
+    if (!log_before.empty()) log = log.empty() ? std::string(log_before) : cat({log_before, "\n", log});
+    out.state_ = Shared<const KernelLibrary::State>::make(raw, std::move(log), std::move(names), jit.wall_time_ms());
+    return r;
+  }
+  static std::string_view lowered(const KernelLibrary& lib, std::string_view name) noexcept { return lib.lowered(name); }
+};
+
+}  // namespace detail
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/library.hpp ----
 
 // ---- begin oxicuda/kernel/kernel_names.hpp ----
 // oxicuda/kernel/kernel_names.hpp — a module's kernels by their C++ names, for
@@ -9321,20 +9598,23 @@ struct FoundKernel {
   std::string symbol;
 };
 
-inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Outcome not_found,
-                                      SourceLocation where) {
-  const std::string none = cat({"the module has no kernel named '", name, "'"});
-  if (missing(ffi::Entry::ModuleGetFunctionCount) || missing(ffi::Entry::ModuleEnumerateFunctions) ||
-      missing(ffi::Entry::FuncGetName))
+// The C++ name lookup of a module's or a library's kernels (`owner`,
+// "module" or "library"; `enumerate`, the driver's entry that lists them;
+// `list`, what lists them once asked), for `op`.
+inline FoundKernel pick_kernel(std::string_view name, Outcome not_found, bool can_list, const char* owner,
+                               const char* enumerate, ModuleKernels (*list)(const void*, const char*, SourceLocation),
+                               const void* of, const char* op, SourceLocation where) {
+  const std::string none = cat({"the ", owner, " has no kernel named '", name, "'"});
+  if (!can_list)
     fail(not_found, where,
-         cat({none, " (a C++ kernel not declared extern \"C\" has a mangled name; this driver lacks "
-                    "cuModuleEnumerateFunctions (CUDA 12.4), which finds one by its C++ name)"}));
-  ModuleKernels k = module_kernels(m, "oxicuda::Module::function", where);
+         cat({none, " (a C++ kernel not declared extern \"C\" has a mangled name; this driver lacks ", enumerate,
+              " (CUDA 12.4), which finds one by its C++ name)"}));
+  ModuleKernels k = list(of, op, where);
   const std::vector<std::size_t> found = kernels_named(k.names, name);
   if (found.size() == 1) return {k.raw[found.front()], std::move(k.names[found.front()].symbol)};
   if (found.size() > 1)
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
-                cat({"'", name, "' names ", std::to_string(found.size()), " kernels of the module (overloads): ",
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                cat({"'", name, "' names ", std::to_string(found.size()), " kernels of the ", owner, " (overloads): ",
                      kernel_list(k.names, found), "; give its signature, as the list writes it, or its symbol"}),
                 where));
   std::vector<std::size_t> all(k.names.size());
@@ -9343,6 +9623,17 @@ inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Ou
        cat({none, ": no symbol, C++ name or signature is that (a template's instance is in the image only where "
                   "the build instantiated it",
             "); its kernels: ", kernel_list(k.names, all)}));
+}
+
+inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Outcome not_found,
+                                      SourceLocation where) {
+  return pick_kernel(
+      name, not_found,
+      !missing(ffi::Entry::ModuleGetFunctionCount) && !missing(ffi::Entry::ModuleEnumerateFunctions) &&
+          !missing(ffi::Entry::FuncGetName),
+      "module", "cuModuleEnumerateFunctions",
+      [](const void* of, const char* op, SourceLocation w) { return module_kernels(*static_cast<const Module*>(of), op, w); },
+      &m, "oxicuda::Module::function", where);
 }
 
 }  // namespace detail
@@ -9356,8 +9647,9 @@ OXICUDA_DETAIL_NAMESPACE_END
 
 // ---- begin oxicuda/kernel/function.hpp ----
 // oxicuda/kernel/function.hpp — Function (a kernel of a Module, which keeps
-// its module alive), Module::function that looks one up, the occupancy
-// queries, and what launches need of it beyond its public API.
+// its module alive, or of a KernelLibrary, which keeps that), Module::function that
+// looks one up, the occupancy queries, and what launches need of it beyond
+// its public API.
 
 #include <atomic>
 #include <cstddef>
@@ -9370,6 +9662,7 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 struct FunctionAccess;
+struct LibraryKernelAccess;
 }  // namespace detail
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
@@ -9378,7 +9671,11 @@ struct BlockSizeSuggestion {
   int block_size = 0;     // the block size that maximizes occupancy
 };
 
-// A kernel. Copies share it and keep its module (and context) alive.
+// A kernel. Copies share it and keep its module (and context) alive, or its
+// library. A library's kernel (KernelLibrary::function) belongs to no context:
+// launched on a stream, it runs in the stream's context; the occupancy
+// queries and attribute() use the calling thread's current context;
+// for_context(ctx) gives the kernel's function in one context.
 class Function {
  public:
   Function() noexcept = default;
@@ -9399,7 +9696,21 @@ class Function {
   [[nodiscard]] std::string_view name() const noexcept {
     return state_ ? std::string_view(state_->name) : std::string_view();
   }
+  // The module, for a module's kernel; else empty.
   [[nodiscard]] const Module& module() const noexcept;
+  // The library, for a library's kernel; else empty.
+  [[nodiscard]] const KernelLibrary& library() const noexcept;
+  // The kernel's context: its module's, or the one for_context gave it;
+  // empty for a library's kernel of no context.
+  [[nodiscard]] const Context& context() const noexcept;
+  // The library's handle of the kernel (CUkernel), for a library's kernel
+  // (in a context or not); null for a module's.
+  [[nodiscard]] CUkernel library_kernel() const noexcept { return state_ ? state_->kernel : nullptr; }
+  // The kernel's function in `ctx` (cuKernelGetFunction, with `ctx`
+  // current; the driver loads the library there if it is not yet), as a
+  // Function of that context that keeps the library alive. For a module's
+  // kernel: itself when `ctx` is its context, else an Error.
+  [[nodiscard]] Function for_context(const Context& ctx, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] int attribute(ffi::CUfunction_attribute attr, SourceLocation where = SourceLocation::current()) const;
   void set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where = SourceLocation::current()) const;
@@ -9460,8 +9771,12 @@ class Function {
  private:
   friend class Module;
   friend struct detail::FunctionAccess;
+  friend struct detail::LibraryKernelAccess;
   struct State : detail::Owned {
     Module module;
+    KernelLibrary library;    // (a library's kernel)
+    Context ctx;        // (a library's kernel in one context)
+    CUkernel kernel = nullptr;  // (a library's kernel)
     std::string name;
     // The kernel's dynamic shared memory limit
     // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) as last read or set
@@ -9473,6 +9788,8 @@ class Function {
     static constexpr unsigned unknown_limit = ~0u;
     mutable std::atomic<unsigned> dynamic_shared_allowed{unknown_limit};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
+    State(KernelLibrary l, Context c, CUkernel k, std::string n) noexcept
+        : library(std::move(l)), ctx(std::move(c)), kernel(k), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
 
@@ -9505,7 +9822,66 @@ inline const Module& Function::module() const noexcept {
   return state_ ? state_->module : empty;
 }
 
+inline const KernelLibrary& Function::library() const noexcept {
+  static const KernelLibrary empty;
+  return state_ ? state_->library : empty;
+}
+
+inline const Context& Function::context() const noexcept {
+  static const Context empty;
+  return !state_ ? empty : state_->module ? state_->module.context() : state_->ctx;
+}
+
+inline Function Function::for_context(const Context& ctx, SourceLocation where) const {
+  constexpr const char* op = "oxicuda::Function::for_context";
+  (void)detail::checked(*this, "oxicuda::Function", op, where);
+  if (!ctx) detail::empty_handle("oxicuda::Context", op, where);
+  if (!state_->kernel) {
+    if (OXICUDA_DETAIL_UNLIKELY(ctx.raw() != context().raw()))
+      detail::raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                          detail::cat({"kernel '", name(), "' is a module's, loaded in one context, and this is "
+                                       "another; a KernelLibrary's kernel has a function in every context"}),
+                          where));
+    return *this;
+  }
+  CUfunction raw = nullptr;
+  {
+    const ScopedCurrent current(ctx, where);
+    const detail::Outcome r = OXICUDA_DRIVER(KernelGetFunction, &raw, state_->kernel);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
+      detail::fail(r, where, detail::cat({"the function of library kernel '", name(), "' in a context"}));
+  }
+  std::string n = state_->name;
+  return Function(raw, detail::Shared<const State>::make(state_->library, ctx, state_->kernel, std::move(n)));
+}
+
+namespace detail {
+// A library's kernel of no context (its raw() is the CUkernel, which the
+// driver takes as a function in launches and occupancy queries).
+inline bool context_free(const Function& fn) noexcept { return fn.library_kernel() && !fn.context(); }
+// The context `fn` is used in: its own, or for a library's kernel of no
+// context, the calling thread's current one (an Error when none is).
+inline CUcontext kernel_context(const Function& fn, const char* op, SourceLocation where) {
+  if (OXICUDA_DETAIL_LIKELY(!context_free(fn))) return fn.context().raw();
+  CUcontext current = nullptr;
+  check(OXICUDA_DRIVER(CtxGetCurrent, &current), where);
+  if (!current)
+    raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                cat({"kernel '", fn.name(), "' is a library's, of no context: here it is used in the calling "
+                     "thread's current context, and none is current (make one current, or use for_context(ctx))"}),
+                where));
+  return current;
+}
+// The function that attribute queries and setters act on: `fn` itself, or
+// for a library's kernel of no context, its function in the current context.
+OXICUDA_DETAIL_COLD inline Function attribute_target(const Function& fn, const char* op, SourceLocation where) {
+  return fn.for_context(Context::borrow(kernel_context(fn, op, where)), where);
+}
+}  // namespace detail
+
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::attribute", where).attribute(attr, where);
   CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::attribute", where);
   int v = 0;
   detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
@@ -9513,12 +9889,16 @@ inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation wh
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::set_attribute", where).set_attribute(attr, value, where);
   detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
 
 inline void Function::set_cache_config(CacheConfig config, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::set_cache_config", where).set_cache_config(config, where);
   detail::check(OXICUDA_DRIVER(FuncSetCacheConfig,
                                detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_cache_config", where),
                                static_cast<ffi::CUfunc_cache>(config)),
@@ -9537,7 +9917,8 @@ inline void Function::set_shared_memory_carveout(int percent, SourceLocation whe
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
                                                           SourceLocation where) const {
   CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::max_active_blocks_per_multiprocessor", where);
-  ScopedCurrent current(module().context(), where);
+  // (A library's kernel of no context: in the current context, as the driver computes it then.)
+  ScopedCurrent current(detail::kernel_context(*this, "oxicuda::Function::max_active_blocks_per_multiprocessor", where), where);
   int blocks = 0;
   detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
   return blocks;
@@ -9546,7 +9927,7 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
 inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
                                                           SourceLocation where) const {
   CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::suggested_block_size", where);
-  ScopedCurrent current(module().context(), where);
+  ScopedCurrent current(detail::kernel_context(*this, "oxicuda::Function::suggested_block_size", where), where);
   BlockSizeSuggestion s;
   detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
                                                              dynamic_shared_bytes, block_size_limit), where);
@@ -9593,6 +9974,9 @@ struct FunctionAccess {
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::allow_dynamic_shared_bytes", where)
+        .allow_dynamic_shared_bytes(bytes, where);
   const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where);
 }
@@ -9612,6 +9996,34 @@ OXICUDA_DETAIL_NAMESPACE_END
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 
+namespace detail {
+
+// A variable's lookup failed: why, in words (`kind`: "__device__ or
+// __constant__", "__managed__"; `owner`: "module", "library").
+[[noreturn]] OXICUDA_DETAIL_COLD inline void variable_not_found(Outcome r, const std::string& n, const char* kind,
+                                                               const char* owner, SourceLocation where) {
+  fail(r, where,
+       r.result == ffi::CUDA_ERROR_NOT_FOUND
+           ? cat({"the ", owner, " has no ", kind, " variable named '", n,
+                  "' (one in a namespace, or not extern \"C\", has a mangled name)"})
+           : cat({"looking up the variable '", n, "'"}));
+}
+
+// A variable of `bytes` at `ptr` as elements of `size` bytes aligned to
+// `align`: an Error when it is not a whole number of them, or not aligned.
+inline void check_variable(const std::string& n, std::size_t bytes, ffi::CUdeviceptr ptr, std::size_t size,
+                           std::size_t align, const char* op, SourceLocation where) {
+  if (OXICUDA_DETAIL_UNLIKELY(bytes % size != 0 || ptr % align != 0))
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                cat({"the variable '", n, "' is ", std::to_string(bytes), " bytes",
+                     bytes % size != 0 ? " (not a whole number of " : " at an address not aligned to ",
+                     std::to_string(bytes % size != 0 ? size : align),
+                     bytes % size != 0 ? "-byte elements)" : " bytes", ": not a span of T"}),
+                where));
+}
+
+}  // namespace detail
+
 template <class T>
 DeviceSpan<T> Module::global(std::string_view name, SourceLocation where) const {
   static_assert(!std::is_reference_v<T> && !std::is_void_v<T>, "Module::global<T>: T is an element type");
@@ -9625,19 +10037,8 @@ DeviceSpan<T> Module::global(std::string_view name, SourceLocation where) const 
     ScopedCurrent current(state_->ctx, where);
     r = OXICUDA_DRIVER(ModuleGetGlobal, &ptr, &bytes, state_->raw, n.c_str());
   }
-  if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
-    detail::fail(r, where,
-                 r.result == ffi::CUDA_ERROR_NOT_FOUND
-                     ? detail::cat({"the module has no __device__ or __constant__ variable named '", n,
-                                    "' (one in a namespace, or not extern \"C\", has a mangled name)"})
-                     : detail::cat({"looking up the variable '", n, "'"}));
-  if (OXICUDA_DETAIL_UNLIKELY(bytes % sizeof(T) != 0 || ptr % alignof(T) != 0))
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
-                        detail::cat({"the variable '", n, "' is ", std::to_string(bytes), " bytes",
-                                     bytes % sizeof(T) != 0 ? " (not a whole number of " : " at an address not aligned to ",
-                                     std::to_string(bytes % sizeof(T) != 0 ? sizeof(T) : alignof(T)),
-                                     bytes % sizeof(T) != 0 ? "-byte elements)" : " bytes", ": not a span of T"}),
-                        where));
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::variable_not_found(r, n, "__device__ or __constant__", "module", where);
+  detail::check_variable(n, bytes, ptr, sizeof(T), alignof(T), op, where);
   return DeviceSpan<T>(ptr, bytes / sizeof(T), state_->ctx.raw());
 }
 
@@ -9690,6 +10091,10 @@ class Kernel<void(Params...)> {
   [[nodiscard]] CUfunction raw() const noexcept { return fn_.raw(); }
   [[nodiscard]] std::string_view name() const noexcept { return fn_.name(); }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  // The same kernel in `ctx` (Function::for_context): for a library's kernel.
+  [[nodiscard]] Kernel for_context(const Context& ctx, SourceLocation where = SourceLocation::current()) const {
+    return Kernel(fn_.for_context(ctx, where));
+  }
 
  private:
   Function fn_;
@@ -9725,16 +10130,26 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
   return n ? cat({s, ")"}) : s;
 }
 
+// The driver's report of parameter `i` of `fn`: cuFuncGetParamInfo for a
+// module's kernel, cuKernelGetParamInfo for a library's.
+inline Outcome param_info(const Function& fn, std::size_t i, ParamSlot& slot) noexcept {
+  if (const CUkernel k = fn.library_kernel()) return OXICUDA_DRIVER(KernelGetParamInfo, k, i, &slot.offset, &slot.size);
+  return OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
+}
+
 // Compares the kernel's parameter layout, as the driver reports it, with the
 // declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
-// or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
+// or for a library's kernel no cuKernelGetParamInfo, or
+// CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
 // query is an Error.
 [[noreturn]] OXICUDA_DETAIL_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
                                                       const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
                                                       std::size_t n_got, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
+  const bool library = fn.library_kernel() != nullptr;
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, library ? "oxicuda::KernelLibrary::kernel" : "oxicuda::Module::kernel",
               cat({"kernel '", fn.name(), "' is declared ", signature, ", ", describe_layout(want, n_want),
-                   ", but the module's kernel takes ", describe_layout(got, n_got)}),
+                   library ? ", but the library's kernel takes " : ", but the module's kernel takes ",
+                   describe_layout(got, n_got)}),
               where));
 }
 
@@ -9744,7 +10159,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
-  if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
+  if (missing(fn.library_kernel() ? ffi::Entry::KernelGetParamInfo : ffi::Entry::FuncGetParamInfo))
+    return;  // an older driver: nothing to check against
   constexpr std::size_t n = sizeof...(Params);
   ParamSlot want[n + 1] = {};
   {
@@ -9762,7 +10178,7 @@ void check_parameters(const Function& fn, SourceLocation where) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
-    const Outcome r = OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
+    const Outcome r = param_info(fn, i, slot);
     if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
     if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
     if (!r.ok()) layout_query_failed(fn, r, where);
@@ -9806,6 +10222,122 @@ Kernel<Signature> Module::kernel(std::string_view name, SourceLocation where) co
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/kernel/kernel.hpp ----
+
+// ---- begin oxicuda/kernel/library_kernel.hpp ----
+// oxicuda/kernel/library_kernel.hpp — a KernelLibrary's kernels and variables:
+// KernelLibrary::function (a Function of no context, cuLibraryGetKernel),
+// KernelLibrary::kernel<Sig> (typed, checked with cuKernelGetParamInfo as
+// Module::kernel is), the library's list of kernels (cuLibraryEnumerateKernels,
+// cuKernelGetName), and its variables (cuLibraryGetGlobal, cuLibraryGetManaged).
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The library's kernels and their handles (each CUkernel held as the
+// CUfunction the driver takes it for), as the driver lists them.
+inline ModuleKernels library_kernels(const KernelLibrary& lib, const char* call, SourceLocation where) {
+  CUlibrary raw = checked(lib, "oxicuda::KernelLibrary", call, where);
+  ModuleKernels k;
+  unsigned count = 0;
+  check(OXICUDA_DRIVER(LibraryGetKernelCount, &count, raw), where);
+  k.raw.assign(count, nullptr);
+  if (count)
+    check(OXICUDA_DRIVER(LibraryEnumerateKernels, reinterpret_cast<CUkernel*>(k.raw.data()), count, raw), where);
+  for (CUfunction f : k.raw) {
+    const char* name = nullptr;
+    check(OXICUDA_DRIVER(KernelGetName, &name, reinterpret_cast<CUkernel>(f)), where);
+    k.names.push_back({name ? name : "", demangle(name ? name : "")});
+  }
+  return k;
+}
+
+// What KernelLibrary::function needs of Function beyond its public API.
+struct LibraryKernelAccess {
+  static Function make(const KernelLibrary& lib, CUkernel k, std::string name) {
+    return Function(reinterpret_cast<CUfunction>(k),
+                    Shared<const Function::State>::make(lib, Context(), k, std::move(name)));
+  }
+};
+
+}  // namespace detail
+
+inline Function KernelLibrary::function(std::string_view name, SourceLocation where) const {
+  constexpr const char* op = "oxicuda::KernelLibrary::function";
+  (void)detail::checked(*this, "oxicuda::KernelLibrary", op, where);
+  std::string n = Module::symbol_name(lowered(name), "kernel", op, where);
+  CUkernel k = nullptr;
+  const detail::Outcome r = OXICUDA_DRIVER(LibraryGetKernel, &k, state_->raw, n.c_str());
+  if (OXICUDA_DETAIL_UNLIKELY(r.result == ffi::CUDA_ERROR_NOT_FOUND)) {
+    // No symbol by that name: a kernel whose C++ name or signature it is.
+    detail::FoundKernel found = detail::pick_kernel(
+        n, r,
+        !detail::missing(ffi::Entry::LibraryGetKernelCount) && !detail::missing(ffi::Entry::LibraryEnumerateKernels) &&
+            !detail::missing(ffi::Entry::KernelGetName),
+        "library", "cuLibraryEnumerateKernels",
+        [](const void* of, const char* call, SourceLocation w) {
+          return detail::library_kernels(*static_cast<const KernelLibrary*>(of), call, w);
+        },
+        this, op, where);
+    return detail::LibraryKernelAccess::make(*this, reinterpret_cast<CUkernel>(found.raw), std::move(found.symbol));
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where, detail::cat({"looking up kernel '", n, "'"}));
+  return detail::LibraryKernelAccess::make(*this, k, std::move(n));
+}
+
+template <class Signature>
+Kernel<Signature> KernelLibrary::kernel(std::string_view name, SourceLocation where) const {
+  Function fn = function(name, where);
+  detail::kernel_checker<Signature>::check(fn, where);
+  return Kernel<Signature>(std::move(fn));
+}
+
+inline std::vector<KernelName> KernelLibrary::kernel_names(SourceLocation where) const {
+  return detail::library_kernels(*this, "oxicuda::KernelLibrary::kernel_names", where).names;
+}
+
+template <class T>
+DeviceSpan<T> KernelLibrary::global(const Context& ctx, std::string_view name, SourceLocation where) const {
+  static_assert(!std::is_reference_v<T> && !std::is_void_v<T>, "KernelLibrary::global<T>: T is an element type");
+  constexpr const char* op = "oxicuda::KernelLibrary::global";
+  CUlibrary raw = detail::checked(*this, "oxicuda::KernelLibrary", op, where);
+  if (!ctx) detail::empty_handle("oxicuda::Context", op, where);
+  const std::string n = Module::symbol_name(lowered(name), "variable", op, where);
+  ffi::CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  detail::Outcome r;
+  {
+    const ScopedCurrent current(ctx, where);  // the driver answers for the current context
+    r = OXICUDA_DRIVER(LibraryGetGlobal, &ptr, &bytes, raw, n.c_str());
+  }
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::variable_not_found(r, n, "__device__ or __constant__", "library", where);
+  detail::check_variable(n, bytes, ptr, sizeof(T), alignof(T), op, where);
+  return DeviceSpan<T>(ptr, bytes / sizeof(T), ctx.raw());
+}
+
+template <class T>
+DeviceSpan<T> KernelLibrary::managed(std::string_view name, SourceLocation where) const {
+  static_assert(!std::is_reference_v<T> && !std::is_void_v<T>, "KernelLibrary::managed<T>: T is an element type");
+  constexpr const char* op = "oxicuda::KernelLibrary::managed";
+  CUlibrary raw = detail::checked(*this, "oxicuda::KernelLibrary", op, where);
+  const std::string n = Module::symbol_name(lowered(name), "variable", op, where);
+  ffi::CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  const detail::Outcome r = OXICUDA_DRIVER(LibraryGetManaged, &ptr, &bytes, raw, n.c_str());
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::variable_not_found(r, n, "__managed__", "library", where);
+  detail::check_variable(n, bytes, ptr, sizeof(T), alignof(T), op, where);
+  return DeviceSpan<T>(ptr, bytes / sizeof(T));
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/kernel/library_kernel.hpp ----
 
 // ---- begin oxicuda/kernel/kernel_args.hpp ----
 // oxicuda/kernel/kernel_args.hpp — what a kernel launch is made of, shared by stream
@@ -10046,7 +10578,7 @@ namespace detail {
 inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr, int otherwise) noexcept {
   ffi::CUdevice dev = 0;
   int v = 0;
-  const CUcontext ctx = fn.module().context().raw();
+  const CUcontext ctx = fn.context().raw();  // (none for a library's kernel of no context)
   if (!ctx) return otherwise;
   const ScopedCurrentNothrow current(ctx, "explaining a launch's failure");
   return current.ok() && OXICUDA_DRIVER(CtxGetDevice, &dev).ok() && OXICUDA_DRIVER(DeviceGetAttribute, &v, attr, dev).ok()
@@ -10074,7 +10606,8 @@ inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr,
   bool over = false;
   auto figures = [&]() -> std::string {
     int optin = 0, static_bytes = 0;
-    const Device device = fn.module().context().device(where);
+    if (!fn.context()) return {};  // (a library's kernel of no context: which device is not known here)
+    const Device device = fn.context().device(where);
     if (!OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                         device.raw())
              .ok() ||
@@ -10206,7 +10739,15 @@ OXICUDA_DETAIL_COLD inline void launch_special(CUstream s, const Function& fn, c
                            SourceLocation where) {
   if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0) check_cluster(fn, cfg, "oxicuda::launch", where);
   if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, "oxicuda::launch", where);
-  if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
+  if (cfg.shared_bytes != 0) {
+    if (OXICUDA_DETAIL_UNLIKELY(context_free(fn))) {
+      // A library's kernel: its limit is its function's in the stream's context.
+      CUcontext ctx = nullptr;
+      check(OXICUDA_DRIVER(StreamGetCtx, s, &ctx), where);
+      return launch_with_shared(s, fn.for_context(Context::borrow(ctx), where), cfg, params, where);
+    }
+    return launch_with_shared(s, fn, cfg, params, where);
+  }
   const Outcome r = launch_once(s, fn.raw(), cfg, params);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }
@@ -11606,8 +12147,10 @@ ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, 
 // programmatic dependent launch is a stream's, not a node's (in a graph it
 // is an edge's). Updating an instantiated node (`attributes` false) changes
 // its parameters, not its attributes: a configuration with any is refused.
+// A library's kernel of no context runs in `graph_ctx`, the graph's.
 inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
-                                                     const char* op, SourceLocation where, bool attributes = true) {
+                                                     const char* op, SourceLocation where, CUcontext graph_ctx,
+                                                     bool attributes = true) {
   CUfunction f = checked(fn, "oxicuda::Function", op, where);
   if (cfg.programmatic || cfg.programmatic_event.event)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
@@ -11629,12 +12172,14 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, op, where);
   if (cfg.shared_bytes != 0) {
     // The kernel's own limit (the driver's default is 48 KiB less its static
-    // shared memory), raised when the node asks for more, as a launch does.
+    // shared memory), raised when the node asks for more, as a launch does;
+    // a library's kernel of no context, its function's in the graph's context.
+    const Function in_ctx = context_free(fn) ? fn.for_context(Context::borrow(graph_ctx), where) : fn;
     unsigned allowed = 0;
-    const Outcome known = FunctionAccess::allowed(fn, allowed);
+    const Outcome known = FunctionAccess::allowed(in_ctx, allowed);
     if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
     if (cfg.shared_bytes > allowed) {
-      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      const Outcome raised = FunctionAccess::try_allow(in_ctx, cfg.shared_bytes);
       if (!raised.ok()) launch_failed(raised, fn, cfg, where);
     }
   }
@@ -11649,7 +12194,14 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   // set a kernel node: with none, cuGraphAddKernelNode_v2 and
   // cuGraph[Exec]KernelNodeSetParams_v2 crash (SIGSEGV) whatever ctx says.
   // Callers make the kernel's context current around the call.
-  p.ctx = fn.module().context().raw();
+  p.ctx = fn.context().raw();
+  if (context_free(fn)) {
+    // The driver's way for a library's kernel: `kern`, with `func` null,
+    // in `ctx` (which it reads only then).
+    p.func = nullptr;
+    p.kern = fn.library_kernel();
+    p.ctx = graph_ctx;
+  }
   return p;
 }
 
@@ -11703,8 +12255,8 @@ inline GraphNode add_empty_node(CUgraph g, Dependencies& after) {
 inline GraphNode add_kernel_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, const Function& fn,
                                  const LaunchConfig& config, void** params) {
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p =
-      kernel_params(fn, config, params, "oxicuda::Graph::add_kernel", after.where());
-  const ScopedCurrent current(fn.module().context(), after.where());  // (see kernel_params)
+      kernel_params(fn, config, params, "oxicuda::Graph::add_kernel", after.where(), s->ctx.raw());
+  const ScopedCurrent current(p.ctx, after.where());  // (see kernel_params)
   KeepList::Pending<Function> keep(s->keep, fn);
   CUgraphNode node = nullptr;
   const Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);
@@ -12507,7 +13059,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
-  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where, false);
+  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where, state_->ctx.raw(), false);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
   // giving one node new arguments), nothing is copied or counted.
@@ -15910,6 +16462,13 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
   return r;
 }
 
+// The same, loaded as a KernelLibrary (of no context: `ctx` only chose the
+// architecture the entry was compiled for).
+inline Outcome load_entry(const Context&, const CacheEntry& e, const JitOptions& options, SourceLocation where,
+                          KernelLibrary& out, std::string& jit_error) {
+  return LibraryAccess::try_load(e.image.data(), options, where, std::string(e.names), e.log, out, jit_error);
+}
+
 }  // namespace detail
 
 OXICUDA_DETAIL_NAMESPACE_END
@@ -16638,6 +17197,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 
 #if !OXICUDA_DETAIL_WINDOWS
@@ -16712,8 +17272,10 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
 // failure (out of memory, a bad JitOptions value) is raised, and the entry
 // kept. Nothing is thrown for the entry itself, so this holds without
 // exceptions too.
-inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
-                          SourceLocation where, Module& out, std::string& notes) {
+// (`Out`: a Module, or a KernelLibrary for library_from_source.)
+template <class Out>
+bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
+                   SourceLocation where, Out& out, std::string& notes) {
   std::string payload;
   CacheFileId found;
   CacheEntry e;
@@ -16897,9 +17459,14 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
 
 }  // namespace detail
 
-inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
-                                 SourceLocation where) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
+namespace detail {
+
+// module_from_source's steps, to a Module or (library_from_source) a
+// KernelLibrary: the same entry in the cache either way; only the load differs.
+template <class Out>
+Out from_source(const Context& ctx, std::string_view source, const SourceOptions& options, const char* op,
+                SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", op, where);
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
@@ -16911,7 +17478,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes, where);
   std::string &dir = slot.dir, &key = slot.key;
   if (!key.empty()) {
-    Module hit;
+    Out hit;
     if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
   }
   // A miss: may its result be kept? (A hit needs no such check: an entry is
@@ -16930,8 +17497,19 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);
   std::string log = b.log;
   if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
-  return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
-                                    std::move(b.names), log);
+  if constexpr (std::is_same_v<Out, KernelLibrary>)
+    return detail::LibraryAccess::load(b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                       std::move(b.names), log);
+  else
+    return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                      std::move(b.names), log);
+}
+
+}  // namespace detail
+
+inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                 SourceLocation where) {
+  return detail::from_source<Module>(ctx, source, options, "oxicuda::module_from_source", where);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END
@@ -16945,7 +17523,8 @@ OXICUDA_DETAIL_NAMESPACE_END
 // to pick an architecture for, so the target is given. The entry is the one
 // module_from_source uses for the same source, options and target: a
 // module_from_source on the GPU machine, with the same NVRTC, hits it.
-// module_from_image loads the image with its name expressions.
+// module_from_image loads the image with its name expressions;
+// library_from_source and library_from_image are the same as a KernelLibrary.
 
 #include <string>
 #include <string_view>
@@ -16988,6 +17567,18 @@ struct SourceImage {
 // names of the module, as for module_from_source.
 [[nodiscard]] Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit = {},
                                        SourceLocation where = SourceLocation::current());
+
+// module_from_source's compile, through the same cache entry (a Module and
+// a KernelLibrary of the same source, options and device share it), loaded
+// as a KernelLibrary: of no context, its kernels launch in any (`ctx` only
+// chooses the architecture, as for module_from_source).
+[[nodiscard]] KernelLibrary library_from_source(const Context& ctx, std::string_view source,
+                                                const SourceOptions& options = {},
+                                                SourceLocation where = SourceLocation::current());
+
+// Loads what compile_image made as a KernelLibrary, with its name expressions.
+[[nodiscard]] KernelLibrary library_from_image(const SourceImage& image, const JitOptions& jit = {},
+                                               SourceLocation where = SourceLocation::current());
 
 inline SourceImage compile_image(std::string_view source, const SourceOptions& options, SourceLocation where) {
   constexpr const char* call = "oxicuda::compile_image";
@@ -17043,16 +17634,32 @@ inline SourceImage compile_image(std::string_view source, const SourceOptions& o
   return out;
 }
 
+namespace detail {
+// A SourceImage fit to load (`op`: module_from_image, library_from_image).
+inline void check_source_image(const SourceImage& image, const char* op, SourceLocation where) {
+  std::string why = entry_names_problem(image.names, nullptr);
+  if (why.empty()) why = entry_image_problem(image.image, image.is_text);
+  if (!why.empty()) raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, op, cat({"the SourceImage cannot be loaded: ", why}), where));
+}
+}  // namespace detail
+
 inline Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit,
                                 SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_image", where);
-  std::string why = detail::entry_names_problem(image.names, nullptr);
-  if (why.empty()) why = detail::entry_image_problem(image.image, image.is_text);
-  if (!why.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::module_from_image",
-                        detail::cat({"the SourceImage cannot be loaded: ", why}), where));
+  detail::check_source_image(image, "oxicuda::module_from_image", where);
   return detail::ModuleAccess::load(ctx, image.image.data(), image.image.size(), image.is_text, jit, where,
                                     image.names, image.log);
+}
+
+inline KernelLibrary library_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                         SourceLocation where) {
+  return detail::from_source<KernelLibrary>(ctx, source, options, "oxicuda::library_from_source", where);
+}
+
+inline KernelLibrary library_from_image(const SourceImage& image, const JitOptions& jit, SourceLocation where) {
+  detail::check_source_image(image, "oxicuda::library_from_image", where);
+  return detail::LibraryAccess::load(image.image.data(), image.image.size(), image.is_text, jit, where, image.names,
+                                     image.log);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END

@@ -74,9 +74,14 @@ Section driver_section(const oxicuda::DriverInfo& info) {
           managed ? "cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync, cuMemDiscardAndPrefetchBatchAsync"
                   : "prefetch_batch loops over cuMemPrefetchAsync; discard_batch is an Error (this driver lacks "
                     "the CUDA 13.0 batched calls)");
+    const bool libraries = oxicuda::libraries_available();
+    s.add("libraries", "libraries", libraries ? "available" : "unavailable",
+          libraries ? "cuLibraryLoadData (a KernelLibrary is loaded once for every context)"
+                    : "none (this driver lacks cuLibraryLoadData, CUDA 12.0): KernelLibrary is an Error; use Module");
   } else {
     s.add("batched_copies", {}, nullptr);
     s.add("batched_managed", {}, nullptr);
+    s.add("libraries", {}, nullptr);
   }
   return s;
 }

@@ -1,4 +1,4 @@
-// oxicuda/kernel.hpp — the kernel wing: module images; Module; Function; Module::global; Kernel<Sig> and its
+// oxicuda/kernel.hpp — the kernel wing: module images; Module; Library; Function; Module::global; Kernel<Sig> and its
 // layout check; argument packing (shared by launches and graph nodes); launch config and launches;
 // tensor maps (TMA descriptors) and their rules.
 //
@@ -10,10 +10,12 @@
 // clang-format off
 #include "kernel/image.hpp"
 #include "kernel/module.hpp"
+#include "kernel/library.hpp"
 #include "kernel/kernel_names.hpp"
 #include "kernel/function.hpp"
 #include "kernel/global.hpp"
 #include "kernel/kernel.hpp"
+#include "kernel/library_kernel.hpp"
 #include "kernel/kernel_args.hpp"
 #include "kernel/launch.hpp"
 #include "kernel/tensor_map_rules.hpp"

@@ -15,6 +15,7 @@
   X(stream, "cuStreamDestroy")                                                \
   X(event, "cuEventDestroy")                                                  \
   X(module, "cuModuleUnload")                                                 \
+  X(library, "cuLibraryUnload")                                               \
   X(link, "cuLinkDestroy")                 /* JIT link states */              \
   X(memory, "cuMemFree", "cuMemFreeAsync") /* device allocations */           \
   X(pinned, "cuMemFreeHost")               /* page-locked host allocations */ \

@@ -9,14 +9,21 @@ namespace fake {
 
 // A node's kernel from its parameters (as cuGraphAddKernelNode reads them).
 CUresult kernel_work(const CUDA_KERNEL_NODE_PARAMS_v2* p, Work& w) {
-  if (!p || p->kern || !alive(p->func, Kind::function)) return CUDA_ERROR_INVALID_VALUE;
+  if (!p || (p->func && p->kern)) return CUDA_ERROR_INVALID_VALUE;  // (the driver ignores kern then; oxicuda never sets both)
+  // A function, or (func null) a library's kernel in `ctx` (null: the
+  // current context), as the driver reads them.
+  Func* fn = nullptr;
+  if (p->func && alive(p->func, Kind::function)) fn = reinterpret_cast<Func*>(p->func);
+  if (!p->func && p->kern && alive(p->kern, Kind::kernel))
+    fn = function_in(reinterpret_cast<CUfunction>(p->kern), p->ctx ? p->ctx : current());
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
   // With no context current, the H200's driver (580) crashes in
   // cuGraphAddKernelNode_v2 and cuGraph[Exec]KernelNodeSetParams_v2
   // whatever p->ctx names (probed with raw driver calls, one process per
   // call; tests/gpu/gpu_graph.cpp runs oxicuda so on the H200); the fake
   // refuses instead, so that a caller who forgets is found here.
   if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
-  Func& f = *reinterpret_cast<Func*>(p->func);
+  Func& f = *fn;
   const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
   const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
   const unsigned none[3] = {0, 0, 0};

@@ -91,6 +91,14 @@ void write_log(std::vector<std::pair<CUjit_option, void*>>& opts, CUjit_option b
 }
 
 long live_module() { return count_live(Kind::module); }
+long live_library() { return count_live(Kind::library); }
+
+Func* (*kernel_resolver)(CUfunction, CUcontext) = nullptr;
+
+Func* function_in(CUfunction fn, CUcontext ctx) {
+  if (alive(fn, Kind::function)) return reinterpret_cast<Func*>(fn);
+  return kernel_resolver ? kernel_resolver(fn, ctx) : nullptr;
+}
 long live_link() { return count_live(Kind::link); }
 
 }  // namespace fake
@@ -104,18 +112,11 @@ FAKE_EXPORT void fake_last_launch(FakeLaunch* out) {
 
 // --- modules and functions ---------------------------------------------------
 
-CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n, CUjit_option* keys,
-                               void** values) {
-  FAKE_ENTRY(ModuleLoadDataEx);
-  if (!pmod || !image) return CUDA_ERROR_INVALID_VALUE;
-  CUcontext c = current();
-  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
-  std::vector<std::pair<CUjit_option, void*>> opts;
-  for (unsigned i = 0; i < n; ++i) opts.emplace_back(keys[i], values[i]);
-  auto finish = [&](CUresult r) {
-    for (unsigned i = 0; i < n; ++i) values[i] = opts[i].second;
-    return r;
-  };
+namespace fake {
+
+// The image read into a new module of `c` (not yet live), its JIT logs
+// and wall time written to `opts` as the driver writes them.
+CUresult read_module(CUcontext c, const void* image, std::vector<std::pair<CUjit_option, void*>>& opts, Module*& out) {
   const auto* bytes = static_cast<const unsigned char*>(image);
   auto* m = new Module{c, {}, {}};
   if (bytes[0] == 0x7f && bytes[1] == 'E') {
@@ -126,7 +127,7 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
       delete m;
       write_log(opts, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 "ptxas application ptx input, line 1; fatal   : Missing .version directive at start of file");
-      return finish(CUDA_ERROR_INVALID_PTX);
+      return CUDA_ERROR_INVALID_PTX;
     }
     std::size_t line = 1;
     for (std::size_t i = 0; i < ptx.size(); ++i) {
@@ -136,7 +137,7 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
         write_log(opts, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                   "ptxas application ptx input, line " + std::to_string(line) +
                       "; error   : Not a name of any known instruction: 'frob'");
-        return finish(CUDA_ERROR_INVALID_PTX);
+        return CUDA_ERROR_INVALID_PTX;
       }
     }
     std::size_t pos = 0;
@@ -195,22 +196,17 @@ CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n
       v = nullptr;
       std::memcpy(&v, &ms, sizeof ms);
     }
-  std::lock_guard lock(mu);
-  live[m] = Kind::module;
-  for (Func* f : m->funcs) live[f] = Kind::function;
-  for (const Global& g : m->globals) module_variable_add(g.ptr, g.bytes);
-  *pmod = reinterpret_cast<CUmodule>(m);
-  return finish(CUDA_SUCCESS);
+  out = m;
+  return CUDA_SUCCESS;
 }
 
-CUresult fake_ModuleUnload(CUmodule mod) {
-  FAKE_ENTRY(ModuleUnload);
-  std::lock_guard lock(mu);
-  if (!alive(mod, Kind::module)) {
-    ++invalid_destroys;
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
-  auto* m = reinterpret_cast<Module*>(mod);
+void add_module(Module* m, Kind kind) {
+  live[m] = kind;
+  for (Func* f : m->funcs) live[f] = Kind::function;
+  for (const Global& g : m->globals) module_variable_add(g.ptr, g.bytes);
+}
+
+void remove_module(Module* m) {
   for (Func* f : m->funcs) {
     live.erase(f);
     delete f;
@@ -221,6 +217,36 @@ CUresult fake_ModuleUnload(CUmodule mod) {
   }
   live.erase(m);
   delete m;
+}
+
+}  // namespace fake
+
+CUresult fake_ModuleLoadDataEx(CUmodule* pmod, const void* image, unsigned int n, CUjit_option* keys,
+                               void** values) {
+  FAKE_ENTRY(ModuleLoadDataEx);
+  if (!pmod || !image) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext c = current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  std::vector<std::pair<CUjit_option, void*>> opts;
+  for (unsigned i = 0; i < n; ++i) opts.emplace_back(keys[i], values[i]);
+  Module* m = nullptr;
+  const CUresult r = read_module(c, image, opts, m);
+  for (unsigned i = 0; i < n; ++i) values[i] = opts[i].second;
+  if (r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(mu);
+  add_module(m, Kind::module);
+  *pmod = reinterpret_cast<CUmodule>(m);
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_ModuleUnload(CUmodule mod) {
+  FAKE_ENTRY(ModuleUnload);
+  std::lock_guard lock(mu);
+  if (!alive(mod, Kind::module)) {
+    ++invalid_destroys;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  remove_module(reinterpret_cast<Module*>(mod));
   return CUDA_SUCCESS;
 }
 
@@ -385,9 +411,13 @@ std::vector<unsigned char> pack_args(const Func& f, void** params) {
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream s,
                        void** params, void** extra, const unsigned cluster[3], int cooperative, int via_ex) {
   std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!alive(fn, Kind::function) && !alive(fn, Kind::kernel)) return CUDA_ERROR_INVALID_HANDLE;
   if (const CUresult r = use_stream(s)) return r;
-  Func& f = *reinterpret_cast<Func*>(fn);
+  // A library's kernel (CUkernel) launches as its function in the stream's context.
+  Func* resolved = function_in(fn, stream_context(s));
+  if (!resolved) return CUDA_ERROR_INVALID_CONTEXT;
+  fn = reinterpret_cast<CUfunction>(resolved);
+  Func& f = *resolved;
   if (const CUresult r = check_launch(f, grid, block, shared, cluster, cooperative, params, extra)) return r;
   Work w;
   w.type = CU_GRAPH_NODE_TYPE_KERNEL;

@@ -23,7 +23,8 @@ static int blocks_per_sm(int block_size, std::size_t shared) {
 CUresult fake_OccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction fn, int block_size, std::size_t shared) {
   FAKE_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor);
   std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function) || !n) return CUDA_ERROR_INVALID_HANDLE;
+  // A library's kernel (CUkernel) is computed in the current context, as the driver does.
+  if (!function_in(fn, current()) || !n) return CUDA_ERROR_INVALID_HANDLE;
   *n = blocks_per_sm(block_size, shared);
   return CUDA_SUCCESS;
 }
@@ -32,7 +33,7 @@ CUresult fake_OccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfuncti
                                              std::size_t shared, int limit) {
   FAKE_ENTRY(OccupancyMaxPotentialBlockSize);
   std::lock_guard lock(mu);
-  if (!alive(fn, Kind::function) || !min_grid || !block) return CUDA_ERROR_INVALID_HANDLE;
+  if (!function_in(fn, current()) || !min_grid || !block) return CUDA_ERROR_INVALID_HANDLE;
   int best = 0, best_threads = -1;
   for (int b = 32; b <= 1024 && (limit <= 0 || b <= limit); b += 32) {
     const int threads = b * blocks_per_sm(b, to_shared ? to_shared(b) : shared);

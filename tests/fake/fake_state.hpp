@@ -18,7 +18,10 @@
 
 namespace fake {
 
-enum class Kind { context, stream, event, module, function, link, graph, node, graph_exec, user_object };
+enum class Kind {
+  context, stream, event, module, function, link, graph, node, graph_exec, user_object,
+  library, kernel, library_module  // fake_library.cpp (a library's module in a context: not the caller's to unload)
+};
 
 struct Param {
   std::size_t offset, size;
@@ -122,6 +125,20 @@ bool ipc_allocation_live(CUdeviceptr ptr, unsigned long long id);
 CUresult check_managed(CUdeviceptr p, std::size_t bytes, CUmemLocation to, bool prefetch);
 
 // fake_module_launch.cpp
+// The image read into a new module of `c`, not yet live (`opts`: the JIT
+// options, their outputs written as the driver writes them); with `mu`
+// held, a module made live as `kind`, and a live one destroyed.
+CUresult read_module(CUcontext c, const void* image, std::vector<std::pair<CUjit_option, void*>>& opts, Module*& out);
+void add_module(Module* m, Kind kind);
+void remove_module(Module* m);
+// fake_library.cpp: with `mu` held, the function `fn` names in `ctx`: a
+// live function itself, or a live library kernel's function in `ctx` (the
+// library loaded there first); null for neither (or no context).
+// (fake_module_launch.cpp, through kernel_resolver, which fake_library.cpp
+// sets: the fake_cuda_old variant has no libraries.)
+Func* function_in(CUfunction fn, CUcontext ctx);
+extern Func* (*kernel_resolver)(CUfunction fn, CUcontext ctx);
+
 // Checks a launch's configuration against the function (as cuLaunchKernel does).
 CUresult check_launch(const Func& f, const unsigned grid[3], const unsigned block[3], unsigned shared,
                       const unsigned cluster[3], int cooperative, void** params, void** extra);

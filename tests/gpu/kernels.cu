@@ -5,6 +5,9 @@ extern "C" __global__ void dbl(float* p, unsigned n) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] *= 2.0f;
 }
 
+// A variable looked up by name (KernelLibrary::global, tests/gpu/gpu_library.cpp).
+extern "C" __device__ float fixture_bias[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+
 extern "C" __global__ void iota(unsigned* out, unsigned n) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = i;

@@ -137,6 +137,22 @@ TEST_CASE("loader: missing entry point") {
 // optional entry points): copy_batch and prefetch_batch loop over single
 // calls, and say so; a discard, which has no single call, is an Error
 // naming the driver it needs.
+// A driver without libraries (CUDA 12.0; the fake without its optional
+// entry points): libraries_available() says so, and loading one is an
+// Error naming the entry point the driver lacks, before anything else.
+TEST_CASE("loader: libraries missing") {
+  Fake& fake = Fake::get();
+  fake.reset();
+  CHECK_FALSE(libraries_available());
+  const Error e = error_of([] { (void)KernelLibrary::from_ptx(kFakePtx); });
+  CHECK(e.result() == ffi::CUDA_ERROR_NOT_FOUND);
+  CHECK(std::string(e.what()).find("cuLibraryLoadData") != std::string::npos);
+  CHECK(fake.calls("cuLibraryLoadData") == 0);
+  // Modules are there as before.
+  Context ctx = Context::primary(Device::get(0));
+  CHECK(Module::from_ptx(ctx, kFakePtx).function("dbl"));
+}
+
 TEST_CASE("loader: batched calls missing") {
   Fake& fake = Fake::get();
   fake.reset();

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "cache.hpp"
+#include "../kernel/library.hpp"
 #include "../kernel/module.hpp"
 #include "program.hpp"
 
@@ -165,6 +166,13 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
   if (!e.log.empty()) log = log.empty() ? std::string(e.log) : cat({e.log, "\n", log});
   out = ModuleAccess::adopt(ctx, raw, std::move(log), std::string(e.names));
   return r;
+}
+
+// The same, loaded as a KernelLibrary (of no context: `ctx` only chose the
+// architecture the entry was compiled for).
+inline Outcome load_entry(const Context&, const CacheEntry& e, const JitOptions& options, SourceLocation where,
+                          KernelLibrary& out, std::string& jit_error) {
+  return LibraryAccess::try_load(e.image.data(), options, where, std::string(e.names), e.log, out, jit_error);
 }
 
 }  // namespace detail

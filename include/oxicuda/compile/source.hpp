@@ -21,6 +21,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "arch.hpp"
 #include "cache.hpp"
@@ -103,8 +104,10 @@ inline CacheSlot cache_slot(std::string_view source, const SourceOptions& o, con
 // failure (out of memory, a bad JitOptions value) is raised, and the entry
 // kept. Nothing is thrown for the entry itself, so this holds without
 // exceptions too.
-inline bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
-                          SourceLocation where, Module& out, std::string& notes) {
+// (`Out`: a Module, or a KernelLibrary for library_from_source.)
+template <class Out>
+bool find_in_cache(const Context& ctx, const std::string& dir, const std::string& key, const SourceOptions& o,
+                   SourceLocation where, Out& out, std::string& notes) {
   std::string payload;
   CacheFileId found;
   CacheEntry e;
@@ -288,9 +291,14 @@ inline void store_in_cache(const std::string& dir, const std::string& key, const
 
 }  // namespace detail
 
-inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
-                                 SourceLocation where) {
-  if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_source", where);
+namespace detail {
+
+// module_from_source's steps, to a Module or (library_from_source) a
+// KernelLibrary: the same entry in the cache either way; only the load differs.
+template <class Out>
+Out from_source(const Context& ctx, std::string_view source, const SourceOptions& options, const char* op,
+                SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", op, where);
   const ComputeCapability cc = ctx.device(where).compute_capability(where);
   const std::string device_arch = detail::cat({"sm_", std::to_string(cc.major * 10 + cc.minor)});
 
@@ -302,7 +310,7 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   if (options.cache) slot = detail::cache_slot(source, options, device_arch, devrt, notes, where);
   std::string &dir = slot.dir, &key = slot.key;
   if (!key.empty()) {
-    Module hit;
+    Out hit;
     if (detail::find_in_cache(ctx, dir, key, options, where, hit, notes)) return hit;
   }
   // A miss: may its result be kept? (A hit needs no such check: an entry is
@@ -321,8 +329,19 @@ inline Module module_from_source(const Context& ctx, std::string_view source, co
   if (!key.empty()) detail::store_in_cache(dir, key, b, options, notes);
   std::string log = b.log;
   if (!notes.empty()) log = log.empty() ? notes : detail::cat({log, "\n", notes});
-  return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
-                                    std::move(b.names), log);
+  if constexpr (std::is_same_v<Out, KernelLibrary>)
+    return detail::LibraryAccess::load(b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                       std::move(b.names), log);
+  else
+    return detail::ModuleAccess::load(ctx, b.image.data(), b.image.size(), b.is_text, options.jit, where,
+                                      std::move(b.names), log);
+}
+
+}  // namespace detail
+
+inline Module module_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                 SourceLocation where) {
+  return detail::from_source<Module>(ctx, source, options, "oxicuda::module_from_source", where);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END

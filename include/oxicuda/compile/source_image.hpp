@@ -5,7 +5,8 @@
 // to pick an architecture for, so the target is given. The entry is the one
 // module_from_source uses for the same source, options and target: a
 // module_from_source on the GPU machine, with the same NVRTC, hits it.
-// module_from_image loads the image with its name expressions.
+// module_from_image loads the image with its name expressions;
+// library_from_source and library_from_image are the same as a KernelLibrary.
 #pragma once
 
 #include <string>
@@ -50,6 +51,18 @@ struct SourceImage {
 // names of the module, as for module_from_source.
 [[nodiscard]] Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit = {},
                                        SourceLocation where = SourceLocation::current());
+
+// module_from_source's compile, through the same cache entry (a Module and
+// a KernelLibrary of the same source, options and device share it), loaded
+// as a KernelLibrary: of no context, its kernels launch in any (`ctx` only
+// chooses the architecture, as for module_from_source).
+[[nodiscard]] KernelLibrary library_from_source(const Context& ctx, std::string_view source,
+                                                const SourceOptions& options = {},
+                                                SourceLocation where = SourceLocation::current());
+
+// Loads what compile_image made as a KernelLibrary, with its name expressions.
+[[nodiscard]] KernelLibrary library_from_image(const SourceImage& image, const JitOptions& jit = {},
+                                               SourceLocation where = SourceLocation::current());
 
 inline SourceImage compile_image(std::string_view source, const SourceOptions& options, SourceLocation where) {
   constexpr const char* call = "oxicuda::compile_image";
@@ -105,16 +118,32 @@ inline SourceImage compile_image(std::string_view source, const SourceOptions& o
   return out;
 }
 
+namespace detail {
+// A SourceImage fit to load (`op`: module_from_image, library_from_image).
+inline void check_source_image(const SourceImage& image, const char* op, SourceLocation where) {
+  std::string why = entry_names_problem(image.names, nullptr);
+  if (why.empty()) why = entry_image_problem(image.image, image.is_text);
+  if (!why.empty()) raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, op, cat({"the SourceImage cannot be loaded: ", why}), where));
+}
+}  // namespace detail
+
 inline Module module_from_image(const Context& ctx, const SourceImage& image, const JitOptions& jit,
                                 SourceLocation where) {
   if (!ctx) detail::empty_handle("oxicuda::Context", "oxicuda::module_from_image", where);
-  std::string why = detail::entry_names_problem(image.names, nullptr);
-  if (why.empty()) why = detail::entry_image_problem(image.image, image.is_text);
-  if (!why.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::module_from_image",
-                        detail::cat({"the SourceImage cannot be loaded: ", why}), where));
+  detail::check_source_image(image, "oxicuda::module_from_image", where);
   return detail::ModuleAccess::load(ctx, image.image.data(), image.image.size(), image.is_text, jit, where,
                                     image.names, image.log);
+}
+
+inline KernelLibrary library_from_source(const Context& ctx, std::string_view source, const SourceOptions& options,
+                                         SourceLocation where) {
+  return detail::from_source<KernelLibrary>(ctx, source, options, "oxicuda::library_from_source", where);
+}
+
+inline KernelLibrary library_from_image(const SourceImage& image, const JitOptions& jit, SourceLocation where) {
+  detail::check_source_image(image, "oxicuda::library_from_image", where);
+  return detail::LibraryAccess::load(image.image.data(), image.image.size(), image.is_text, jit, where, image.names,
+                                     image.log);
 }
 
 OXICUDA_DETAIL_NAMESPACE_END

@@ -28,6 +28,7 @@ typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct CUuserObject_st* CUuserObject;
 typedef struct CUarray_st* CUarray;
 typedef struct CUkern_st* CUkernel;
+typedef struct CUlib_st* CUlibrary;
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
@@ -453,6 +454,11 @@ enum CUjit_option : int {
   CU_JIT_GENERATE_DEBUG_INFO = 11,
   CU_JIT_LOG_VERBOSE = 12,
   CU_JIT_GENERATE_LINE_INFO = 13,
+};
+
+enum CUlibraryOption : int {
+  CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0,
+  CU_LIBRARY_BINARY_IS_PRESERVED = 1,
 };
 
 enum CUjitInputType : int {
@@ -1135,6 +1141,28 @@ struct CUtensorMap {
   X(ModuleEnumerateFunctions, 12040, "cuModuleEnumerateFunctions",                                                     \
     (CUfunction * functions, unsigned int numFunctions, CUmodule mod))                                                 \
   X(FuncGetName, 12030, "cuFuncGetName", (const char** name, CUfunction hfunc))                                        \
+  X(LibraryLoadData, 12000, "cuLibraryLoadData",                                                                      \
+    (CUlibrary * library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,                         \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,                          \
+     unsigned int numLibraryOptions))                                                                                  \
+  X(LibraryLoadFromFile, 12000, "cuLibraryLoadFromFile",                                                              \
+    (CUlibrary * library, const char* fileName, CUjit_option* jitOptions, void** jitOptionsValues,                     \
+     unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,                          \
+     unsigned int numLibraryOptions))                                                                                  \
+  X(LibraryUnload, 12000, "cuLibraryUnload", (CUlibrary library))                                                      \
+  X(LibraryGetKernel, 12000, "cuLibraryGetKernel", (CUkernel * pKernel, CUlibrary library, const char* name))          \
+  X(LibraryGetKernelCount, 12040, "cuLibraryGetKernelCount", (unsigned int* count, CUlibrary lib))                     \
+  X(LibraryEnumerateKernels, 12040, "cuLibraryEnumerateKernels",                                                       \
+    (CUkernel * kernels, unsigned int numKernels, CUlibrary lib))                                                      \
+  X(LibraryGetModule, 12000, "cuLibraryGetModule", (CUmodule * pMod, CUlibrary library))                               \
+  X(LibraryGetGlobal, 12000, "cuLibraryGetGlobal",                                                                     \
+    (CUdeviceptr * dptr, std::size_t * bytes, CUlibrary library, const char* name))                                    \
+  X(LibraryGetManaged, 12000, "cuLibraryGetManaged",                                                                   \
+    (CUdeviceptr * dptr, std::size_t * bytes, CUlibrary library, const char* name))                                    \
+  X(KernelGetFunction, 12000, "cuKernelGetFunction", (CUfunction * pFunc, CUkernel kernel))                            \
+  X(KernelGetName, 12030, "cuKernelGetName", (const char** name, CUkernel hfunc))                                      \
+  X(KernelGetParamInfo, 12040, "cuKernelGetParamInfo",                                                                 \
+    (CUkernel kernel, std::size_t paramIndex, std::size_t * paramOffset, std::size_t * paramSize))                     \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                    \
     (int* numBlocks, CUfunction func, int blockSize, std::size_t dynamicSMemSize))                                     \
   X(OccupancyMaxPotentialBlockSize, 6050, "cuOccupancyMaxPotentialBlockSize",                                          \

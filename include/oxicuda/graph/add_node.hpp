@@ -44,8 +44,8 @@ inline GraphNode add_empty_node(CUgraph g, Dependencies& after) {
 inline GraphNode add_kernel_node(const Shared<GraphState>& s, CUgraph g, Dependencies& after, const Function& fn,
                                  const LaunchConfig& config, void** params) {
   const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p =
-      kernel_params(fn, config, params, "oxicuda::Graph::add_kernel", after.where());
-  const ScopedCurrent current(fn.module().context(), after.where());  // (see kernel_params)
+      kernel_params(fn, config, params, "oxicuda::Graph::add_kernel", after.where(), s->ctx.raw());
+  const ScopedCurrent current(p.ctx, after.where());  // (see kernel_params)
   KeepList::Pending<Function> keep(s->keep, fn);
   CUgraphNode node = nullptr;
   const Outcome r = OXICUDA_DRIVER(GraphAddKernelNode, &node, g, after.data(), after.size(), &p);

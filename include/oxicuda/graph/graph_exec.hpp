@@ -214,7 +214,7 @@ inline void GraphExec::kernel_setter(GraphNode node, const Function& fn, const L
   constexpr const char* op = "oxicuda::GraphExec::set_kernel";
   CUgraphExec e = checked(op, where);
   if (!node) detail::empty_handle(detail::graph_handle_name<CUgraphNode>(), op, where);
-  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where, false);
+  const ffi::CUDA_KERNEL_NODE_PARAMS_v2 p = detail::kernel_params(fn, config, params, op, where, state_->ctx.raw(), false);
   // The node's entry in the keep list (found without a walk when this node
   // was the last one set); when it holds this Function already (a loop
   // giving one node new arguments), nothing is copied or counted.

@@ -64,8 +64,10 @@ ffi::CUDA_MEMSET_NODE_PARAMS fill_params(Dst& dst, device_element_t<Dst> value, 
 // programmatic dependent launch is a stream's, not a node's (in a graph it
 // is an edge's). Updating an instantiated node (`attributes` false) changes
 // its parameters, not its attributes: a configuration with any is refused.
+// A library's kernel of no context runs in `graph_ctx`, the graph's.
 inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const LaunchConfig& cfg, void** params,
-                                                     const char* op, SourceLocation where, bool attributes = true) {
+                                                     const char* op, SourceLocation where, CUcontext graph_ctx,
+                                                     bool attributes = true) {
   CUfunction f = checked(fn, "oxicuda::Function", op, where);
   if (cfg.programmatic || cfg.programmatic_event.event)
     raise(Error(ffi::CUDA_ERROR_NOT_SUPPORTED, op,
@@ -87,12 +89,14 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, op, where);
   if (cfg.shared_bytes != 0) {
     // The kernel's own limit (the driver's default is 48 KiB less its static
-    // shared memory), raised when the node asks for more, as a launch does.
+    // shared memory), raised when the node asks for more, as a launch does;
+    // a library's kernel of no context, its function's in the graph's context.
+    const Function in_ctx = context_free(fn) ? fn.for_context(Context::borrow(graph_ctx), where) : fn;
     unsigned allowed = 0;
-    const Outcome known = FunctionAccess::allowed(fn, allowed);
+    const Outcome known = FunctionAccess::allowed(in_ctx, allowed);
     if (!known.ok()) fail(known, where, cat({"reading kernel '", fn.name(), "''s dynamic shared memory limit"}));
     if (cfg.shared_bytes > allowed) {
-      const Outcome raised = FunctionAccess::try_allow(fn, cfg.shared_bytes);
+      const Outcome raised = FunctionAccess::try_allow(in_ctx, cfg.shared_bytes);
       if (!raised.ok()) launch_failed(raised, fn, cfg, where);
     }
   }
@@ -107,7 +111,14 @@ inline ffi::CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(const Function& fn, const L
   // set a kernel node: with none, cuGraphAddKernelNode_v2 and
   // cuGraph[Exec]KernelNodeSetParams_v2 crash (SIGSEGV) whatever ctx says.
   // Callers make the kernel's context current around the call.
-  p.ctx = fn.module().context().raw();
+  p.ctx = fn.context().raw();
+  if (context_free(fn)) {
+    // The driver's way for a library's kernel: `kern`, with `func` null,
+    // in `ctx` (which it reads only then).
+    p.func = nullptr;
+    p.kern = fn.library_kernel();
+    p.ctx = graph_ctx;
+  }
   return p;
 }
 

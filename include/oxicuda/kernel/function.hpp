@@ -1,6 +1,7 @@
 // oxicuda/kernel/function.hpp — Function (a kernel of a Module, which keeps
-// its module alive), Module::function that looks one up, the occupancy
-// queries, and what launches need of it beyond its public API.
+// its module alive, or of a KernelLibrary, which keeps that), Module::function that
+// looks one up, the occupancy queries, and what launches need of it beyond
+// its public API.
 #pragma once
 
 #include <atomic>
@@ -12,12 +13,14 @@
 #include "../driver/current.hpp"
 #include "../driver/limits.hpp"
 #include "kernel_names.hpp"
+#include "library.hpp"
 #include "module.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 
 namespace detail {
 struct FunctionAccess;
+struct LibraryKernelAccess;
 }  // namespace detail
 
 // A suggestion from the occupancy calculator (cuOccupancyMaxPotentialBlockSize).
@@ -26,7 +29,11 @@ struct BlockSizeSuggestion {
   int block_size = 0;     // the block size that maximizes occupancy
 };
 
-// A kernel. Copies share it and keep its module (and context) alive.
+// A kernel. Copies share it and keep its module (and context) alive, or its
+// library. A library's kernel (KernelLibrary::function) belongs to no context:
+// launched on a stream, it runs in the stream's context; the occupancy
+// queries and attribute() use the calling thread's current context;
+// for_context(ctx) gives the kernel's function in one context.
 class Function {
  public:
   Function() noexcept = default;
@@ -47,7 +54,21 @@ class Function {
   [[nodiscard]] std::string_view name() const noexcept {
     return state_ ? std::string_view(state_->name) : std::string_view();
   }
+  // The module, for a module's kernel; else empty.
   [[nodiscard]] const Module& module() const noexcept;
+  // The library, for a library's kernel; else empty.
+  [[nodiscard]] const KernelLibrary& library() const noexcept;
+  // The kernel's context: its module's, or the one for_context gave it;
+  // empty for a library's kernel of no context.
+  [[nodiscard]] const Context& context() const noexcept;
+  // The library's handle of the kernel (CUkernel), for a library's kernel
+  // (in a context or not); null for a module's.
+  [[nodiscard]] CUkernel library_kernel() const noexcept { return state_ ? state_->kernel : nullptr; }
+  // The kernel's function in `ctx` (cuKernelGetFunction, with `ctx`
+  // current; the driver loads the library there if it is not yet), as a
+  // Function of that context that keeps the library alive. For a module's
+  // kernel: itself when `ctx` is its context, else an Error.
+  [[nodiscard]] Function for_context(const Context& ctx, SourceLocation where = SourceLocation::current()) const;
 
   [[nodiscard]] int attribute(ffi::CUfunction_attribute attr, SourceLocation where = SourceLocation::current()) const;
   void set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where = SourceLocation::current()) const;
@@ -108,8 +129,12 @@ class Function {
  private:
   friend class Module;
   friend struct detail::FunctionAccess;
+  friend struct detail::LibraryKernelAccess;
   struct State : detail::Owned {
     Module module;
+    KernelLibrary library;    // (a library's kernel)
+    Context ctx;        // (a library's kernel in one context)
+    CUkernel kernel = nullptr;  // (a library's kernel)
     std::string name;
     // The kernel's dynamic shared memory limit
     // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) as last read or set
@@ -121,6 +146,8 @@ class Function {
     static constexpr unsigned unknown_limit = ~0u;
     mutable std::atomic<unsigned> dynamic_shared_allowed{unknown_limit};
     State(Module m, std::string n) noexcept : module(std::move(m)), name(std::move(n)) {}
+    State(KernelLibrary l, Context c, CUkernel k, std::string n) noexcept
+        : library(std::move(l)), ctx(std::move(c)), kernel(k), name(std::move(n)) {}
   };
   Function(CUfunction raw, detail::Shared<const State> state) noexcept : raw_(raw), state_(std::move(state)) {}
 
@@ -153,7 +180,66 @@ inline const Module& Function::module() const noexcept {
   return state_ ? state_->module : empty;
 }
 
+inline const KernelLibrary& Function::library() const noexcept {
+  static const KernelLibrary empty;
+  return state_ ? state_->library : empty;
+}
+
+inline const Context& Function::context() const noexcept {
+  static const Context empty;
+  return !state_ ? empty : state_->module ? state_->module.context() : state_->ctx;
+}
+
+inline Function Function::for_context(const Context& ctx, SourceLocation where) const {
+  constexpr const char* op = "oxicuda::Function::for_context";
+  (void)detail::checked(*this, "oxicuda::Function", op, where);
+  if (!ctx) detail::empty_handle("oxicuda::Context", op, where);
+  if (!state_->kernel) {
+    if (OXICUDA_DETAIL_UNLIKELY(ctx.raw() != context().raw()))
+      detail::raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                          detail::cat({"kernel '", name(), "' is a module's, loaded in one context, and this is "
+                                       "another; a KernelLibrary's kernel has a function in every context"}),
+                          where));
+    return *this;
+  }
+  CUfunction raw = nullptr;
+  {
+    const ScopedCurrent current(ctx, where);
+    const detail::Outcome r = OXICUDA_DRIVER(KernelGetFunction, &raw, state_->kernel);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok()))
+      detail::fail(r, where, detail::cat({"the function of library kernel '", name(), "' in a context"}));
+  }
+  std::string n = state_->name;
+  return Function(raw, detail::Shared<const State>::make(state_->library, ctx, state_->kernel, std::move(n)));
+}
+
+namespace detail {
+// A library's kernel of no context (its raw() is the CUkernel, which the
+// driver takes as a function in launches and occupancy queries).
+inline bool context_free(const Function& fn) noexcept { return fn.library_kernel() && !fn.context(); }
+// The context `fn` is used in: its own, or for a library's kernel of no
+// context, the calling thread's current one (an Error when none is).
+inline CUcontext kernel_context(const Function& fn, const char* op, SourceLocation where) {
+  if (OXICUDA_DETAIL_LIKELY(!context_free(fn))) return fn.context().raw();
+  CUcontext current = nullptr;
+  check(OXICUDA_DRIVER(CtxGetCurrent, &current), where);
+  if (!current)
+    raise(Error(ffi::CUDA_ERROR_INVALID_CONTEXT, op,
+                cat({"kernel '", fn.name(), "' is a library's, of no context: here it is used in the calling "
+                     "thread's current context, and none is current (make one current, or use for_context(ctx))"}),
+                where));
+  return current;
+}
+// The function that attribute queries and setters act on: `fn` itself, or
+// for a library's kernel of no context, its function in the current context.
+OXICUDA_DETAIL_COLD inline Function attribute_target(const Function& fn, const char* op, SourceLocation where) {
+  return fn.for_context(Context::borrow(kernel_context(fn, op, where)), where);
+}
+}  // namespace detail
+
 inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::attribute", where).attribute(attr, where);
   CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::attribute", where);
   int v = 0;
   detail::check(OXICUDA_DRIVER(FuncGetAttribute, &v, attr, f), where);
@@ -161,12 +247,16 @@ inline int Function::attribute(ffi::CUfunction_attribute attr, SourceLocation wh
 }
 
 inline void Function::set_attribute(ffi::CUfunction_attribute attr, int value, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::set_attribute", where).set_attribute(attr, value, where);
   detail::check(OXICUDA_DRIVER(FuncSetAttribute, detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_attribute", where), attr, value), where);
   if (attr == ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     state_->dynamic_shared_allowed.store(static_cast<unsigned>(value), std::memory_order_relaxed);
 }
 
 inline void Function::set_cache_config(CacheConfig config, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::set_cache_config", where).set_cache_config(config, where);
   detail::check(OXICUDA_DRIVER(FuncSetCacheConfig,
                                detail::checked(*this, "oxicuda::Function", "oxicuda::Function::set_cache_config", where),
                                static_cast<ffi::CUfunc_cache>(config)),
@@ -185,7 +275,8 @@ inline void Function::set_shared_memory_carveout(int percent, SourceLocation whe
 inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::size_t dynamic_shared_bytes,
                                                           SourceLocation where) const {
   CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::max_active_blocks_per_multiprocessor", where);
-  ScopedCurrent current(module().context(), where);
+  // (A library's kernel of no context: in the current context, as the driver computes it then.)
+  ScopedCurrent current(detail::kernel_context(*this, "oxicuda::Function::max_active_blocks_per_multiprocessor", where), where);
   int blocks = 0;
   detail::check(OXICUDA_DRIVER(OccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, block_size, dynamic_shared_bytes), where);
   return blocks;
@@ -194,7 +285,7 @@ inline int Function::max_active_blocks_per_multiprocessor(int block_size, std::s
 inline BlockSizeSuggestion Function::suggested_block_size(std::size_t dynamic_shared_bytes, int block_size_limit,
                                                           SourceLocation where) const {
   CUfunction f = detail::checked(*this, "oxicuda::Function", "oxicuda::Function::suggested_block_size", where);
-  ScopedCurrent current(module().context(), where);
+  ScopedCurrent current(detail::kernel_context(*this, "oxicuda::Function::suggested_block_size", where), where);
   BlockSizeSuggestion s;
   detail::check(OXICUDA_DRIVER(OccupancyMaxPotentialBlockSize, &s.min_grid_size, &s.block_size, f, nullptr,
                                                              dynamic_shared_bytes, block_size_limit), where);
@@ -241,6 +332,9 @@ struct FunctionAccess {
 
 inline void Function::allow_dynamic_shared_bytes(unsigned bytes, SourceLocation where) const {
   (void)detail::checked(*this, "oxicuda::Function", "oxicuda::Function::allow_dynamic_shared_bytes", where);
+  if (OXICUDA_DETAIL_UNLIKELY(detail::context_free(*this)))
+    return detail::attribute_target(*this, "oxicuda::Function::allow_dynamic_shared_bytes", where)
+        .allow_dynamic_shared_bytes(bytes, where);
   const detail::Outcome r = detail::FunctionAccess::try_allow(*this, bytes);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) detail::fail(r, where);
 }

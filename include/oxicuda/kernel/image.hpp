@@ -99,6 +99,33 @@ inline std::string image_problem(const unsigned char* p, std::size_t size, Image
   return {};
 }
 
+// The kind of the image of `size` bytes at `data`, for the driver to load
+// (`operation`: Module::from_image, Library::from_image): an Error when it
+// is empty, LTO-IR (which only nvJitLink reads), of no known format, or a
+// binary image whose headers describe more bytes than were given.
+OXICUDA_DETAIL_COLD inline ImageKind checked_image(const void* data, std::size_t size, const char* operation,
+                                                   SourceLocation where) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (p == nullptr || size == 0) raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation, "the image is empty", where));
+  const ImageKind kind = image_kind(p, size);
+  if (kind == ImageKind::ltoir)
+    raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation,
+                cat({"the image of ", std::to_string(size),
+                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
+                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
+                where));
+  if (kind == ImageKind::unknown)
+    raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation,
+                cat({"the image of ", std::to_string(size), " bytes is of an unknown format (it starts with ",
+                     first_bytes(p, size), "): not PTX text, a cubin (ELF) or a fatbin"}),
+                where));
+  if (kind != ImageKind::ptx) {
+    std::string problem = image_problem(p, size, kind);
+    if (!problem.empty()) raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, operation, std::move(problem), where));
+  }
+  return kind;
+}
+
 }  // namespace detail
 
 OXICUDA_DETAIL_NAMESPACE_END

@@ -45,6 +45,10 @@ class Kernel<void(Params...)> {
   [[nodiscard]] CUfunction raw() const noexcept { return fn_.raw(); }
   [[nodiscard]] std::string_view name() const noexcept { return fn_.name(); }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  // The same kernel in `ctx` (Function::for_context): for a library's kernel.
+  [[nodiscard]] Kernel for_context(const Context& ctx, SourceLocation where = SourceLocation::current()) const {
+    return Kernel(fn_.for_context(ctx, where));
+  }
 
  private:
   Function fn_;
@@ -80,16 +84,26 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
   return n ? cat({s, ")"}) : s;
 }
 
+// The driver's report of parameter `i` of `fn`: cuFuncGetParamInfo for a
+// module's kernel, cuKernelGetParamInfo for a library's.
+inline Outcome param_info(const Function& fn, std::size_t i, ParamSlot& slot) noexcept {
+  if (const CUkernel k = fn.library_kernel()) return OXICUDA_DRIVER(KernelGetParamInfo, k, i, &slot.offset, &slot.size);
+  return OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
+}
+
 // Compares the kernel's parameter layout, as the driver reports it, with the
 // declared one. Silent where the driver cannot tell (no cuFuncGetParamInfo,
-// or CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
+// or for a library's kernel no cuKernelGetParamInfo, or
+// CUDA_ERROR_NOT_SUPPORTED for this function); any other failure of the
 // query is an Error.
 [[noreturn]] OXICUDA_DETAIL_COLD inline void layout_mismatch(const Function& fn, std::string_view signature,
                                                       const ParamSlot* want, std::size_t n_want, const ParamSlot* got,
                                                       std::size_t n_got, SourceLocation where) {
-  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::kernel",
+  const bool library = fn.library_kernel() != nullptr;
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, library ? "oxicuda::KernelLibrary::kernel" : "oxicuda::Module::kernel",
               cat({"kernel '", fn.name(), "' is declared ", signature, ", ", describe_layout(want, n_want),
-                   ", but the module's kernel takes ", describe_layout(got, n_got)}),
+                   library ? ", but the library's kernel takes " : ", but the module's kernel takes ",
+                   describe_layout(got, n_got)}),
               where));
 }
 
@@ -99,7 +113,8 @@ inline std::string describe_layout(const ParamSlot* slots, std::size_t n) {
 
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
-  if (missing(ffi::Entry::FuncGetParamInfo)) return;  // an older driver: nothing to check against
+  if (missing(fn.library_kernel() ? ffi::Entry::KernelGetParamInfo : ffi::Entry::FuncGetParamInfo))
+    return;  // an older driver: nothing to check against
   constexpr std::size_t n = sizeof...(Params);
   ParamSlot want[n + 1] = {};
   {
@@ -117,7 +132,7 @@ void check_parameters(const Function& fn, SourceLocation where) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < most; ++i) {
     ParamSlot slot;
-    const Outcome r = OXICUDA_DRIVER(FuncGetParamInfo, fn.raw(), i, &slot.offset, &slot.size);
+    const Outcome r = param_info(fn, i, slot);
     if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
     if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
     if (!r.ok()) layout_query_failed(fn, r, where);

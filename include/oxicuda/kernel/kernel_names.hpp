@@ -127,20 +127,23 @@ struct FoundKernel {
   std::string symbol;
 };
 
-inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Outcome not_found,
-                                      SourceLocation where) {
-  const std::string none = cat({"the module has no kernel named '", name, "'"});
-  if (missing(ffi::Entry::ModuleGetFunctionCount) || missing(ffi::Entry::ModuleEnumerateFunctions) ||
-      missing(ffi::Entry::FuncGetName))
+// The C++ name lookup of a module's or a library's kernels (`owner`,
+// "module" or "library"; `enumerate`, the driver's entry that lists them;
+// `list`, what lists them once asked), for `op`.
+inline FoundKernel pick_kernel(std::string_view name, Outcome not_found, bool can_list, const char* owner,
+                               const char* enumerate, ModuleKernels (*list)(const void*, const char*, SourceLocation),
+                               const void* of, const char* op, SourceLocation where) {
+  const std::string none = cat({"the ", owner, " has no kernel named '", name, "'"});
+  if (!can_list)
     fail(not_found, where,
-         cat({none, " (a C++ kernel not declared extern \"C\" has a mangled name; this driver lacks "
-                    "cuModuleEnumerateFunctions (CUDA 12.4), which finds one by its C++ name)"}));
-  ModuleKernels k = module_kernels(m, "oxicuda::Module::function", where);
+         cat({none, " (a C++ kernel not declared extern \"C\" has a mangled name; this driver lacks ", enumerate,
+              " (CUDA 12.4), which finds one by its C++ name)"}));
+  ModuleKernels k = list(of, op, where);
   const std::vector<std::size_t> found = kernels_named(k.names, name);
   if (found.size() == 1) return {k.raw[found.front()], std::move(k.names[found.front()].symbol)};
   if (found.size() > 1)
-    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::Module::function",
-                cat({"'", name, "' names ", std::to_string(found.size()), " kernels of the module (overloads): ",
+    raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, op,
+                cat({"'", name, "' names ", std::to_string(found.size()), " kernels of the ", owner, " (overloads): ",
                      kernel_list(k.names, found), "; give its signature, as the list writes it, or its symbol"}),
                 where));
   std::vector<std::size_t> all(k.names.size());
@@ -149,6 +152,17 @@ inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Ou
        cat({none, ": no symbol, C++ name or signature is that (a template's instance is in the image only where "
                   "the build instantiated it",
             "); its kernels: ", kernel_list(k.names, all)}));
+}
+
+inline FoundKernel kernel_by_cpp_name(const Module& m, std::string_view name, Outcome not_found,
+                                      SourceLocation where) {
+  return pick_kernel(
+      name, not_found,
+      !missing(ffi::Entry::ModuleGetFunctionCount) && !missing(ffi::Entry::ModuleEnumerateFunctions) &&
+          !missing(ffi::Entry::FuncGetName),
+      "module", "cuModuleEnumerateFunctions",
+      [](const void* of, const char* op, SourceLocation w) { return module_kernels(*static_cast<const Module*>(of), op, w); },
+      &m, "oxicuda::Module::function", where);
 }
 
 }  // namespace detail

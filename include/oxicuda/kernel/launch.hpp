@@ -18,7 +18,7 @@ namespace detail {
 inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr, int otherwise) noexcept {
   ffi::CUdevice dev = 0;
   int v = 0;
-  const CUcontext ctx = fn.module().context().raw();
+  const CUcontext ctx = fn.context().raw();  // (none for a library's kernel of no context)
   if (!ctx) return otherwise;
   const ScopedCurrentNothrow current(ctx, "explaining a launch's failure");
   return current.ok() && OXICUDA_DRIVER(CtxGetDevice, &dev).ok() && OXICUDA_DRIVER(DeviceGetAttribute, &v, attr, dev).ok()
@@ -46,7 +46,8 @@ inline int device_attribute_or(const Function& fn, ffi::CUdevice_attribute attr,
   bool over = false;
   auto figures = [&]() -> std::string {
     int optin = 0, static_bytes = 0;
-    const Device device = fn.module().context().device(where);
+    if (!fn.context()) return {};  // (a library's kernel of no context: which device is not known here)
+    const Device device = fn.context().device(where);
     if (!OXICUDA_DRIVER(DeviceGetAttribute, &optin, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                         device.raw())
              .ok() ||
@@ -178,7 +179,15 @@ OXICUDA_DETAIL_COLD inline void launch_special(CUstream s, const Function& fn, c
                            SourceLocation where) {
   if ((cfg.cluster.x | cfg.cluster.y | cfg.cluster.z) != 0) check_cluster(fn, cfg, "oxicuda::launch", where);
   if (cfg.access_policy.num_bytes != 0) (void)raw_window(cfg.access_policy, "oxicuda::launch", where);
-  if (cfg.shared_bytes != 0) return launch_with_shared(s, fn, cfg, params, where);
+  if (cfg.shared_bytes != 0) {
+    if (OXICUDA_DETAIL_UNLIKELY(context_free(fn))) {
+      // A library's kernel: its limit is its function's in the stream's context.
+      CUcontext ctx = nullptr;
+      check(OXICUDA_DRIVER(StreamGetCtx, s, &ctx), where);
+      return launch_with_shared(s, fn.for_context(Context::borrow(ctx), where), cfg, params, where);
+    }
+    return launch_with_shared(s, fn, cfg, params, where);
+  }
   const Outcome r = launch_once(s, fn.raw(), cfg, params);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) launch_failed(r, fn, cfg, where);
 }

@@ -196,6 +196,7 @@ class Module {
     }
   };
   friend class Function;
+  friend class KernelLibrary;  // (library.hpp: the same names, looked up the same way)
   friend struct detail::ModuleAccess;
 
   // `names` and `log` (put before the JIT's info log) come with a module
@@ -209,7 +210,11 @@ class Module {
   // The lowered name of `name` when it is a name expression compiled with
   // the module, else `name`.
   [[nodiscard]] std::string_view lowered(std::string_view name) const noexcept {
-    for (std::string_view rest = state_ ? std::string_view(state_->names) : std::string_view(); !rest.empty();) {
+    return lowered_in(state_ ? std::string_view(state_->names) : std::string_view(), name);
+  }
+  // The same in `names` ("expr\0lowered\0...": a Module's or a KernelLibrary's).
+  static std::string_view lowered_in(std::string_view names, std::string_view name) noexcept {
+    for (std::string_view rest = names; !rest.empty();) {
       const std::string_view expr = rest.substr(0, rest.find('\0'));
       rest.remove_prefix(expr.size() + 1);
       const std::string_view low = rest.substr(0, rest.find('\0'));
@@ -273,27 +278,8 @@ inline Module Module::load_ptx(const Context& ctx, const char* ptx, std::size_t 
 
 inline Module Module::from_image(const Context& ctx, const void* data, std::size_t size, JitOptions options,
                                  SourceLocation where) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (p == nullptr || size == 0)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", "the image is empty", where));
-  const detail::ImageKind kind = detail::image_kind(p, size);
-  if (kind == detail::ImageKind::ptx)
+  if (detail::checked_image(data, size, "oxicuda::Module::from_image", where) == detail::ImageKind::ptx)
     return load_ptx(ctx, static_cast<const char*>(data), size, options, where);
-  if (kind == detail::ImageKind::ltoir)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
-                        detail::cat({"the image of ", std::to_string(size),
-                                     " bytes is LTO-IR (NVRTC's output with CompileOptions::lto), which the driver "
-                                     "cannot load: link it with an oxicuda::LtoLinker into a cubin, and load that"}),
-                        where));
-  if (kind == detail::ImageKind::unknown)
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image",
-                        detail::cat({"the image of ", std::to_string(size),
-                                     " bytes is of an unknown format (it starts with ", detail::first_bytes(p, size),
-                                     "): not PTX text, a cubin (ELF) or a fatbin"}),
-                        where));
-  std::string problem = detail::image_problem(p, size, kind);
-  if (!problem.empty())
-    detail::raise(Error(ffi::CUDA_ERROR_INVALID_IMAGE, "oxicuda::Module::from_image", std::move(problem), where));
   return load(ctx, data, size, false, options, where);
 }
 

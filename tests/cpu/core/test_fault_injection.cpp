@@ -136,6 +136,37 @@ std::vector<Op> operations() {
          std::vector<unsigned> host{7};
          copy(g, host);
        }},
+      {"libraries and their kernels",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         KernelLibrary lib = KernelLibrary::from_ptx(std::string(kFakePtx) +
+                                                     ".visible .global .align 4 .u32 g;\n"
+                                                     ".visible .global .attribute(.managed) .align 4 .u32 m;\n");
+         auto k = lib.kernel<void(float*, unsigned)>("dbl");
+         (void)lib.kernel_names();
+         (void)k.for_context(ctx);
+         (void)lib.raw_module(ctx);
+         (void)lib.global<unsigned>(ctx, "g");
+         (void)lib.managed<unsigned>("m");
+         launch(s, k, {.grid = 1, .block = 32}, static_cast<float*>(nullptr), 0);
+         s.synchronize();
+       }},
+      {"a library from a file",
+       [] {
+         char path[] = "/tmp/oxicuda-fault-library-XXXXXX";
+         const int fd = ::mkstemp(path);
+         if (fd < 0) throw std::runtime_error("mkstemp");
+         const std::string text(kFakePtx);
+         const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+         ::close(fd);
+         struct Remove {
+           const char* p;
+           ~Remove() { std::remove(p); }
+         } remove{path};
+         if (!written) throw std::runtime_error("write");
+         (void)KernelLibrary::from_file(path);
+       }},
       {"a primary context's reset", [] { Context::reset_primary(Device::get(0)); }},
       {"limits and cache preferences",
        [] {
