@@ -74,9 +74,15 @@ Section driver_section(const oxicuda::DriverInfo& info) {
           managed ? "cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync, cuMemDiscardAndPrefetchBatchAsync"
                   : "prefetch_batch loops over cuMemPrefetchAsync; discard_batch is an Error (this driver lacks "
                     "the CUDA 13.0 batched calls)");
+    // Whether green contexts (SmResource, GreenContext) can be made here.
+    const bool green = oxicuda::green_contexts_available();
+    s.add("green_contexts", "green contexts", green ? "available" : "unavailable",
+          green ? "SmResource::split and GreenContext (cuGreenCtxCreate, cuGreenCtxStreamCreate)"
+                : "unavailable: this driver lacks cuGreenCtxCreate (CUDA 12.4) or cuGreenCtxStreamCreate (12.5)");
   } else {
     s.add("batched_copies", {}, nullptr);
     s.add("batched_managed", {}, nullptr);
+    s.add("green_contexts", {}, nullptr);
   }
   return s;
 }

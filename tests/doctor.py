@@ -213,6 +213,11 @@ def main():
     expect("driver without the batched calls: the doctor names the loop of single copies",
            old_drv.get("batched_copies") == "single_copies" and old_drv.get("batched_managed") == "single_prefetches"
            and "copy_batch loops over single copies" in old_text)
+    expect("driver: the fake has green contexts, and the doctor says so",
+           drv.get("green_contexts") == "available" and "green contexts: SmResource::split and GreenContext" in text)
+    expect("driver without green contexts: the doctor says they are unavailable and why",
+           old_drv.get("green_contexts") == "unavailable"
+           and "green contexts: unavailable: this driver lacks cuGreenCtxCreate (CUDA 12.4)" in old_text)
     expect("oxicuda.version", re.fullmatch(r"\d+\.\d+\.\d+", data.get("oxicuda", {}).get("version", "")) is not None)
     devices = data.get("devices", [])
     expect("two devices", data.get("device_count") == 2 and len(devices) == 2)
@@ -242,6 +247,8 @@ def main():
            MISSING in (drv.get("reason") or ""))
     expect("no driver: which batch path is unknown (null)", "batched_copies" in drv and drv["batched_copies"] is None
            and "batched_managed" in drv and drv["batched_managed"] is None)
+    expect("no driver: whether green contexts are available is unknown (null)",
+           "green_contexts" in drv and drv["green_contexts"] is None)
     expect("no driver: no devices", data.get("device_count") is None and data.get("devices") == [])
     expect("no driver: the text form prints the reason", "no usable CUDA driver: " in text and MISSING in text)
 
