@@ -73,8 +73,12 @@ long live_green() { return count_live(Kind::green); }
 // context's SMs (cuda.h): a handle of its own here, valid while the green
 // context lives. Its storage is never freed (streams made in it may still
 // name it after the green context is gone, as on the driver).
+// (Kept reachable for LeakSanitizer, as `live`.)
+static std::vector<Ctx*>& green_ctxs = *new std::vector<Ctx*>;
+
 CUcontext green_context_new(int device, const void* green) {
   auto* c = new Ctx{device, false, 0, green};
+  green_ctxs.push_back(c);
   live[c] = Kind::green_context;
   return reinterpret_cast<CUcontext>(c);
 }

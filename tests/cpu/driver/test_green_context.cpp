@@ -102,6 +102,8 @@ TEST_CASE_FIXTURE(FakeTest, "green contexts: bad input is an Error that names th
   CHECK(error_of([&] { (void)two.group(0).split(1, 8); }).result() ==
         ffi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
   CHECK(moved.sms().split(1, 8).group(0).sm_count() == 8);
+  // Stream::own, which a green context's streams are made by, refuses a null stream.
+  CHECK(says(error_of([&] { (void)Stream::own(nullptr, moved.context()); }), "oxicuda::Stream::own"));
   // A blocking stream is refused: the driver's green streams are non-blocking.
   CHECK(says(error_of([&] { (void)moved.stream({.non_blocking = false}); }), "non-blocking"));
 }
