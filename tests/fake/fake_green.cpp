@@ -105,7 +105,8 @@ CUresult fake_DevSmResourceSplitByCount(CUdevResource* result, unsigned int* nbG
   const bool ignore = (useFlags & CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) != 0;
   const CUdevResource shape = make_resource(in.device, 0, 0, 0, ignore);
   unsigned size = minCount < shape.sm.minSmPartitionSize ? shape.sm.minSmPartitionSize : minCount;
-  size = (size + shape.sm.smCoscheduledAlignment - 1) / shape.sm.smCoscheduledAlignment * shape.sm.smCoscheduledAlignment;
+  const unsigned align = shape.sm.smCoscheduledAlignment;
+  size = (size + align - 1) / align * align;
   const unsigned possible = input->sm.smCount / size;
   if (!result) {
     *nbGroups = possible;

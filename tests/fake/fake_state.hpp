@@ -18,7 +18,9 @@
 
 namespace fake {
 
-enum class Kind { context, stream, event, module, function, link, graph, node, graph_exec, user_object, green, green_context };
+// green: a green context; green_context: the context it converts to (cuCtxFromGreenCtx).
+enum class Kind { context, stream, event, module, function, link, graph, node, graph_exec, user_object, green,
+                  green_context };
 
 struct Param {
   std::size_t offset, size;

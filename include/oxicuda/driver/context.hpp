@@ -196,7 +196,7 @@ class Context {
         detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");
       else if (kind == Kind::green
-                   ? detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying an oxicuda::GreenContext")
+                   ? detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying a GreenContext")
                    : detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying an oxicuda::Context"))
         detail::note_context_destroyed(raw);
     }
@@ -293,7 +293,7 @@ inline Context Context::adopt_green(CUgreenCtx green, const Device& device, Sour
   CUcontext raw = nullptr;
   const detail::Outcome r = OXICUDA_DRIVER(CtxFromGreenCtx, &raw, green);
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
-    detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying the green context of a failed conversion");
+    detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying an unconverted green context");
     detail::fail(r, where);
   }
   detail::note_context_created(raw);
