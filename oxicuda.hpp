@@ -109,6 +109,8 @@ typedef struct CUuserObject_st* CUuserObject;
 typedef struct CUarray_st* CUarray;
 typedef struct CUkern_st* CUkernel;
 typedef struct CUlib_st* CUlibrary;
+typedef struct CUgreenCtx_st* CUgreenCtx;
+typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
@@ -1078,6 +1080,40 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 
+// --- green contexts (cuGreenCtxCreate, cuDevSmResourceSplitByCount, ...) ------
+
+enum CUdevResourceType : int {
+  CU_DEV_RESOURCE_TYPE_INVALID = 0,
+  CU_DEV_RESOURCE_TYPE_SM = 1,
+};
+
+enum CUgreenCtxCreate_flags : int {
+  CU_GREEN_CTX_DEFAULT_STREAM = 0x1,
+};
+
+enum CUdevSmResourceSplit_flags : int {
+  CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+  CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2,
+};
+
+struct CUdevSmResource {
+  unsigned int smCount;
+  unsigned int minSmPartitionSize;
+  unsigned int smCoscheduledAlignment;
+};
+
+// cuda.h's CUdevResource (RESOURCE_ABI_VERSION 1): 92 bytes of the
+// driver's own before the union of 48 (RESOURCE_ABI_EXTERNAL_BYTES).
+struct CUdevResource {
+  CUdevResourceType type;
+  unsigned char _internal_padding[92];
+  union {
+    CUdevSmResource sm;
+    unsigned char _oversize[48];
+  };
+};
+static_assert(sizeof(CUdevResource) == 144 && alignof(CUdevResource) == 4, "cuda.h's CUdevResource is 144 bytes");
+
 // --- tensor maps (TMA descriptors) -------------------------------------------
 
 enum CUtensorMapDataType : int {
@@ -1185,6 +1221,22 @@ struct CUtensorMap {
   X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))                                 \
   X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))                                 \
   X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))                                        \
+  X(StreamGetGreenCtx, 12040, "cuStreamGetGreenCtx", (CUstream hStream, CUgreenCtx * phCtx))                           \
+  X(DeviceGetDevResource, 12040, "cuDeviceGetDevResource",                                                             \
+    (CUdevice device, CUdevResource * resource, CUdevResourceType type))                                               \
+  X(DevSmResourceSplitByCount, 12040, "cuDevSmResourceSplitByCount",                                                   \
+    (CUdevResource * result, unsigned int* nbGroups, const CUdevResource* input, CUdevResource* remaining,             \
+     unsigned int useFlags, unsigned int minCount))                                                                    \
+  X(DevResourceGenerateDesc, 12040, "cuDevResourceGenerateDesc",                                                       \
+    (CUdevResourceDesc * phDesc, CUdevResource * resources, unsigned int nbResources))                                 \
+  X(GreenCtxCreate, 12040, "cuGreenCtxCreate",                                                                         \
+    (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags))                                    \
+  X(GreenCtxDestroy, 12040, "cuGreenCtxDestroy", (CUgreenCtx hCtx))                                                    \
+  X(CtxFromGreenCtx, 12040, "cuCtxFromGreenCtx", (CUcontext * pContext, CUgreenCtx hCtx))                              \
+  X(GreenCtxGetDevResource, 12040, "cuGreenCtxGetDevResource",                                                         \
+    (CUgreenCtx hCtx, CUdevResource * resource, CUdevResourceType type))                                               \
+  X(GreenCtxStreamCreate, 12050, "cuGreenCtxStreamCreate",                                                             \
+    (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority))                                      \
   X(StreamSetAttribute, 11000, "cuStreamSetAttribute",                                                                 \
     (CUstream hStream, CUlaunchAttributeID attr, const CUlaunchAttributeValue* param))                                 \
   X(StreamGetAttribute, 11000, "cuStreamGetAttribute",                                                                 \
@@ -3650,11 +3702,12 @@ inline bool context_destroyed(CUcontext current) noexcept {
 
 // A CUDA context. Copies share it: a primary context is retained once and
 // released (cuDevicePrimaryCtxRelease) when the last copy drops; a created
-// one is destroyed (cuCtxDestroy) when the last copy drops; a borrowed one is
-// never released by oxicuda.
+// one is destroyed (cuCtxDestroy) when the last copy drops, a green one's
+// green context (cuGreenCtxDestroy) likewise; a borrowed one is never
+// released by oxicuda.
 class Context {
  public:
-  enum class Kind { borrowed, primary, created };
+  enum class Kind { borrowed, primary, created, green };
 
   Context() noexcept = default;
   Context(const Context&) noexcept = default;
@@ -3692,12 +3745,19 @@ class Context {
   static void reset_primary(const Device& device, SourceLocation where = SourceLocation::current());
   // A handle to a context that other code owns; oxicuda never releases it.
   [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, {}); }
+  // The context of green context `green` (cuCtxFromGreenCtx), which it takes
+  // over: destroyed (cuGreenCtxDestroy) when the last handle drops, or here on
+  // failure. GreenContext (green_context.hpp) is the way to make one.
+  [[nodiscard]] static Context adopt_green(CUgreenCtx green, const Device& device,
+                                           SourceLocation where = SourceLocation::current());
   // The calling thread's current context, borrowed; empty when none is current.
   [[nodiscard]] static Context current(SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUcontext raw() const noexcept { return raw_; }
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
   [[nodiscard]] Kind kind() const noexcept { return owner_ ? owner_->kind : Kind::borrowed; }
+  // The green context whose context this is (Kind::green), else null.
+  [[nodiscard]] CUgreenCtx green() const noexcept { return owner_ ? owner_->green : nullptr; }
   [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const;
 
   // Makes this the calling thread's current context (cuCtxSetCurrent). It
@@ -3721,12 +3781,16 @@ class Context {
     CUcontext raw;
     ffi::CUdevice device;
     Kind kind;
-    Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
+    CUgreenCtx green;
+    Owner(CUcontext r, ffi::CUdevice d, Kind k, CUgreenCtx g = nullptr) noexcept
+        : raw(r), device(d), kind(k), green(g) {}
     ~Owner() {
       if (kind == Kind::primary)
         detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");
-      else if (detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying an oxicuda::Context"))
+      else if (kind == Kind::green
+                   ? detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying a GreenContext")
+                   : detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying an oxicuda::Context"))
         detail::note_context_destroyed(raw);
     }
   };
@@ -3782,9 +3846,6 @@ class SwitchCurrent {
   CUcontext previous_;
 };
 
-}  // namespace detail
-
-namespace detail {
 // How many times make_current() has run on this thread: a guard whose
 // context was current already restores it at its end when this changed.
 inline thread_local unsigned long make_current_count = 0;
@@ -3819,6 +3880,17 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
     detail::fail(pop, where);
   }
   return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::created));
+}
+
+inline Context Context::adopt_green(CUgreenCtx green, const Device& device, SourceLocation where) {
+  CUcontext raw = nullptr;
+  const detail::Outcome r = OXICUDA_DRIVER(CtxFromGreenCtx, &raw, green);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
+    detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying an unconverted green context");
+    detail::fail(r, where);
+  }
+  detail::note_context_created(raw);
+  return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::green, green));
 }
 
 inline Context Context::current(SourceLocation where) {
@@ -4724,6 +4796,13 @@ class Stream {
                                     SourceLocation where = SourceLocation::current());
   [[nodiscard]] static Stream adopt(std::shared_ptr<CUstream_st> queue,
                                     SourceLocation where = SourceLocation::current());
+  // A handle that owns `raw`, a stream of `ctx` made by other means
+  // (cuGreenCtxStreamCreate): one cuStreamDestroy_v2 when the last handle
+  // drops, as a Stream made by the constructor. A null `raw` is an Error.
+  [[nodiscard]] static Stream own(CUstream raw, Context ctx, SourceLocation where = SourceLocation::current()) {
+    if (!raw) detail::empty_handle("CUstream", "oxicuda::Stream::own", where);
+    return Stream(raw, StreamDeleter(std::move(ctx), true));
+  }
 
   [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return queue_.get() != nullptr; }
@@ -4907,6 +4986,310 @@ void Stream::launch_host_func(F&& fn, SourceLocation where) const {
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/stream.hpp ----
+
+// ---- begin oxicuda/driver/sm_resource.hpp ----
+// oxicuda/driver/sm_resource.hpp — a device's streaming multiprocessors as a
+// resource (cuDeviceGetDevResource), and its split into groups
+// (cuDevSmResourceSplitByCount): what a green context is made of
+// (driver/green_context.hpp). CUDA 12.4 and newer.
+
+#include <span>
+#include <string>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+class SmSplit;
+
+// How SmResource::split groups the SMs (cuDevSmResourceSplit_flags).
+struct SmSplitOptions {
+  // Each SM on its own, ignoring the hardware's co-scheduling groups: finer
+  // groups (a smaller granularity), at the cost of large thread clusters.
+  bool ignore_coscheduling = false;
+  // Groups that may allow the largest thread clusters (compute capability 9.0+).
+  bool max_cluster_size = false;
+};
+
+// Some of a device's SMs: all of them (SmResource::of), a group of a split,
+// or a green context's (GreenContext::sms). A value (cuda.h's
+// CUdevResource, whose hidden bytes say which SMs), copied freely; a
+// default-constructed one is empty (no SMs) and using it is an Error.
+class SmResource {
+ public:
+  SmResource() noexcept = default;
+  // All the SMs of `device` (cuDeviceGetDevResource).
+  [[nodiscard]] static SmResource of(const Device& device, SourceLocation where = SourceLocation::current());
+  // The driver's description of SMs of `device`, as cuda.h's calls fill it.
+  [[nodiscard]] static SmResource from_raw(const ffi::CUdevResource& raw, const Device& device) noexcept {
+    SmResource r;
+    r.raw_ = raw;
+    r.device_ = device.raw();
+    return r;
+  }
+
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_.type == ffi::CU_DEV_RESOURCE_TYPE_SM; }
+  [[nodiscard]] const ffi::CUdevResource& raw() const noexcept { return raw_; }
+  [[nodiscard]] Device device() const noexcept { return Device::from_raw(device_ < 0 ? 0 : device_); }
+  // How many SMs (0 for an empty one, and for a split's remainder that got none).
+  [[nodiscard]] unsigned sm_count() const noexcept { return *this ? raw_.sm.smCount : 0; }
+  // The fewest SMs a group split from these may have (8 on compute capability 9.0).
+  [[nodiscard]] unsigned min_partition_size() const noexcept { return *this ? raw_.sm.minSmPartitionSize : 0; }
+  // The SMs guaranteed co-scheduled together: a group's count is a multiple of it.
+  [[nodiscard]] unsigned coscheduled_alignment() const noexcept {
+    return *this ? raw_.sm.smCoscheduledAlignment : 0;
+  }
+
+  // Splits these SMs into `groups` disjoint groups of at least
+  // `min_sm_count` SMs each (cuDevSmResourceSplitByCount). The driver rounds
+  // the count up to its granularity (min_partition_size(),
+  // coscheduled_alignment()): each group's sm_count() is what it got, the
+  // same for all, and the SMs left over are the split's remainder. An Error
+  // before the driver makes the groups: zero groups, more than
+  // SmSplit::max_groups, `min_sm_count` above sm_count(), or fewer groups
+  // possible than asked (the Error says how many fit); an empty resource, or
+  // a group of an earlier split (the driver splits only what a device or a
+  // green context has), is an Error too.
+  [[nodiscard]] SmSplit split(unsigned groups, unsigned min_sm_count, SmSplitOptions options = {},
+                              SourceLocation where = SourceLocation::current()) const;
+
+ private:
+  ffi::CUdevResource raw_{};
+  ffi::CUdevice device_ = -1;
+};
+
+// The groups of one split, and its remainder: held inline (no allocation).
+class SmSplit {
+ public:
+  static constexpr unsigned max_groups = 32;
+
+  [[nodiscard]] std::span<const SmResource> groups() const noexcept { return {groups_, count_}; }
+  [[nodiscard]] unsigned size() const noexcept { return count_; }
+  // Group `i` (an Error past the last).
+  [[nodiscard]] const SmResource& group(unsigned i, SourceLocation where = SourceLocation::current()) const;
+  // The SMs no group got (sm_count() 0 when none). It has none of the
+  // groups' guarantees of co-scheduling; a green context may still be made of it.
+  [[nodiscard]] const SmResource& remainder() const noexcept { return remainder_; }
+
+ private:
+  friend class SmResource;
+  SmResource groups_[max_groups];
+  unsigned count_ = 0;
+  SmResource remainder_;
+};
+
+namespace detail {
+
+[[noreturn]] OXICUDA_DETAIL_COLD inline void sm_split_refused(const char* rule, unsigned groups, unsigned min_sm_count,
+                                                              unsigned sm_count, unsigned possible,
+                                                              SourceLocation where) {
+  std::string text = cat({"asked for ", std::to_string(groups), " group(s) of at least ", std::to_string(min_sm_count),
+                          " SMs of ", std::to_string(sm_count), ": ", rule});
+  if (possible != ~0u) text += cat({" (these SMs make ", std::to_string(possible), " such group(s))"});
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::SmResource::split", std::move(text), where));
+}
+
+[[noreturn]] OXICUDA_DETAIL_COLD inline void sm_group_out_of_range(unsigned i, unsigned count, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::SmSplit::group",
+              cat({"group ", std::to_string(i), " of a split of ", std::to_string(count), " group(s)"}), where));
+}
+
+}  // namespace detail
+
+inline SmResource SmResource::of(const Device& device, SourceLocation where) {
+  ffi::CUdevResource raw{};
+  detail::check(OXICUDA_DRIVER(DeviceGetDevResource, device.raw(), &raw, ffi::CU_DEV_RESOURCE_TYPE_SM), where);
+  return from_raw(raw, device);
+}
+
+inline SmSplit SmResource::split(unsigned groups, unsigned min_sm_count, SmSplitOptions options,
+                                 SourceLocation where) const {
+  if (!*this) detail::empty_handle("oxicuda::SmResource", "oxicuda::SmResource::split", where);
+  const unsigned sms = sm_count();
+  if (groups == 0) detail::sm_split_refused("zero groups", groups, min_sm_count, sms, ~0u, where);
+  if (groups > SmSplit::max_groups)
+    detail::sm_split_refused("more than SmSplit::max_groups (32)", groups, min_sm_count, sms, ~0u, where);
+  if (min_sm_count > sms)
+    detail::sm_split_refused("the minimum is more SMs than there are", groups, min_sm_count, sms, ~0u, where);
+  unsigned flags = 0;
+  if (options.ignore_coscheduling) flags |= ffi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING;
+  if (options.max_cluster_size) flags |= ffi::CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE;
+  // How many groups the driver would make (a null result: a simulated split).
+  unsigned possible = 0;
+  detail::check(OXICUDA_DRIVER(DevSmResourceSplitByCount, nullptr, &possible, &raw_, nullptr, flags, min_sm_count),
+                where);
+  if (possible < groups)
+    detail::sm_split_refused("the driver's granularity leaves too few", groups, min_sm_count, sms, possible, where);
+  ffi::CUdevResource made[SmSplit::max_groups]{};
+  ffi::CUdevResource rest{};
+  unsigned count = groups;
+  detail::check(OXICUDA_DRIVER(DevSmResourceSplitByCount, made, &count, &raw_, &rest, flags, min_sm_count), where);
+  SmSplit s;
+  s.count_ = count < groups ? count : groups;
+  const Device device = this->device();
+  for (unsigned i = 0; i < s.count_; ++i) s.groups_[i] = from_raw(made[i], device);
+  s.remainder_ = from_raw(rest, device);
+  return s;
+}
+
+inline const SmResource& SmSplit::group(unsigned i, SourceLocation where) const {
+  if (OXICUDA_DETAIL_UNLIKELY(i >= count_)) detail::sm_group_out_of_range(i, count_, where);
+  return groups_[i];
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/sm_resource.hpp ----
+
+// ---- begin oxicuda/driver/green_context.hpp ----
+// oxicuda/driver/green_context.hpp — GreenContext: a context that runs its
+// work on a share of the device's SMs only (cuGreenCtxCreate), made from a
+// group of a split (driver/sm_resource.hpp); its streams are ordinary
+// Streams. CUDA 12.4 and newer (its streams: 12.5).
+
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Whether the loaded driver has green contexts (cuGreenCtxCreate, CUDA 12.4,
+// and cuGreenCtxStreamCreate, 12.5). Without them every call here is an
+// Error naming the missing entry point and the driver's version.
+[[nodiscard]] inline bool green_contexts_available() noexcept {
+  return !detail::missing(ffi::Entry::GreenCtxCreate) && !detail::missing(ffi::Entry::GreenCtxStreamCreate);
+}
+
+// A green context: the SMs of one SmResource (a group of a split, its
+// remainder, or all of a device's), provisioned for the work of its streams
+// alone. Copies share it; it is destroyed (one cuGreenCtxDestroy, never
+// throwing) when the last of its handles drops: the GreenContext copies,
+// its Context (context(), and that Context's copies) and the Streams made
+// in it, which keep it alive as a Stream keeps its Context. So a stream is
+// always destroyed before its green context, as the driver requires.
+//
+//   const SmSplit halves = SmResource::of(dev).split(2, dev_sms / 2);
+//   GreenContext left(halves.group(0)), right(halves.group(1));
+//   Stream s = left.stream();  // launches, events, graphs as on any Stream
+//
+// Kernels launched in it run on its SMs only (the driver may add SMs under
+// MPS, or 2 for a module using dynamic parallelism; never fewer). Disjoint
+// green contexts are not promised to run concurrently: other resources
+// (CUDA_DEVICE_MAX_CONNECTIONS) may order their work.
+class GreenContext {
+ public:
+  GreenContext() noexcept = default;
+  // A green context of the SMs of `sms` on their device
+  // (cuDevResourceGenerateDesc, cuGreenCtxCreate, cuCtxFromGreenCtx). An
+  // empty `sms` is an Error.
+  explicit GreenContext(const SmResource& sms, SourceLocation where = SourceLocation::current());
+  GreenContext(const GreenContext&) noexcept = default;
+  GreenContext& operator=(const GreenContext&) noexcept = default;
+  // A moved-from GreenContext is empty: using it is an Error.
+  GreenContext(GreenContext&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)), context_(std::move(o.context_)) {}
+  GreenContext& operator=(GreenContext&& o) noexcept {
+    CUgreenCtx raw = std::exchange(o.raw_, nullptr);
+    context_ = std::move(o.context_);
+    raw_ = raw;
+    return *this;
+  }
+
+  // The green context of `ctx` (a Context that GreenContext::context gave,
+  // or a copy): shares its ownership. Empty when `ctx` is no green context's.
+  [[nodiscard]] static GreenContext of(const Context& ctx) noexcept {
+    return ctx.green() ? GreenContext(ctx.green(), ctx) : GreenContext();
+  }
+
+  // A handle to a green context that other code owns, with its context
+  // (cuCtxFromGreenCtx's); oxicuda never destroys it.
+  [[nodiscard]] static GreenContext borrow(CUgreenCtx raw, Context ctx) noexcept {
+    return GreenContext(raw, std::move(ctx));
+  }
+
+  [[nodiscard]] CUgreenCtx raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  // Its context (cuCtxFromGreenCtx), for every call that takes a Context:
+  // make it current, allocate, load modules, make Streams (a Stream made
+  // with it is the green context's too). It keeps the green context alive.
+  // Empty for an empty GreenContext.
+  [[nodiscard]] const Context& context() const noexcept { return context_; }
+  [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const {
+    (void)detail::checked(*this, "oxicuda::GreenContext", "oxicuda::GreenContext::device", where);
+    return context_.device(where);
+  }
+  // Its SMs, as the driver has them (cuGreenCtxGetDevResource): they may be
+  // split again.
+  [[nodiscard]] SmResource sms(SourceLocation where = SourceLocation::current()) const;
+  // A new stream in it (cuGreenCtxStreamCreate; always non-blocking, as the
+  // driver requires: options.non_blocking = false is an Error). An ordinary
+  // Stream, which keeps the green context alive.
+  [[nodiscard]] Stream stream(StreamOptions options = {}, SourceLocation where = SourceLocation::current()) const;
+  // How many handles share it (GreenContext, Context and Stream alike; 0 when empty).
+  [[nodiscard]] long use_count() const noexcept { return raw_ ? context_.use_count() : 0; }
+
+  friend bool operator==(const GreenContext& a, const GreenContext& b) noexcept { return a.raw_ == b.raw_; }
+
+ private:
+  GreenContext(CUgreenCtx raw, Context ctx) noexcept : raw_(raw), context_(std::move(ctx)) {}
+  CUgreenCtx raw_ = nullptr;
+  Context context_;  // Kind::green: owns raw_
+};
+
+// The green context that `stream` runs on (cuStreamGetGreenCtx), or an
+// empty GreenContext for a stream of an ordinary context. When the stream's
+// Context is that green context's (a stream made by GreenContext::stream,
+// or with its context()), the result shares its ownership; otherwise (a
+// borrowed stream) it borrows the green context, which its owner keeps.
+[[nodiscard]] GreenContext green_context_of(StreamRef stream, SourceLocation where = SourceLocation::current());
+
+namespace detail {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void green_stream_blocking(SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::GreenContext::stream",
+              "a green context's streams are non-blocking (cuGreenCtxStreamCreate requires CU_STREAM_NON_BLOCKING): "
+              "options.non_blocking = false is refused",
+              where));
+}
+}  // namespace detail
+
+inline GreenContext::GreenContext(const SmResource& sms, SourceLocation where) {
+  if (!sms) detail::empty_handle("oxicuda::SmResource", "oxicuda::GreenContext::GreenContext", where);
+  detail::reclaim();
+  ffi::CUdevResource resource = sms.raw();
+  CUdevResourceDesc desc = nullptr;
+  detail::check(OXICUDA_DRIVER(DevResourceGenerateDesc, &desc, &resource, 1u), where);
+  CUgreenCtx raw = nullptr;
+  detail::check(OXICUDA_DRIVER(GreenCtxCreate, &raw, desc, sms.device().raw(), ffi::CU_GREEN_CTX_DEFAULT_STREAM),
+                where);
+  context_ = Context::adopt_green(raw, sms.device(), where);  // (destroys `raw` if it throws)
+  raw_ = raw;
+}
+
+inline SmResource GreenContext::sms(SourceLocation where) const {
+  CUgreenCtx raw = detail::checked(*this, "oxicuda::GreenContext", "oxicuda::GreenContext::sms", where);
+  ffi::CUdevResource resource{};
+  detail::check(OXICUDA_DRIVER(GreenCtxGetDevResource, raw, &resource, ffi::CU_DEV_RESOURCE_TYPE_SM), where);
+  return SmResource::from_raw(resource, context_.device(where));
+}
+
+inline Stream GreenContext::stream(StreamOptions options, SourceLocation where) const {
+  CUgreenCtx raw = detail::checked(*this, "oxicuda::GreenContext", "oxicuda::GreenContext::stream", where);
+  if (!options.non_blocking) detail::green_stream_blocking(where);
+  detail::reclaim();
+  CUstream q = nullptr;
+  detail::check(OXICUDA_DRIVER(GreenCtxStreamCreate, &q, raw, ffi::CU_STREAM_NON_BLOCKING, options.priority), where);
+  return Stream::own(q, context_, where);
+}
+
+inline GreenContext green_context_of(StreamRef stream, SourceLocation where) {
+  CUgreenCtx green = nullptr;
+  detail::on_stream(stream, "oxicuda::green_context_of", where,
+                    [&](CUstream q) { detail::check(OXICUDA_DRIVER(StreamGetGreenCtx, q, &green), where); });
+  if (!green) return {};
+  if (stream.context().green() == green) return GreenContext::of(stream.context());
+  CUcontext ctx = nullptr;
+  detail::check(OXICUDA_DRIVER(CtxFromGreenCtx, &ctx, green), where);
+  return GreenContext::borrow(green, Context::borrow(ctx));
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/green_context.hpp ----
 
 // ---- begin oxicuda/driver/access_policy.hpp ----
 // oxicuda/driver/access_policy.hpp — the L2 access-policy window (persisting

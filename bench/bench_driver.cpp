@@ -13,6 +13,7 @@
 #include "oxicuda.hpp"
 
 #include "interleaved.hpp"
+#include "smid_kernel.hpp"
 #include "tma_kernel.hpp"
 
 #include <dlfcn.h>
@@ -454,6 +455,62 @@ extern "C" __global__ void second(const float* a, float* b, unsigned n) {
   BENCHMARK("50 dependent pairs: with PDL") { pairs(true); };
   BENCHMARK("50 dependent pairs (again): with PDL") { pairs(true); };
   BENCHMARK("50 dependent pairs (again): without PDL") { pairs(false); };
+}
+
+// Issue 25 (1): two long kernels (every block spins a fixed number of
+// cycles; 4 blocks of 128 threads per SM of the device each) on two green
+// contexts of half the SMs each, against the same two kernels on two
+// streams of the primary context. Not a raw/oxicuda pair: two ways of
+// sharing the device. Reported, nothing asserted.
+TEST_CASE("two long kernels: on two green contexts of half the SMs, against two streams of one context") {
+  Fixture& f = fx();
+  if (!green_contexts_available()) {
+    WARN("this driver has no green contexts (CUDA 12.4): nothing to measure");
+    return;
+  }
+  const SmResource all = SmResource::of(f.ctx.device());
+  const unsigned align = std::max(all.coscheduled_alignment(), 1u), half = all.sm_count() / 2 / align * align;
+  if (half < all.min_partition_size()) {
+    WARN("too few SMs for two green contexts: nothing to measure");
+    return;
+  }
+  SmSplit halves;  // the largest two groups the driver makes (it may keep to the processing clusters)
+  for (unsigned want = half; want >= all.min_partition_size() && want >= align && halves.size() == 0; want -= align) {
+    try {
+      halves = all.split(2, want);
+    } catch (const Error&) {
+    }
+  }
+  if (halves.size() != 2) {
+    WARN("the driver makes no two groups of SMs: nothing to measure");
+    return;
+  }
+  const GreenContext green[2] = {GreenContext(halves.group(0)), GreenContext(halves.group(1))};
+  const Stream green_streams[2] = {green[0].stream(), green[1].stream()};
+  const Stream plain_streams[2] = {Stream(f.ctx), Stream(f.ctx)};
+  // The kernel loaded in each stream's context (a green context's, or the primary one).
+  using SmidKernel = Kernel<void(unsigned*, unsigned long long)>;
+  const Module modules[3] = {Module::from_ptx(green[0].context(), oxicuda_examples::kSmidPtx),
+                             Module::from_ptx(green[1].context(), oxicuda_examples::kSmidPtx),
+                             Module::from_ptx(f.ctx, oxicuda_examples::kSmidPtx)};
+  const SmidKernel green_kernels[2] = {modules[0].kernel<void(unsigned*, unsigned long long)>("record_smid"),
+                                       modules[1].kernel<void(unsigned*, unsigned long long)>("record_smid")};
+  const SmidKernel plain = modules[2].kernel<void(unsigned*, unsigned long long)>("record_smid");
+  const SmidKernel plain_kernels[2] = {plain, plain};
+  const unsigned blocks = all.sm_count() * 4;
+  DeviceBuffer<unsigned> green_out[2] = {DeviceBuffer<unsigned>(green[0].context(), blocks),
+                                         DeviceBuffer<unsigned>(green[1].context(), blocks)};
+  DeviceBuffer<unsigned> plain_out[2] = {DeviceBuffer<unsigned>(f.ctx, blocks), DeviceBuffer<unsigned>(f.ctx, blocks)};
+  constexpr unsigned long long cycles = 2'000'000;  // about 1 ms a block at 2 GHz
+  auto run = [&](const Stream (&streams)[2], const SmidKernel (&kernels)[2], DeviceBuffer<unsigned> (&out)[2]) {
+    for (int i = 0; i < 2; ++i) launch(streams[i], kernels[i], {.grid = blocks, .block = 128}, out[i], cycles);
+    for (const Stream& s : streams) s.synchronize();
+  };
+  std::fprintf(stderr, "green contexts: %u SMs, two groups of %u\n", all.sm_count(), halves.group(0).sm_count());
+  BENCHMARK("two long kernels: two green contexts of half the SMs") { run(green_streams, green_kernels, green_out); };
+  BENCHMARK("two long kernels: two streams of one context") { run(plain_streams, plain_kernels, plain_out); };
+  BENCHMARK("two long kernels (again): two streams of one context") { run(plain_streams, plain_kernels, plain_out); };
+  BENCHMARK("two long kernels (again): two green contexts of half the SMs") { run(green_streams, green_kernels, green_out); };
 }
 
 int main(int argc, char** argv) {

@@ -78,10 +78,16 @@ Section driver_section(const oxicuda::DriverInfo& info) {
     s.add("libraries", "libraries", libraries ? "available" : "unavailable",
           libraries ? "cuLibraryLoadData (a KernelLibrary is loaded once for every context)"
                     : "none (this driver lacks cuLibraryLoadData, CUDA 12.0): KernelLibrary is an Error; use Module");
+    // Whether green contexts (SmResource, GreenContext) can be made here.
+    const bool green = oxicuda::green_contexts_available();
+    s.add("green_contexts", "green contexts", green ? "available" : "unavailable",
+          green ? "SmResource::split and GreenContext (cuGreenCtxCreate, cuGreenCtxStreamCreate)"
+                : "unavailable: this driver lacks cuGreenCtxCreate (CUDA 12.4) or cuGreenCtxStreamCreate (12.5)");
   } else {
     s.add("batched_copies", {}, nullptr);
     s.add("batched_managed", {}, nullptr);
     s.add("libraries", {}, nullptr);
+    s.add("green_contexts", {}, nullptr);
   }
   return s;
 }

@@ -217,6 +217,11 @@ def main():
            and "copy_batch loops over single copies" in old_text)
     expect("driver without libraries: the doctor says a KernelLibrary is an Error there",
            old_drv.get("libraries") == "unavailable" and "libraries: none (this driver lacks cuLibraryLoadData" in old_text)
+    expect("driver: the fake has green contexts, and the doctor says so",
+           drv.get("green_contexts") == "available" and "green contexts: SmResource::split and GreenContext" in text)
+    expect("driver without green contexts: the doctor says they are unavailable and why",
+           old_drv.get("green_contexts") == "unavailable"
+           and "green contexts: unavailable: this driver lacks cuGreenCtxCreate (CUDA 12.4)" in old_text)
     expect("oxicuda.version", re.fullmatch(r"\d+\.\d+\.\d+", data.get("oxicuda", {}).get("version", "")) is not None)
     devices = data.get("devices", [])
     expect("two devices", data.get("device_count") == 2 and len(devices) == 2)
@@ -247,6 +252,8 @@ def main():
     expect("no driver: which batch path is unknown (null)", "batched_copies" in drv and drv["batched_copies"] is None
            and "batched_managed" in drv and drv["batched_managed"] is None
            and "libraries" in drv and drv["libraries"] is None)
+    expect("no driver: whether green contexts are available is unknown (null)",
+           "green_contexts" in drv and drv["green_contexts"] is None)
     expect("no driver: no devices", data.get("device_count") is None and data.get("devices") == [])
     expect("no driver: the text form prints the reason", "no usable CUDA driver: " in text and MISSING in text)
 

@@ -1,7 +1,7 @@
 // oxicuda/driver.hpp — the driver wing: ownership machinery; host callbacks; device; context; the current
 // context's guards; the shared in-context handle; IPC handles' bytes; event; the stream view and the enqueue
-// path; stream; profiler ranges; a context's limits and cache preference; peer access between devices; the
-// device pool.
+// path; stream; SM resources and green contexts; profiler ranges; a context's limits and cache preference;
+// peer access between devices; the device pool.
 //
 // Including this header costs this wing's parts and the parts below that they
 // use, no more. Its parts include only parts of this wing and of the wings
@@ -19,6 +19,8 @@
 #include "driver/event.hpp"
 #include "driver/stream_ref.hpp"
 #include "driver/stream.hpp"
+#include "driver/sm_resource.hpp"
+#include "driver/green_context.hpp"
 #include "driver/access_policy.hpp"
 #include "driver/profiler.hpp"
 #include "driver/limits.hpp"

@@ -27,7 +27,8 @@
   X(ipc_memory, "cuIpcCloseMemHandle")     /* mappings made by cuIpcOpenMemHandle */ \
   X(va_range, "cuMemAddressFree")          /* reservations made by cuMemAddressReserve */ \
   X(physical, "cuMemRelease")              /* cuMemCreate's and imports' handles */ \
-  X(vmm_mapping, "cuMemUnmap")             /* mappings made by cuMemMap */
+  X(vmm_mapping, "cuMemUnmap")             /* mappings made by cuMemMap */ \
+  X(green, "cuGreenCtxDestroy")            /* green contexts made by cuGreenCtxCreate */
 
 #ifdef __cplusplus
 extern "C" {

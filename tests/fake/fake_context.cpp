@@ -23,6 +23,7 @@ struct Ctx {
   int device;
   bool primary;
   long retains;  // primary only
+  const void* green = nullptr;  // a green context's context: the green context
 };
 
 // By context; a context's entry is made by its first use (and kept: a
@@ -41,7 +42,7 @@ FAKE_TLS std::vector<CUcontext> ctx_stack;
 bool valid_ctx(CUcontext c) {
   for (auto& p : primaries)
     if (reinterpret_cast<CUcontext>(&p) == c) return p.retains > 0;
-  return alive(c, Kind::context);
+  return alive(c, Kind::context) || alive(c, Kind::green_context);
 }
 
 }  // namespace
@@ -66,6 +67,28 @@ CUresult need_current() {
 }
 
 long live_context() { return count_live(Kind::context); }
+long live_green() { return count_live(Kind::green); }
+
+// A green context's context is its device's primary context with the green
+// context's SMs (cuda.h): a handle of its own here, valid while the green
+// context lives. Its storage is never freed (streams made in it may still
+// name it after the green context is gone, as on the driver).
+// (Kept reachable for LeakSanitizer, as `live`.)
+static std::vector<Ctx*>& green_ctxs = *new std::vector<Ctx*>;
+
+CUcontext green_context_new(int device, const void* green) {
+  auto* c = new Ctx{device, false, 0, green};
+  green_ctxs.push_back(c);
+  live[c] = Kind::green_context;
+  return reinterpret_cast<CUcontext>(c);
+}
+
+void green_context_free(CUcontext c) {
+  live.erase(c);
+  reinterpret_cast<Ctx*>(c)->green = nullptr;
+}
+
+const void* green_of(CUcontext c) { return alive(c, Kind::green_context) ? reinterpret_cast<Ctx*>(c)->green : nullptr; }
 long live_primary() {
   long n = 0;
   for (auto& p : primaries) n += p.retains;

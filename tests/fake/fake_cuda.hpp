@@ -23,11 +23,13 @@
 //   fake_optional.cpp       the newest entry points
 //   fake_batch.cpp          batched copies, prefetches and discards (CUDA 13.0; optional too)
 //   fake_library.cpp        libraries and their kernels (CUDA 12.0; optional too)
+//   fake_green.cpp          SM resources, their splits, green contexts and their streams (CUDA 12.4; optional too)
 // fake_state.hpp declares what they share (fake_graph.hpp, what the
 // graph files share among themselves). A new entry point goes in the file
 // of its area (a new area, a new file in tests/meson.build's fake_common).
 // The variants there leave out fake_getproc.cpp (a driver older than CUDA
-// 11.3) or fake_optional.cpp, fake_batch.cpp and fake_library.cpp (a driver without the newest
+// 11.3) or fake_optional.cpp, fake_batch.cpp, fake_library.cpp and fake_green.cpp (a driver
+// without the newest
 // entry points).
 #pragma once
 

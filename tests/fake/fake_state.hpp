@@ -18,9 +18,11 @@
 
 namespace fake {
 
+// green: a green context; green_context: the context it converts to (cuCtxFromGreenCtx).
 enum class Kind {
   context, stream, event, module, function, link, graph, node, graph_exec, user_object,
-  library, kernel, library_module  // fake_library.cpp (a library's module in a context: not the caller's to unload)
+  library, kernel, library_module,  // fake_library.cpp (a library's module in a context: not the caller's to unload)
+  green, green_context
 };
 
 struct Param {
@@ -72,8 +74,16 @@ int context_device(CUcontext c);  // with `mu` held: a context's device (-1 for 
 // current here). Takes `mu`; the _locked form is for callers that hold it.
 CUresult need_current();
 CUresult need_current_locked();
+// With `mu` held: the context a green context converts to (cuCtxFromGreenCtx),
+// made with it and gone with it; and the green context of a context (null
+// for an ordinary one, or one gone).
+CUcontext green_context_new(int device, const void* green);
+void green_context_free(CUcontext c);
+const void* green_of(CUcontext c);
 
 // fake_stream_event.cpp
+// With `mu` held: a new stream in `ctx` (cuStreamCreate's, after its checks).
+CUstream new_stream(CUcontext ctx, unsigned flags, int priority);
 // Whether work may be enqueued on `s` (and notes the context it goes to).
 CUresult use_stream(CUstream s);
 // Pending work (fake_hold): a held stream's work waits, in order, until

@@ -175,17 +175,20 @@ FAKE_EXPORT const void* fake_last_context() {
 
 // --- streams ---------------------------------------------------------------------
 
-static CUresult create_stream(CUstream* ph, unsigned flags, int priority) {
-  if (!ph || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-  if (const CUresult r = need_current()) return r;
-  CUcontext c = current();
+CUstream fake::new_stream(CUcontext c, unsigned flags, int priority) {
   if (priority > 0) priority = 0;
   if (priority < -5) priority = -5;
   auto* s = new Stream{c, flags, priority, false, {}};
-  std::lock_guard lock(mu);
   live[s] = Kind::stream;
   destroys_of[s] = 0;
-  *ph = reinterpret_cast<CUstream>(s);
+  return reinterpret_cast<CUstream>(s);
+}
+
+static CUresult create_stream(CUstream* ph, unsigned flags, int priority) {
+  if (!ph || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  if (const CUresult r = need_current_locked()) return r;
+  *ph = new_stream(current(), flags, priority);
   return CUDA_SUCCESS;
 }
 

@@ -194,6 +194,21 @@ TEST_CASE("loader: batched calls missing") {
   discard_batch(s, std::span<const ManagedRange>{});
 }
 
+// A driver older than CUDA 12.4 (the fake without its optional entry
+// points): no green contexts; each call that needs one is an Error naming
+// the missing entry point, and everything else runs.
+TEST_CASE("loader: green contexts missing") {
+  CHECK_FALSE(green_contexts_available());
+  const Error no = error_of([] { (void)SmResource::of(Device::get(0)); });
+  CHECK(no.result() == ffi::CUDA_ERROR_NOT_FOUND);
+  CHECK(no.call() == "cuDeviceGetDevResource");
+  CHECK(no.detail().find("does not provide cuDeviceGetDevResource") != std::string::npos);
+  Context ctx = Context::primary(Device::get(0));
+  Stream s(ctx);
+  CHECK(error_of([&] { (void)green_context_of(s); }).call() == "cuStreamGetGreenCtx");
+  s.synchronize();
+}
+
 TEST_CASE("loader: concurrent first use") {
   // 16 threads race to be first; the driver is opened and initialized once.
   std::atomic<bool> go{false};

@@ -29,6 +29,8 @@ typedef struct CUuserObject_st* CUuserObject;
 typedef struct CUarray_st* CUarray;
 typedef struct CUkern_st* CUkernel;
 typedef struct CUlib_st* CUlibrary;
+typedef struct CUgreenCtx_st* CUgreenCtx;
+typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
@@ -998,6 +1000,40 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 
+// --- green contexts (cuGreenCtxCreate, cuDevSmResourceSplitByCount, ...) ------
+
+enum CUdevResourceType : int {
+  CU_DEV_RESOURCE_TYPE_INVALID = 0,
+  CU_DEV_RESOURCE_TYPE_SM = 1,
+};
+
+enum CUgreenCtxCreate_flags : int {
+  CU_GREEN_CTX_DEFAULT_STREAM = 0x1,
+};
+
+enum CUdevSmResourceSplit_flags : int {
+  CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+  CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2,
+};
+
+struct CUdevSmResource {
+  unsigned int smCount;
+  unsigned int minSmPartitionSize;
+  unsigned int smCoscheduledAlignment;
+};
+
+// cuda.h's CUdevResource (RESOURCE_ABI_VERSION 1): 92 bytes of the
+// driver's own before the union of 48 (RESOURCE_ABI_EXTERNAL_BYTES).
+struct CUdevResource {
+  CUdevResourceType type;
+  unsigned char _internal_padding[92];
+  union {
+    CUdevSmResource sm;
+    unsigned char _oversize[48];
+  };
+};
+static_assert(sizeof(CUdevResource) == 144 && alignof(CUdevResource) == 4, "cuda.h's CUdevResource is 144 bytes");
+
 // --- tensor maps (TMA descriptors) -------------------------------------------
 
 enum CUtensorMapDataType : int {
@@ -1105,6 +1141,22 @@ struct CUtensorMap {
   X(StreamGetPriority, 5050, "cuStreamGetPriority", (CUstream hStream, int* priority))                                 \
   X(StreamGetFlags, 5050, "cuStreamGetFlags", (CUstream hStream, unsigned int* flags))                                 \
   X(StreamGetCtx, 9020, "cuStreamGetCtx", (CUstream hStream, CUcontext * pctx))                                        \
+  X(StreamGetGreenCtx, 12040, "cuStreamGetGreenCtx", (CUstream hStream, CUgreenCtx * phCtx))                           \
+  X(DeviceGetDevResource, 12040, "cuDeviceGetDevResource",                                                             \
+    (CUdevice device, CUdevResource * resource, CUdevResourceType type))                                               \
+  X(DevSmResourceSplitByCount, 12040, "cuDevSmResourceSplitByCount",                                                   \
+    (CUdevResource * result, unsigned int* nbGroups, const CUdevResource* input, CUdevResource* remaining,             \
+     unsigned int useFlags, unsigned int minCount))                                                                    \
+  X(DevResourceGenerateDesc, 12040, "cuDevResourceGenerateDesc",                                                       \
+    (CUdevResourceDesc * phDesc, CUdevResource * resources, unsigned int nbResources))                                 \
+  X(GreenCtxCreate, 12040, "cuGreenCtxCreate",                                                                         \
+    (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags))                                    \
+  X(GreenCtxDestroy, 12040, "cuGreenCtxDestroy", (CUgreenCtx hCtx))                                                    \
+  X(CtxFromGreenCtx, 12040, "cuCtxFromGreenCtx", (CUcontext * pContext, CUgreenCtx hCtx))                              \
+  X(GreenCtxGetDevResource, 12040, "cuGreenCtxGetDevResource",                                                         \
+    (CUgreenCtx hCtx, CUdevResource * resource, CUdevResourceType type))                                               \
+  X(GreenCtxStreamCreate, 12050, "cuGreenCtxStreamCreate",                                                             \
+    (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority))                                      \
   X(StreamSetAttribute, 11000, "cuStreamSetAttribute",                                                                 \
     (CUstream hStream, CUlaunchAttributeID attr, const CUlaunchAttributeValue* param))                                 \
   X(StreamGetAttribute, 11000, "cuStreamGetAttribute",                                                                 \

@@ -109,11 +109,12 @@ inline bool context_destroyed(CUcontext current) noexcept {
 
 // A CUDA context. Copies share it: a primary context is retained once and
 // released (cuDevicePrimaryCtxRelease) when the last copy drops; a created
-// one is destroyed (cuCtxDestroy) when the last copy drops; a borrowed one is
-// never released by oxicuda.
+// one is destroyed (cuCtxDestroy) when the last copy drops, a green one's
+// green context (cuGreenCtxDestroy) likewise; a borrowed one is never
+// released by oxicuda.
 class Context {
  public:
-  enum class Kind { borrowed, primary, created };
+  enum class Kind { borrowed, primary, created, green };
 
   Context() noexcept = default;
   Context(const Context&) noexcept = default;
@@ -151,12 +152,19 @@ class Context {
   static void reset_primary(const Device& device, SourceLocation where = SourceLocation::current());
   // A handle to a context that other code owns; oxicuda never releases it.
   [[nodiscard]] static Context borrow(CUcontext raw) noexcept { return Context(raw, -1, {}); }
+  // The context of green context `green` (cuCtxFromGreenCtx), which it takes
+  // over: destroyed (cuGreenCtxDestroy) when the last handle drops, or here on
+  // failure. GreenContext (green_context.hpp) is the way to make one.
+  [[nodiscard]] static Context adopt_green(CUgreenCtx green, const Device& device,
+                                           SourceLocation where = SourceLocation::current());
   // The calling thread's current context, borrowed; empty when none is current.
   [[nodiscard]] static Context current(SourceLocation where = SourceLocation::current());
 
   [[nodiscard]] CUcontext raw() const noexcept { return raw_; }
   [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
   [[nodiscard]] Kind kind() const noexcept { return owner_ ? owner_->kind : Kind::borrowed; }
+  // The green context whose context this is (Kind::green), else null.
+  [[nodiscard]] CUgreenCtx green() const noexcept { return owner_ ? owner_->green : nullptr; }
   [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const;
 
   // Makes this the calling thread's current context (cuCtxSetCurrent). It
@@ -180,12 +188,16 @@ class Context {
     CUcontext raw;
     ffi::CUdevice device;
     Kind kind;
-    Owner(CUcontext r, ffi::CUdevice d, Kind k) noexcept : raw(r), device(d), kind(k) {}
+    CUgreenCtx green;
+    Owner(CUcontext r, ffi::CUdevice d, Kind k, CUgreenCtx g = nullptr) noexcept
+        : raw(r), device(d), kind(k), green(g) {}
     ~Owner() {
       if (kind == Kind::primary)
         detail::check_nothrow(OXICUDA_DRIVER(DevicePrimaryCtxRelease, device),
                               "releasing an oxicuda::Context (primary)");
-      else if (detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying an oxicuda::Context"))
+      else if (kind == Kind::green
+                   ? detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying a GreenContext")
+                   : detail::check_nothrow(OXICUDA_DRIVER(CtxDestroy, raw), "destroying an oxicuda::Context"))
         detail::note_context_destroyed(raw);
     }
   };
@@ -241,9 +253,6 @@ class SwitchCurrent {
   CUcontext previous_;
 };
 
-}  // namespace detail
-
-namespace detail {
 // How many times make_current() has run on this thread: a guard whose
 // context was current already restores it at its end when this changed.
 inline thread_local unsigned long make_current_count = 0;
@@ -278,6 +287,17 @@ inline Context Context::create(const Device& device, ContextOptions options, Sou
     detail::fail(pop, where);
   }
   return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::created));
+}
+
+inline Context Context::adopt_green(CUgreenCtx green, const Device& device, SourceLocation where) {
+  CUcontext raw = nullptr;
+  const detail::Outcome r = OXICUDA_DRIVER(CtxFromGreenCtx, &raw, green);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
+    detail::check_nothrow(OXICUDA_DRIVER(GreenCtxDestroy, green), "destroying an unconverted green context");
+    detail::fail(r, where);
+  }
+  detail::note_context_created(raw);
+  return Context(raw, device.raw(), detail::Shared<Owner>::make(raw, device.raw(), Kind::green, green));
 }
 
 inline Context Context::current(SourceLocation where) {

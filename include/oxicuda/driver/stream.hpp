@@ -147,6 +147,13 @@ class Stream {
                                     SourceLocation where = SourceLocation::current());
   [[nodiscard]] static Stream adopt(std::shared_ptr<CUstream_st> queue,
                                     SourceLocation where = SourceLocation::current());
+  // A handle that owns `raw`, a stream of `ctx` made by other means
+  // (cuGreenCtxStreamCreate): one cuStreamDestroy_v2 when the last handle
+  // drops, as a Stream made by the constructor. A null `raw` is an Error.
+  [[nodiscard]] static Stream own(CUstream raw, Context ctx, SourceLocation where = SourceLocation::current()) {
+    if (!raw) detail::empty_handle("CUstream", "oxicuda::Stream::own", where);
+    return Stream(raw, StreamDeleter(std::move(ctx), true));
+  }
 
   [[nodiscard]] CUstream raw() const noexcept { return queue_.get(); }
   [[nodiscard]] explicit operator bool() const noexcept { return queue_.get() != nullptr; }

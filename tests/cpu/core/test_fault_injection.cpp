@@ -288,6 +288,14 @@ std::vector<Op> operations() {
          Event opened(ctx, eh);
          s.wait(opened);
        }},
+      {"green contexts: the SMs split, a green context, its SMs, a stream in it and which green context it runs on",
+       [] {
+         const SmSplit halves = SmResource::of(Device::get(0)).split(2, 8);
+         GreenContext g(halves.group(0));
+         (void)g.sms();
+         Stream s = g.stream();
+         (void)green_context_of(s);
+       }},
       {"virtual memory: reserved, created, mapped, access set and read, exported and imported, grown",
        [] {
          Context ctx = Context::primary(Device::get(0));
