@@ -9034,6 +9034,13 @@ struct ExternalMemoryOptions {
   bool dedicated = false;
 };
 
+// Whether the loaded driver has the external-memory and external-semaphore
+// calls (CUDA 10.0; a driver without them makes each import an Error
+// naming the driver it needs).
+[[nodiscard]] inline bool external_memory_available() noexcept {
+  return !detail::missing(ffi::Entry::ImportExternalMemory);
+}
+
 // Imported memory, owned: destroyed (cuDestroyExternalMemory) when it is
 // dropped. Move-only; a default-constructed or moved-from one is empty, and
 // every operation on it is an Error. Its mapped buffers are DeviceBuffers

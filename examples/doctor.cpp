@@ -74,9 +74,19 @@ Section driver_section(const oxicuda::DriverInfo& info) {
           managed ? "cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync, cuMemDiscardAndPrefetchBatchAsync"
                   : "prefetch_batch loops over cuMemPrefetchAsync; discard_batch is an Error (this driver lacks "
                     "the CUDA 13.0 batched calls)");
+    // External memory and checkpointing: whether this driver has the calls.
+    const bool external = oxicuda::external_memory_available(), checkpoint = oxicuda::checkpointing_available();
+    s.add("external_memory", "external memory", external ? "available" : "missing",
+          external ? "cuImportExternalMemory, cuImportExternalSemaphore (Vulkan, Direct3D, NvSci interop)"
+                   : "this driver lacks cuImportExternalMemory (CUDA 10.0)");
+    s.add("checkpointing", "checkpointing", checkpoint ? "available" : "missing",
+          checkpoint ? "cuCheckpointProcess* (lock, checkpoint, restore, unlock a process)"
+                     : "this driver lacks cuCheckpointProcess* (CUDA 12.8)");
   } else {
     s.add("batched_copies", {}, nullptr);
     s.add("batched_managed", {}, nullptr);
+    s.add("external_memory", {}, nullptr);
+    s.add("checkpointing", {}, nullptr);
   }
   return s;
 }

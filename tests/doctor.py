@@ -203,6 +203,9 @@ def main():
     expect("driver: the fake has the batched calls, and the doctor says copy_batch takes them",
            drv.get("batched_copies") == "batched" and drv.get("batched_managed") == "batched"
            and "batched copies: one cuMemcpyBatchAsync per copy_batch" in text)
+    expect("driver: the fake has external memory and checkpointing, and the doctor says so",
+           drv.get("external_memory") == "available" and drv.get("checkpointing") == "available"
+           and "checkpointing: available" in text)
     # The fake without its newest entry points (fake_cuda_old, beside the fake): whatever the self-check says.
     old_env = {"OXICUDA_LIBCUDA_PATH": os.path.join(os.path.dirname(fake), "libfake_cuda_old.so")}
     old_text = run(doctor, old_env).stdout
@@ -213,6 +216,9 @@ def main():
     expect("driver without the batched calls: the doctor names the loop of single copies",
            old_drv.get("batched_copies") == "single_copies" and old_drv.get("batched_managed") == "single_prefetches"
            and "copy_batch loops over single copies" in old_text)
+    expect("driver without the checkpoint calls: the doctor says checkpointing is missing (external memory is there)",
+           old_drv.get("checkpointing") == "missing" and old_drv.get("external_memory") == "available"
+           and "lacks cuCheckpointProcess* (CUDA 12.8)" in old_text)
     expect("oxicuda.version", re.fullmatch(r"\d+\.\d+\.\d+", data.get("oxicuda", {}).get("version", "")) is not None)
     devices = data.get("devices", [])
     expect("two devices", data.get("device_count") == 2 and len(devices) == 2)
@@ -241,7 +247,9 @@ def main():
     expect("no driver: the reason names the missing file, escaped and read back exactly",
            MISSING in (drv.get("reason") or ""))
     expect("no driver: which batch path is unknown (null)", "batched_copies" in drv and drv["batched_copies"] is None
-           and "batched_managed" in drv and drv["batched_managed"] is None)
+           and "batched_managed" in drv and drv["batched_managed"] is None
+           and "checkpointing" in drv and drv["checkpointing"] is None
+           and "external_memory" in drv and drv["external_memory"] is None)
     expect("no driver: no devices", data.get("device_count") is None and data.get("devices") == [])
     expect("no driver: the text form prints the reason", "no usable CUDA driver: " in text and MISSING in text)
 
