@@ -19,8 +19,8 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 //   running --lock--> locked --checkpoint--> checkpointed --restore--> locked --unlock--> running
 // failed: an uncorrectable error during a checkpoint or a restore.
 enum class ProcessState : int {
-  running = ffi::CU_PROCESS_STATE_RUNNING,          // the default
-  locked = ffi::CU_PROCESS_STATE_LOCKED,            // its CUDA calls block
+  running = ffi::CU_PROCESS_STATE_RUNNING,            // the default
+  locked = ffi::CU_PROCESS_STATE_LOCKED,              // its CUDA calls block
   checkpointed = ffi::CU_PROCESS_STATE_CHECKPOINTED,  // its device memory is on the host, its GPUs released
   failed = ffi::CU_PROCESS_STATE_FAILED,
 };
@@ -59,10 +59,14 @@ void unlock_process(int pid, SourceLocation where = SourceLocation::current());
 // "running", "locked", "checkpointed", "failed".
 [[nodiscard]] constexpr const char* to_string(ProcessState state) noexcept {
   switch (state) {
-    case ProcessState::running: return "running";
-    case ProcessState::locked: return "locked";
-    case ProcessState::checkpointed: return "checkpointed";
-    case ProcessState::failed: return "failed";
+    case ProcessState::running:
+      return "running";
+    case ProcessState::locked:
+      return "locked";
+    case ProcessState::checkpointed:
+      return "checkpointed";
+    case ProcessState::failed:
+      return "failed";
   }
   return "an unknown process state";
 }

@@ -70,7 +70,8 @@ class ExternalMemory {
   // Direct3D `type`. The driver does not take the handle: close it when
   // you like (the import holds its own reference).
   [[nodiscard]] static ExternalMemory import_win32(const Context& ctx, ExternalMemoryType type, void* handle,
-                                                   const void* name, std::size_t bytes, ExternalMemoryOptions options = {},
+                                                   const void* name, std::size_t bytes,
+                                                   ExternalMemoryOptions options = {},
                                                    SourceLocation where = SourceLocation::current());
   // An NvSciBufObj's memory (Tegra).
   [[nodiscard]] static ExternalMemory import_nvscibuf(const Context& ctx, const void* object, std::size_t bytes,
@@ -126,14 +127,13 @@ namespace detail {
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, why, where));
 }
 
-[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_mapping(std::size_t offset, std::size_t bytes, std::size_t size, std::size_t align,
-                                            SourceLocation where) {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_mapping(std::size_t offset, std::size_t bytes, std::size_t size,
+                                                         std::size_t align, SourceLocation where) {
   const std::string why =
-      offset % align != 0
-          ? cat({"offset ", std::to_string(offset), " is not a multiple of the element's alignment, ",
-                 std::to_string(align), " bytes"})
-          : cat({std::to_string(bytes), " bytes at offset ", std::to_string(offset),
-                 " do not lie inside the external memory's ", std::to_string(size), " bytes"});
+      offset % align != 0 ? cat({"offset ", std::to_string(offset), " is not a multiple of the element's alignment, ",
+                                 std::to_string(align), " bytes"})
+                          : cat({std::to_string(bytes), " bytes at offset ", std::to_string(offset),
+                                 " do not lie inside the external memory's ", std::to_string(size), " bytes"});
   raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::ExternalMemory::mapped_buffer", why, where));
 }
 }  // namespace detail
@@ -177,7 +177,8 @@ inline ExternalMemory ExternalMemory::import_win32(const Context& ctx, ExternalM
                                                    SourceLocation where) {
   constexpr const char* operation = "oxicuda::ExternalMemory::import_win32";
   const int t = static_cast<int>(type);
-  if (t < ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 || t > ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT)
+  if (t < ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 ||
+      t > ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT)
     detail::bad_import(operation, "a Win32 handle is imported as one of the Win32 and Direct3D types only", where);
   if ((handle == nullptr) == (name == nullptr))
     detail::bad_import(operation, "give exactly one of a handle and a name", where);
