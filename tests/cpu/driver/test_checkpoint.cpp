@@ -15,21 +15,6 @@
 
 using namespace oxicuda;
 
-namespace {
-
-template <class F>
-Error raised_by(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL_CHECK("no error");
-  return Error(ffi::CUDA_SUCCESS, "");
-}
-
-}  // namespace
-
 TEST_CASE_FIXTURE(FakeTest, "checkpoint: running, locked, checkpointed, locked again by the restore, running") {
   const int pid = static_cast<int>(::getpid());
   REQUIRE(checkpointing_available());
@@ -60,7 +45,7 @@ TEST_CASE_FIXTURE(FakeTest, "checkpoint: running, locked, checkpointed, locked a
 TEST_CASE_FIXTURE(FakeTest, "checkpoint: a call out of order is the driver's CUDA_ERROR_ILLEGAL_STATE and changes nothing") {
   const int pid = static_cast<int>(::getpid());
   auto refused = [&](auto call, ProcessState stays) {
-    const Error e = raised_by(call);
+    const Error e = error_of(call);
     CHECK(e.result() == ffi::CUDA_ERROR_ILLEGAL_STATE);
     CHECK(process_state(pid) == stays);
   };
@@ -74,7 +59,7 @@ TEST_CASE_FIXTURE(FakeTest, "checkpoint: a call out of order is the driver's CUD
   refused([&] { lock_process(pid); }, ProcessState::checkpointed);
   refused([&] { unlock_process(pid); }, ProcessState::checkpointed);
   refused([&] { checkpoint_process(pid); }, ProcessState::checkpointed);
-  const Error e = raised_by([&] { unlock_process(pid); });
+  const Error e = error_of([&] { unlock_process(pid); });
   CHECK(e.call() == "cuCheckpointProcessUnlock");
   restore_process(pid);
   unlock_process(pid);
@@ -84,16 +69,16 @@ TEST_CASE_FIXTURE(FakeTest, "checkpoint: a call out of order is the driver's CUD
 TEST_CASE_FIXTURE(FakeTest, "checkpoint: bad input; another process; a failed restore leaves the process checkpointed") {
   const int pid = static_cast<int>(::getpid());
   // A process the (fake) driver does not know as a CUDA process.
-  CHECK(raised_by([&] { (void)process_state(pid + 100000); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
-  CHECK(raised_by([&] { lock_process(pid + 100000); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
-  CHECK(raised_by([&] { (void)restore_thread_id(-1); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { (void)process_state(pid + 100000); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { lock_process(pid + 100000); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { (void)restore_thread_id(-1); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
   // Timeouts out of the driver's range: refused before the driver.
-  const Error t = raised_by([&] { lock_process(pid, std::chrono::milliseconds(-1)); });
+  const Error t = error_of([&] { lock_process(pid, std::chrono::milliseconds(-1)); });
   CHECK(std::string(t.what()).find("a timeout below 0") != std::string::npos);
   CHECK_THROWS_AS(lock_process(pid, std::chrono::milliseconds(0x100000000ll)), Error);
   CHECK(fake.calls("cuCheckpointProcessLock") == 1);
   std::vector<GpuRemap> many(65);
-  const Error m = raised_by([&] { restore_process(pid, many); });
+  const Error m = error_of([&] { restore_process(pid, many); });
   CHECK(std::string(m.what()).find("65 GPU remaps; at most 64") != std::string::npos);
   CHECK(fake.calls("cuCheckpointProcessRestore") == 0);
 
@@ -101,7 +86,7 @@ TEST_CASE_FIXTURE(FakeTest, "checkpoint: bad input; another process; a failed re
   lock_process(pid);
   checkpoint_process(pid);
   const GpuRemap unknown[] = {{Uuid{}, Device::get(0).uuid()}};
-  CHECK(raised_by([&] { restore_process(pid, unknown); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { restore_process(pid, unknown); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(process_state(pid) == ProcessState::checkpointed);
   restore_process(pid);
   unlock_process(pid);

@@ -26,17 +26,6 @@ namespace {
 
 bool says(const Error& e, const char* text) { return std::string(e.what()).find(text) != std::string::npos; }
 
-template <class F>
-Error raised_by(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL_CHECK("no error");
-  return Error(ffi::CUDA_SUCCESS, "");
-}
-
 bool open_fd(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
 long open_fds() {
@@ -115,7 +104,7 @@ TEST_CASE_FIXTURE(ContextTest, "external memory: a refused import leaves the des
     // Not a descriptor any exporter made: the driver refuses it, and it is still ours.
     FileDescriptor bogus(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     const int number = bogus.get();
-    const Error e = raised_by([&] { (void)ExternalMemory::import_fd(ctx, std::move(bogus), g); });
+    const Error e = error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(bogus), g); });
     CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
     CHECK(e.call() == "cuImportExternalMemory");
     CHECK(bogus);
@@ -126,11 +115,11 @@ TEST_CASE_FIXTURE(ContextTest, "external memory: a refused import leaves the des
     const PhysicalMemory memory = PhysicalMemory::create(ctx, g, {.exportable = ExportKind::posix_fd});
     FileDescriptor fd = export_fd(memory);
     fake.fail("cuImportExternalMemory", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
-    CHECK(raised_by([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), g); }).result() ==
+    CHECK(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), g); }).result() ==
           ffi::CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(fd);
     // Bigger than the exported memory: refused by the driver, still ours.
-    CHECK(raised_by([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), 2 * g); }).result() ==
+    CHECK(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), 2 * g); }).result() ==
           ffi::CUDA_ERROR_INVALID_VALUE);
     CHECK(fd);
     CHECK(fake.live("external_memory") == at_start.external_memory);
@@ -144,11 +133,11 @@ TEST_CASE_FIXTURE(ContextTest, "external memory: bad input is an Error naming th
   const ExternalMemory ext = ExternalMemory::import_fd(ctx, export_fd(memory), g);
   const long maps = fake.calls("cuExternalMemoryGetMappedBuffer");
 
-  Error e = raised_by([&] { (void)ext.mapped_buffer<int>(g - 8, 4); });
+  Error e = error_of([&] { (void)ext.mapped_buffer<int>(g - 8, 4); });
   CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(says(e, "16 bytes at offset 65528 do not lie inside the external memory's 65536 bytes"));
-  CHECK(says(raised_by([&] { (void)ext.mapped_buffer<int>(g + 4, 0); }), "do not lie inside"));
-  CHECK(says(raised_by([&] { (void)ext.mapped_buffer<int>(2, 1); }),
+  CHECK(says(error_of([&] { (void)ext.mapped_buffer<int>(g + 4, 0); }), "do not lie inside"));
+  CHECK(says(error_of([&] { (void)ext.mapped_buffer<int>(2, 1); }),
              "offset 2 is not a multiple of the element's alignment, 4 bytes"));
   CHECK_THROWS_AS((void)ext.mapped_buffer<int>(0, std::size_t(-1) / 2), Error);  // bytes overflow
   CHECK(fake.calls("cuExternalMemoryGetMappedBuffer") == maps);
@@ -158,25 +147,25 @@ TEST_CASE_FIXTURE(ContextTest, "external memory: bad input is an Error naming th
   CHECK(fake.calls("cuExternalMemoryGetMappedBuffer") == maps);
 
   const ExternalMemory empty;
-  CHECK(says(raised_by([&] { (void)empty.mapped_buffer<int>(0, 1); }), "oxicuda::ExternalMemory"));
+  CHECK(says(error_of([&] { (void)empty.mapped_buffer<int>(0, 1); }), "oxicuda::ExternalMemory"));
   FileDescriptor nothing;
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_fd(ctx, std::move(nothing), g); }),
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(nothing), g); }),
              "the FileDescriptor is empty"));
   FileDescriptor fd = export_fd(memory);
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), g, ExternalMemoryType::d3d12_heap); }),
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), g, ExternalMemoryType::d3d12_heap); }),
              "opaque_fd or dmabuf_fd only"));
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), 0); }), "a size of 0 bytes"));
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_fd(Context(), std::move(fd), g); }), "oxicuda::Context"));
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), 0); }), "a size of 0 bytes"));
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(Context(), std::move(fd), g); }), "oxicuda::Context"));
   CHECK(fd);  // refused before the driver: still ours
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_fd, &fd, nullptr, g); }),
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_fd, &fd, nullptr, g); }),
              "Win32 and Direct3D types only"));
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_win32, nullptr, nullptr, g); }),
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_win32, nullptr, nullptr, g); }),
              "exactly one of a handle and a name"));
-  CHECK(says(raised_by([&] { (void)ExternalMemory::import_nvscibuf(ctx, nullptr, g); }), "a null NvSciBufObj"));
+  CHECK(says(error_of([&] { (void)ExternalMemory::import_nvscibuf(ctx, nullptr, g); }), "a null NvSciBufObj"));
   CHECK(fake.calls("cuImportExternalMemory") == 1);
   // A Win32 handle on Linux: the driver's refusal.
   int dummy = 0;
-  CHECK(raised_by([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_win32, &dummy, nullptr, g); })
+  CHECK(error_of([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_win32, &dummy, nullptr, g); })
             .result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
   // The dedicated flag reaches the driver (the fake takes it).
   const ExternalMemory dedicated = ExternalMemory::import_fd(ctx, std::move(fd), g, ExternalMemoryType::opaque_fd,
@@ -220,8 +209,8 @@ TEST_CASE_FIXTURE(StreamTest, "external semaphores: a timeline semaphore signall
 
     ExternalSemaphore moved = std::move(sem);
     CHECK_FALSE(sem);
-    CHECK(says(raised_by([&] { sem.signal(s, 1); }), "oxicuda::ExternalSemaphore"));
-    CHECK(says(raised_by([&] { sem.wait(s, 1); }), "oxicuda::ExternalSemaphore"));
+    CHECK(says(error_of([&] { sem.signal(s, 1); }), "oxicuda::ExternalSemaphore"));
+    CHECK(says(error_of([&] { sem.wait(s, 1); }), "oxicuda::ExternalSemaphore"));
     moved.reset();
     moved.reset();
     CHECK(fake.calls("cuDestroyExternalSemaphore") == 1);
@@ -252,7 +241,7 @@ TEST_CASE_FIXTURE(StreamTest, "external semaphores: batches of 16 per call, a bi
   // An empty one among them: an Error before any is signalled.
   const ExternalSemaphore empty;
   const SemaphoreValue with_empty[] = {{sems[0], 500}, {empty, 1}};
-  CHECK(says(raised_by([&] { signal_all(s, with_empty); }), "oxicuda::ExternalSemaphore"));
+  CHECK(says(error_of([&] { signal_all(s, with_empty); }), "oxicuda::ExternalSemaphore"));
   REQUIRE(fake.semaphore(sems[0].raw(), &value, &blocked) == 0);
   CHECK(value == 100);
 
@@ -266,20 +255,20 @@ TEST_CASE_FIXTURE(StreamTest, "external semaphores: batches of 16 per call, a bi
 
   // Refused: a descriptor that is no semaphore (still ours), a Win32 handle on Linux, bad input.
   FileDescriptor bogus(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  CHECK(raised_by([&] { (void)ExternalSemaphore::import_fd(ctx, std::move(bogus)); }).result() ==
+  CHECK(error_of([&] { (void)ExternalSemaphore::import_fd(ctx, std::move(bogus)); }).result() ==
         ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(bogus);
   int dummy = 0;
-  CHECK(raised_by([&] {
+  CHECK(error_of([&] {
           (void)ExternalSemaphore::import_win32(ctx, ExternalSemaphoreType::d3d12_fence, &dummy, nullptr);
         }).result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
-  CHECK(says(raised_by([&] { (void)ExternalSemaphore::import_fd(ctx, std::move(bogus), ExternalSemaphoreType::d3d12_fence); }),
+  CHECK(says(error_of([&] { (void)ExternalSemaphore::import_fd(ctx, std::move(bogus), ExternalSemaphoreType::d3d12_fence); }),
              "opaque_fd or timeline_fd only"));
-  CHECK(says(raised_by([&] { (void)ExternalSemaphore::import_win32(ctx, ExternalSemaphoreType::timeline_fd, &dummy, nullptr); }),
+  CHECK(says(error_of([&] { (void)ExternalSemaphore::import_win32(ctx, ExternalSemaphoreType::timeline_fd, &dummy, nullptr); }),
              "Win32, Direct3D or keyed-mutex type only"));
-  CHECK(says(raised_by([&] { (void)ExternalSemaphore::import_nvscisync(ctx, nullptr); }), "a null NvSciSyncObj"));
-  CHECK(says(raised_by([&] { binary.wait(s, 1, std::chrono::milliseconds(-1)); }), "a timeout below 0"));
-  CHECK(says(raised_by([&] { binary.signal(Stream(), 1); }), "oxicuda::Stream"));
+  CHECK(says(error_of([&] { (void)ExternalSemaphore::import_nvscisync(ctx, nullptr); }), "a null NvSciSyncObj"));
+  CHECK(says(error_of([&] { binary.wait(s, 1, std::chrono::milliseconds(-1)); }), "a timeout below 0"));
+  CHECK(says(error_of([&] { binary.signal(Stream(), 1); }), "oxicuda::Stream"));
 
   // A keyed mutex's value is its key (and the wait's timeout goes with it); a fence's, its value.
   const auto w = detail::wait_params(ExternalSemaphoreType::d3d11_keyed_mutex, 3, 250);
