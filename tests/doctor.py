@@ -205,7 +205,7 @@ def main():
            and "batched copies: one cuMemcpyBatchAsync per copy_batch" in text)
     expect("driver: the fake has external memory and checkpointing, and the doctor says so",
            drv.get("external_memory") == "available" and drv.get("checkpointing") == "available"
-           and "checkpointing: available" in text)
+           and "checkpointing: cuCheckpointProcess* (lock, checkpoint" in text)
     # The fake without its newest entry points (fake_cuda_old, beside the fake): whatever the self-check says.
     old_env = {"OXICUDA_LIBCUDA_PATH": os.path.join(os.path.dirname(fake), "libfake_cuda_old.so")}
     old_text = run(doctor, old_env).stdout
