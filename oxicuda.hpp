@@ -9060,7 +9060,9 @@ class ExternalMemory {
   // closes it itself; `fd` is left empty), on failure it stays yours (`fd`
   // still holds it, and closes it when dropped), so it is never leaked nor
   // closed twice. `bytes` must be the exporter's size (the descriptor does
-  // not say it).
+  // not say it). A dma_buf (Tegra Thor only, not tested) takes no options,
+  // and cuda.h does not say that the driver takes it: oxicuda gives it up
+  // all the same (a leak at worst, never a second close).
   [[nodiscard]] static ExternalMemory import_fd(const Context& ctx, FileDescriptor&& fd, std::size_t bytes,
                                                 ExternalMemoryType type = ExternalMemoryType::opaque_fd,
                                                 ExternalMemoryOptions options = {},
@@ -9162,6 +9164,8 @@ inline ExternalMemory ExternalMemory::import_fd(const Context& ctx, FileDescript
   if (!fd) detail::bad_import(operation, "the FileDescriptor is empty (moved from, released, or never opened)", where);
   if (type != ExternalMemoryType::opaque_fd && type != ExternalMemoryType::dmabuf_fd)
     detail::bad_import(operation, "a file descriptor is imported as opaque_fd or dmabuf_fd only", where);
+  if (type == ExternalMemoryType::dmabuf_fd && options.dedicated)
+    detail::bad_import(operation, "a dma_buf takes no flags: it cannot be imported as dedicated", where);
   ffi::CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
   desc.type = static_cast<ffi::CUexternalMemoryHandleType>(type);
   desc.handle.fd = fd.get();

@@ -155,6 +155,10 @@ TEST_CASE_FIXTURE(ContextTest, "external memory: bad input is an Error naming th
   CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), g, ExternalMemoryType::d3d12_heap); }),
              "opaque_fd or dmabuf_fd only"));
   CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(ctx, std::move(fd), 0); }), "a size of 0 bytes"));
+  CHECK(says(error_of([&] {
+               (void)ExternalMemory::import_fd(ctx, std::move(fd), g, ExternalMemoryType::dmabuf_fd, {.dedicated = true});
+             }),
+             "a dma_buf takes no flags"));
   CHECK(says(error_of([&] { (void)ExternalMemory::import_fd(Context(), std::move(fd), g); }), "oxicuda::Context"));
   CHECK(fd);  // refused before the driver: still ours
   CHECK(says(error_of([&] { (void)ExternalMemory::import_win32(ctx, ExternalMemoryType::opaque_fd, &fd, nullptr, g); }),
