@@ -147,22 +147,32 @@ inline ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wait_params(ExternalSemaphoreTyp
   return p;
 }
 
-// signal_all and wait_all: up to 16 semaphores and their parameters per call.
-template <class Params, class MakeParams, class Call>
-void semaphores_on(StreamRef stream, std::span<const SemaphoreValue> all, const char* operation, SourceLocation where,
-                   MakeParams make, Call call) {
+// Signals (or waits for) each of `all`, up to 16 per driver call; a wait's
+// timeout applies to keyed mutexes. Not a template: one body for every
+// signal and wait, instantiated once.
+inline void semaphores_on(StreamRef stream, std::span<const SemaphoreValue> all, bool signal, unsigned timeout_ms,
+                          const char* operation, SourceLocation where) {
   for (const SemaphoreValue& s : all)
     if (!s.semaphore) empty_handle("oxicuda::ExternalSemaphore", operation, where);
   constexpr std::size_t chunk = 16;
   for (std::size_t first = 0; first < all.size(); first += chunk) {
     CUexternalSemaphore raws[chunk];
-    Params params[chunk];
-    const std::size_t n = all.size() - first < chunk ? all.size() - first : chunk;
-    for (std::size_t i = 0; i < n; ++i) {
-      raws[i] = all[first + i].semaphore.raw();
-      params[i] = make(all[first + i]);
+    ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signals[chunk] = {};
+    ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS waits[chunk] = {};
+    const unsigned n = static_cast<unsigned>(all.size() - first < chunk ? all.size() - first : chunk);
+    for (unsigned i = 0; i < n; ++i) {
+      const SemaphoreValue& s = all[first + i];
+      raws[i] = s.semaphore.raw();
+      if (signal)
+        signals[i] = signal_params(s.semaphore.type(), s.value);
+      else
+        waits[i] = wait_params(s.semaphore.type(), s.value, timeout_ms);
     }
-    on_stream(stream, operation, where, [&](CUstream q) { call(raws, params, static_cast<unsigned>(n), q); });
+    on_stream(stream, operation, where, [&](CUstream q) {
+      check(signal ? OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, signals, n, q)
+                   : OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, waits, n, q),
+            where);
+    });
   }
 }
 }  // namespace detail
@@ -223,20 +233,9 @@ inline ExternalSemaphore ExternalSemaphore::import_nvscisync(const Context& ctx,
   return import(ctx, desc, operation, where);
 }
 
-namespace detail {
-inline void signal_span(StreamRef stream, std::span<const SemaphoreValue> semaphores, const char* operation,
-                        SourceLocation where) {
-  semaphores_on<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS>(
-      stream, semaphores, operation, where,
-      [](const SemaphoreValue& s) { return signal_params(s.semaphore.type(), s.value); },
-      [where](const CUexternalSemaphore* raws, const ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* params, unsigned n,
-              CUstream q) { check(OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, params, n, q), where); });
-}
-}  // namespace detail
-
 inline void ExternalSemaphore::signal(StreamRef stream, unsigned long long value, SourceLocation where) const {
   const SemaphoreValue one{*this, value};
-  detail::signal_span(stream, {&one, 1}, "oxicuda::ExternalSemaphore::signal", where);
+  detail::semaphores_on(stream, {&one, 1}, true, 0, "oxicuda::ExternalSemaphore::signal", where);
 }
 
 inline void ExternalSemaphore::wait(StreamRef stream, unsigned long long value, std::chrono::milliseconds timeout,
@@ -245,24 +244,16 @@ inline void ExternalSemaphore::wait(StreamRef stream, unsigned long long value, 
   if (!raw_) detail::empty_handle("oxicuda::ExternalSemaphore", operation, where);
   if (timeout.count() < 0 || timeout.count() > 0xffffffffll)
     detail::bad_semaphore(operation, "a timeout below 0 or above 0xffffffff ms (INFINITE)", where);
-  const ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS p =
-      detail::wait_params(type_, value, static_cast<unsigned>(timeout.count()));
-  CUexternalSemaphore s = raw_;
-  detail::on_stream(stream, operation, where, [&](CUstream q) {
-    detail::check(OXICUDA_DRIVER(WaitExternalSemaphoresAsync, &s, &p, 1u, q), where);
-  });
+  const SemaphoreValue one{*this, value};
+  detail::semaphores_on(stream, {&one, 1}, false, static_cast<unsigned>(timeout.count()), operation, where);
 }
 
 inline void signal_all(StreamRef stream, std::span<const SemaphoreValue> semaphores, SourceLocation where) {
-  detail::signal_span(stream, semaphores, "oxicuda::signal_all", where);
+  detail::semaphores_on(stream, semaphores, true, 0, "oxicuda::signal_all", where);
 }
 
 inline void wait_all(StreamRef stream, std::span<const SemaphoreValue> semaphores, SourceLocation where) {
-  detail::semaphores_on<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS>(
-      stream, semaphores, "oxicuda::wait_all", where,
-      [](const SemaphoreValue& s) { return detail::wait_params(s.semaphore.type(), s.value, 0xffffffffu); },
-      [where](const CUexternalSemaphore* raws, const ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* params, unsigned n,
-              CUstream q) { detail::check(OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, params, n, q), where); });
+  detail::semaphores_on(stream, semaphores, false, 0xffffffffu, "oxicuda::wait_all", where);
 }
 
 inline void ExternalSemaphore::reset() noexcept {
