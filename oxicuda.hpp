@@ -111,6 +111,8 @@ typedef struct CUkern_st* CUkernel;
 typedef struct CUlib_st* CUlibrary;
 typedef struct CUgreenCtx_st* CUgreenCtx;
 typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
+typedef struct CUextMemory_st* CUexternalMemory;
+typedef struct CUextSemaphore_st* CUexternalSemaphore;
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
@@ -1114,6 +1116,142 @@ struct CUdevResource {
 };
 static_assert(sizeof(CUdevResource) == 144 && alignof(CUdevResource) == 4, "cuda.h's CUdevResource is 144 bytes");
 
+// --- external memory and semaphores (another API's, imported) ------------------
+
+enum CUexternalMemoryHandleType : int {
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 = 2,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT = 3,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP = 4,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE = 5,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE = 6,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT = 7,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF = 8,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD = 9,
+};
+
+enum CUexternalSemaphoreHandleType : int {
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32 = 2,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT = 3,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE = 4,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE = 5,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC = 6,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX = 7,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT = 8,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD = 9,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32 = 10,
+};
+
+inline constexpr unsigned external_memory_dedicated = 0x1;  // CUDA_EXTERNAL_MEMORY_DEDICATED
+
+// The OS handle of a handle description (cuda.h's anonymous union, named
+// here): a file descriptor, a Win32 handle or name, or an NvSci object.
+union ExternalHandle {
+  int fd;
+  struct {
+    void* handle;
+    const void* name;
+  } win32;
+  const void* nvSciObject;
+};
+
+struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+  CUexternalMemoryHandleType type;
+  ExternalHandle handle;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+  CUexternalSemaphoreHandleType type;
+  ExternalHandle handle;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+// The signal and wait parameters' `params` (cuda.h's anonymous structs, named here).
+struct ExternalSemaphoreSignalValues {
+  unsigned long long fenceValue;
+  union {
+    void* fence;
+    unsigned long long reserved;
+  } nvSciSync;
+  unsigned long long keyedMutexKey;
+  unsigned int reserved[12];
+};
+struct ExternalSemaphoreWaitValues {
+  unsigned long long fenceValue;
+  union {
+    void* fence;
+    unsigned long long reserved;
+  } nvSciSync;
+  unsigned long long keyedMutexKey;
+  unsigned int keyedMutexTimeoutMs;
+  unsigned int reserved[10];
+};
+
+struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+  ExternalSemaphoreSignalValues params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+  ExternalSemaphoreWaitValues params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+// --- checkpointing (CUDA 12.8) -------------------------------------------------
+
+enum CUprocessState : int {
+  CU_PROCESS_STATE_RUNNING = 0,
+  CU_PROCESS_STATE_LOCKED = 1,
+  CU_PROCESS_STATE_CHECKPOINTED = 2,
+  CU_PROCESS_STATE_FAILED = 3,
+};
+
+struct CUcheckpointLockArgs {
+  unsigned int timeoutMs;
+  unsigned int reserved0;
+  cuuint64_t reserved1[7];
+};
+
+struct CUcheckpointCheckpointArgs {
+  cuuint64_t reserved[8];
+};
+
+struct CUcheckpointGpuPair {
+  CUuuid oldUuid;
+  CUuuid newUuid;
+};
+
+struct CUcheckpointRestoreArgs {
+  CUcheckpointGpuPair* gpuPairs;
+  unsigned int gpuPairsCount;
+  char reserved[52 - sizeof(CUcheckpointGpuPair*)];
+  cuuint64_t reserved1;
+};
+
+struct CUcheckpointUnlockArgs {
+  cuuint64_t reserved[8];
+};
+
+static_assert(sizeof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC) == 104 && sizeof(CUDA_EXTERNAL_MEMORY_BUFFER_DESC) == 88 &&
+              sizeof(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC) == 96 && sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS) == 144 &&
+              sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS) == 144 && sizeof(CUcheckpointLockArgs) == 64 &&
+              sizeof(CUcheckpointRestoreArgs) == 64 && sizeof(CUcheckpointUnlockArgs) == 64,
+              "the external-memory and checkpoint structs are laid out as cuda.h's (64-bit)");
+
 // --- tensor maps (TMA descriptors) -------------------------------------------
 
 enum CUtensorMapDataType : int {
@@ -1397,6 +1535,26 @@ struct CUtensorMap {
     (CUmemGenericAllocationHandle * handle, void* osHandle, CUmemAllocationHandleType shHandleType))                   \
   X(MemGetAllocationPropertiesFromHandle, 10020, "cuMemGetAllocationPropertiesFromHandle",                             \
     (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                                                 \
+  X(ImportExternalMemory, 10000, "cuImportExternalMemory",                                                             \
+    (CUexternalMemory * extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc))                            \
+  X(ExternalMemoryGetMappedBuffer, 10000, "cuExternalMemoryGetMappedBuffer",                                           \
+    (CUdeviceptr * devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc))               \
+  X(DestroyExternalMemory, 10000, "cuDestroyExternalMemory", (CUexternalMemory extMem))                                \
+  X(ImportExternalSemaphore, 10000, "cuImportExternalSemaphore",                                                       \
+    (CUexternalSemaphore * extSem_out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* semHandleDesc))                      \
+  X(SignalExternalSemaphoresAsync, 10000, "cuSignalExternalSemaphoresAsync",                                           \
+    (const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray,                 \
+     unsigned int numExtSems, CUstream stream))                                                                        \
+  X(WaitExternalSemaphoresAsync, 10000, "cuWaitExternalSemaphoresAsync",                                               \
+    (const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray,                   \
+     unsigned int numExtSems, CUstream stream))                                                                        \
+  X(DestroyExternalSemaphore, 10000, "cuDestroyExternalSemaphore", (CUexternalSemaphore extSem))                       \
+  X(CheckpointProcessGetRestoreThreadId, 12080, "cuCheckpointProcessGetRestoreThreadId", (int pid, int* tid))          \
+  X(CheckpointProcessGetState, 12080, "cuCheckpointProcessGetState", (int pid, CUprocessState* state))                 \
+  X(CheckpointProcessLock, 12080, "cuCheckpointProcessLock", (int pid, CUcheckpointLockArgs* args))                    \
+  X(CheckpointProcessCheckpoint, 12080, "cuCheckpointProcessCheckpoint", (int pid, CUcheckpointCheckpointArgs* args))  \
+  X(CheckpointProcessRestore, 12080, "cuCheckpointProcessRestore", (int pid, CUcheckpointRestoreArgs* args))           \
+  X(CheckpointProcessUnlock, 12080, "cuCheckpointProcessUnlock", (int pid, CUcheckpointUnlockArgs* args))              \
   X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
   X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
   X(ThreadExchangeStreamCaptureMode, 10010, "cuThreadExchangeStreamCaptureMode", (CUstreamCaptureMode * mode))         \
@@ -5788,6 +5946,131 @@ inline void DevicePool::synchronize(SourceLocation where) const {
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/device_pool.hpp ----
 
+// ---- begin oxicuda/driver/checkpoint.hpp ----
+// oxicuda/driver/checkpoint.hpp — checkpointing a CUDA process (CUDA 12.8,
+// Linux; cuCheckpointProcess*): lock a process's CUDA calls, move its
+// device memory to host memory and release its GPUs, restore it (onto
+// the same GPUs or others of the same chip), unlock it. What CRIU's
+// cuda-checkpoint does, and vLLM's sleep mode; the process is named by its
+// pid (another process, or this one).
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// Where a process stands (cuCheckpointProcessGetState):
+//   running --lock--> locked --checkpoint--> checkpointed --restore--> locked --unlock--> running
+// failed: an uncorrectable error during a checkpoint or a restore.
+enum class ProcessState : int {
+  running = ffi::CU_PROCESS_STATE_RUNNING,            // the default
+  locked = ffi::CU_PROCESS_STATE_LOCKED,              // its CUDA calls block
+  checkpointed = ffi::CU_PROCESS_STATE_CHECKPOINTED,  // its device memory is on the host, its GPUs released
+  failed = ffi::CU_PROCESS_STATE_FAILED,
+};
+
+// A GPU of the checkpoint and the GPU to restore it onto (same chip, enough memory).
+struct GpuRemap {
+  Uuid from;
+  Uuid to;
+};
+
+// Whether the loaded driver has the checkpoint calls (CUDA 12.8 or newer);
+// without them, each function below is an Error naming the driver it needs.
+[[nodiscard]] bool checkpointing_available() noexcept;
+
+// The state of process `pid`.
+[[nodiscard]] ProcessState process_state(int pid, SourceLocation where = SourceLocation::current());
+// Locks `pid` (running -> locked): its further CUDA calls block until it is
+// unlocked. `timeout` 0 waits as long as it takes; when the timeout is
+// reached the driver answers an Error and the process is left running.
+void lock_process(int pid, std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                  SourceLocation where = SourceLocation::current());
+// Checkpoints a locked `pid` (locked -> checkpointed): its device memory
+// moves to host memory and its GPU resources are released.
+void checkpoint_process(int pid, SourceLocation where = SourceLocation::current());
+// Restores a checkpointed `pid` (checkpointed -> locked), onto the GPUs
+// it had or, with `remaps`, onto others (then every checkpointed GPU must
+// be in it). The driver requires persistence mode or cuInit in the
+// calling process (oxicuda's loader calls cuInit).
+void restore_process(int pid, std::span<const GpuRemap> remaps = {}, SourceLocation where = SourceLocation::current());
+// Unlocks a locked `pid` (locked -> running).
+void unlock_process(int pid, SourceLocation where = SourceLocation::current());
+// The thread id of `pid`'s CUDA restore thread (for a process-level
+// checkpointer that must leave that thread running).
+[[nodiscard]] int restore_thread_id(int pid, SourceLocation where = SourceLocation::current());
+
+// "running", "locked", "checkpointed", "failed".
+[[nodiscard]] constexpr const char* to_string(ProcessState state) noexcept {
+  switch (state) {
+    case ProcessState::running:
+      return "running";
+    case ProcessState::locked:
+      return "locked";
+    case ProcessState::checkpointed:
+      return "checkpointed";
+    case ProcessState::failed:
+      return "failed";
+  }
+  return "an unknown process state";
+}
+
+inline bool checkpointing_available() noexcept { return !detail::missing(ffi::Entry::CheckpointProcessGetState); }
+
+inline ProcessState process_state(int pid, SourceLocation where) {
+  ffi::CUprocessState s = ffi::CU_PROCESS_STATE_RUNNING;
+  detail::check(OXICUDA_DRIVER(CheckpointProcessGetState, pid, &s), where);
+  return static_cast<ProcessState>(s);
+}
+
+inline void lock_process(int pid, std::chrono::milliseconds timeout, SourceLocation where) {
+  if (timeout.count() < 0 || timeout.count() > 0xffffffffll)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::lock_process",
+                        "a timeout below 0 or above 0xffffffff ms (0 waits as long as it takes)", where));
+  ffi::CUcheckpointLockArgs args{};
+  args.timeoutMs = static_cast<unsigned>(timeout.count());
+  detail::check(OXICUDA_DRIVER(CheckpointProcessLock, pid, &args), where);
+}
+
+inline void checkpoint_process(int pid, SourceLocation where) {
+  ffi::CUcheckpointCheckpointArgs args{};
+  detail::check(OXICUDA_DRIVER(CheckpointProcessCheckpoint, pid, &args), where);
+}
+
+inline void restore_process(int pid, std::span<const GpuRemap> remaps, SourceLocation where) {
+  constexpr std::size_t most = 64;
+  if (remaps.size() > most)
+    detail::raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::restore_process",
+                        detail::cat({std::to_string(remaps.size()), " GPU remaps; at most 64"}), where));
+  ffi::CUcheckpointGpuPair pairs[most] = {};
+  for (std::size_t i = 0; i < remaps.size(); ++i)
+    for (std::size_t b = 0; b < 16; ++b) {
+      pairs[i].oldUuid.bytes[b] = static_cast<char>(remaps[i].from.bytes[b]);
+      pairs[i].newUuid.bytes[b] = static_cast<char>(remaps[i].to.bytes[b]);
+    }
+  ffi::CUcheckpointRestoreArgs args{};
+  args.gpuPairs = remaps.empty() ? nullptr : pairs;
+  args.gpuPairsCount = static_cast<unsigned>(remaps.size());
+  detail::check(OXICUDA_DRIVER(CheckpointProcessRestore, pid, &args), where);
+}
+
+inline void unlock_process(int pid, SourceLocation where) {
+  ffi::CUcheckpointUnlockArgs args{};
+  detail::check(OXICUDA_DRIVER(CheckpointProcessUnlock, pid, &args), where);
+}
+
+inline int restore_thread_id(int pid, SourceLocation where) {
+  int tid = 0;
+  detail::check(OXICUDA_DRIVER(CheckpointProcessGetRestoreThreadId, pid, &tid), where);
+  return tid;
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/checkpoint.hpp ----
+
 // ---- begin oxicuda/memory/span.hpp ----
 // oxicuda/memory/span.hpp — DeviceSpan<T>, a view of elements in device memory, and
 // the device_range concept that copies, fills and launches accept.
@@ -6579,12 +6862,14 @@ class DeviceBuffer {
   // allocate_async's body: from `pool`, or from the stream's device's current pool when null.
   static DeviceBuffer allocate_from(const Stream& stream, std::size_t count, CUmemoryPool pool, SourceLocation where);
 
+  friend class ExternalMemory;  // adopts a mapped buffer (freed by cuMemFree): external_memory.hpp
+  DeviceBuffer(const Context& ctx, ffi::CUdeviceptr p, std::size_t n) noexcept : ctx_(ctx), ptr_(p), count_(n) {}
+
   Context ctx_;
   Stream free_stream_;  // set: stream-ordered
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
 };
-
 
 struct PinnedOptions {
   bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
@@ -6767,8 +7052,6 @@ template <class T>
 void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
   copy(host, *this, where);
 }
-
-// --- PinnedBuffer ---------------------------------------------------------------
 
 template <class T>
 PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options, SourceLocation where)
@@ -9154,6 +9437,517 @@ void GrowableBuffer<T>::shrink_to_fit() noexcept {
 
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/memory/growable_buffer.hpp ----
+
+// ---- begin oxicuda/memory/external_memory.hpp ----
+// oxicuda/memory/external_memory.hpp — memory that another API (Vulkan,
+// Direct3D, NvSciBuf, or oxicuda's own exported virtual memory) made,
+// imported into a context (cuImportExternalMemory) and mapped there as
+// device buffers (cuExternalMemoryGetMappedBuffer).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// What kind of handle the memory comes as (CUexternalMemoryHandleType).
+// Linux: opaque_fd (Vulkan's VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+// or export_fd of a PhysicalMemory) and dmabuf_fd. Windows: the Win32 and
+// Direct3D kinds. Tegra: nvscibuf.
+enum class ExternalMemoryType : int {
+  opaque_fd = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+  opaque_win32 = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32,
+  opaque_win32_kmt = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT,
+  d3d12_heap = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP,
+  d3d12_resource = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE,
+  d3d11_resource = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE,
+  d3d11_resource_kmt = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT,
+  nvscibuf = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
+  dmabuf_fd = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD,
+};
+
+struct ExternalMemoryOptions {
+  // The memory is a dedicated allocation (Vulkan's dedicated allocation,
+  // a committed Direct3D 12 resource): CUDA_EXTERNAL_MEMORY_DEDICATED. The
+  // Direct3D 12 resource and Direct3D 11 kinds require it.
+  bool dedicated = false;
+};
+
+// Whether the loaded driver has the external-memory and external-semaphore
+// calls (CUDA 10.0; a driver without them makes each import an Error
+// naming the driver it needs).
+[[nodiscard]] inline bool external_memory_available() noexcept {
+  return !detail::missing(ffi::Entry::ImportExternalMemory);
+}
+
+// Imported memory, owned: destroyed (cuDestroyExternalMemory) when it is
+// dropped. Move-only; a default-constructed or moved-from one is empty, and
+// every operation on it is an Error. Its mapped buffers are DeviceBuffers
+// of their own (freed by cuMemFree, as the driver requires), which must not
+// be used once the ExternalMemory is gone: keep it for as long as they are.
+class ExternalMemory {
+ public:
+  ExternalMemory() noexcept = default;
+#if !OXICUDA_DETAIL_WINDOWS
+  // `bytes` of memory exported by another API as the file descriptor in
+  // `fd`, into `ctx`: `type` is opaque_fd or dmabuf_fd. The descriptor's
+  // ownership follows the driver's rule: on success the driver takes it (it
+  // closes it itself; `fd` is left empty), on failure it stays yours (`fd`
+  // still holds it, and closes it when dropped), so it is never leaked nor
+  // closed twice. `bytes` must be the exporter's size (the descriptor does
+  // not say it). A dma_buf (Tegra Thor only, not tested) takes no options,
+  // and cuda.h does not say that the driver takes it: oxicuda gives it up
+  // all the same (a leak at worst, never a second close).
+  [[nodiscard]] static ExternalMemory import_fd(const Context& ctx, FileDescriptor&& fd, std::size_t bytes,
+                                                ExternalMemoryType type = ExternalMemoryType::opaque_fd,
+                                                ExternalMemoryOptions options = {},
+                                                SourceLocation where = SourceLocation::current());
+#endif
+  // Memory exported as a Win32 handle (or, for the kinds that allow it,
+  // by `name`, a const wchar_t*: then `handle` is null), of a Win32 or
+  // Direct3D `type`. The driver does not take the handle: close it when
+  // you like (the import holds its own reference).
+  [[nodiscard]] static ExternalMemory import_win32(const Context& ctx, ExternalMemoryType type, void* handle,
+                                                   const void* name, std::size_t bytes,
+                                                   ExternalMemoryOptions options = {},
+                                                   SourceLocation where = SourceLocation::current());
+  // An NvSciBufObj's memory (Tegra).
+  [[nodiscard]] static ExternalMemory import_nvscibuf(const Context& ctx, const void* object, std::size_t bytes,
+                                                      SourceLocation where = SourceLocation::current());
+
+  ExternalMemory(ExternalMemory&& other) noexcept { swap(other); }
+  ExternalMemory& operator=(ExternalMemory&& other) noexcept {
+    ExternalMemory(std::move(other)).swap(*this);
+    return *this;
+  }
+  ExternalMemory(const ExternalMemory&) = delete;
+  ExternalMemory& operator=(const ExternalMemory&) = delete;
+  ~ExternalMemory() { reset(); }
+
+  [[nodiscard]] CUexternalMemory raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  [[nodiscard]] ExternalMemoryType type() const noexcept { return type_; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+
+  // `count` elements of T at byte `offset` of the memory, as a device
+  // buffer of its own (cuExternalMemoryGetMappedBuffer; freed by cuMemFree
+  // when dropped). Errors before the driver is asked: the range not inside
+  // the memory (naming both sizes), an offset not aligned for T. Mapping no
+  // element gives an empty buffer without asking the driver.
+  template <class T>
+  [[nodiscard]] DeviceBuffer<T> mapped_buffer(std::size_t offset, std::size_t count,
+                                              SourceLocation where = SourceLocation::current()) const;
+
+  // Destroys it now; it is then empty.
+  void reset() noexcept;
+  void swap(ExternalMemory& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(raw_, other.raw_);
+    std::swap(bytes_, other.bytes_);
+    std::swap(type_, other.type_);
+  }
+
+ private:
+  static ExternalMemory import(const Context& ctx, ffi::CUDA_EXTERNAL_MEMORY_HANDLE_DESC& desc, const char* operation,
+                               SourceLocation where);
+  // The mapped buffer's device address, after the checks.
+  ffi::CUdeviceptr map(std::size_t offset, std::size_t bytes, std::size_t align, SourceLocation where) const;
+
+  Context ctx_;
+  CUexternalMemory raw_ = nullptr;
+  std::size_t bytes_ = 0;
+  ExternalMemoryType type_ = ExternalMemoryType::opaque_fd;
+};
+
+namespace detail {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_import(const char* operation, const char* why, SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, why, where));
+}
+
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_mapping(std::size_t offset, std::size_t bytes, std::size_t size,
+                                                         std::size_t align, SourceLocation where) {
+  const std::string why =
+      offset % align != 0 ? cat({"offset ", std::to_string(offset), " is not a multiple of the element's alignment, ",
+                                 std::to_string(align), " bytes"})
+                          : cat({std::to_string(bytes), " bytes at offset ", std::to_string(offset),
+                                 " do not lie inside the external memory's ", std::to_string(size), " bytes"});
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, "oxicuda::ExternalMemory::mapped_buffer", why, where));
+}
+}  // namespace detail
+
+inline ExternalMemory ExternalMemory::import(const Context& ctx, ffi::CUDA_EXTERNAL_MEMORY_HANDLE_DESC& desc,
+                                             const char* operation, SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", operation, where);
+  if (OXICUDA_DETAIL_UNLIKELY(desc.size == 0)) detail::bad_import(operation, "a size of 0 bytes", where);
+  ExternalMemory m;
+  {
+    detail::SwitchCurrent current(ctx.raw(), where);
+    detail::check(OXICUDA_DRIVER(ImportExternalMemory, &m.raw_, &desc), where);
+  }
+  m.ctx_ = ctx;
+  m.bytes_ = static_cast<std::size_t>(desc.size);
+  m.type_ = static_cast<ExternalMemoryType>(desc.type);
+  return m;
+}
+
+#if !OXICUDA_DETAIL_WINDOWS
+inline ExternalMemory ExternalMemory::import_fd(const Context& ctx, FileDescriptor&& fd, std::size_t bytes,
+                                                ExternalMemoryType type, ExternalMemoryOptions options,
+                                                SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ExternalMemory::import_fd";
+  if (!fd) detail::bad_import(operation, "the FileDescriptor is empty (moved from, released, or never opened)", where);
+  if (type != ExternalMemoryType::opaque_fd && type != ExternalMemoryType::dmabuf_fd)
+    detail::bad_import(operation, "a file descriptor is imported as opaque_fd or dmabuf_fd only", where);
+  if (type == ExternalMemoryType::dmabuf_fd && options.dedicated)
+    detail::bad_import(operation, "a dma_buf takes no flags: it cannot be imported as dedicated", where);
+  ffi::CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = static_cast<ffi::CUexternalMemoryHandleType>(type);
+  desc.handle.fd = fd.get();
+  desc.size = bytes;
+  desc.flags = options.dedicated ? ffi::external_memory_dedicated : 0u;
+  ExternalMemory m = import(ctx, desc, operation, where);
+  (void)fd.release();  // the driver's now (it closes it)
+  return m;
+}
+#endif
+
+inline ExternalMemory ExternalMemory::import_win32(const Context& ctx, ExternalMemoryType type, void* handle,
+                                                   const void* name, std::size_t bytes, ExternalMemoryOptions options,
+                                                   SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ExternalMemory::import_win32";
+  const int t = static_cast<int>(type);
+  if (t < ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 ||
+      t > ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT)
+    detail::bad_import(operation, "a Win32 handle is imported as one of the Win32 and Direct3D types only", where);
+  if ((handle == nullptr) == (name == nullptr))
+    detail::bad_import(operation, "give exactly one of a handle and a name", where);
+  ffi::CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = static_cast<ffi::CUexternalMemoryHandleType>(type);
+  desc.handle.win32.handle = handle;
+  desc.handle.win32.name = name;
+  desc.size = bytes;
+  desc.flags = options.dedicated ? ffi::external_memory_dedicated : 0u;
+  return import(ctx, desc, operation, where);
+}
+
+inline ExternalMemory ExternalMemory::import_nvscibuf(const Context& ctx, const void* object, std::size_t bytes,
+                                                      SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ExternalMemory::import_nvscibuf";
+  if (!object) detail::bad_import(operation, "a null NvSciBufObj", where);
+  ffi::CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = ffi::CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF;
+  desc.handle.nvSciObject = object;
+  desc.size = bytes;
+  return import(ctx, desc, operation, where);
+}
+
+inline ffi::CUdeviceptr ExternalMemory::map(std::size_t offset, std::size_t bytes, std::size_t align,
+                                            SourceLocation where) const {
+  if (!raw_) detail::empty_handle("oxicuda::ExternalMemory", "oxicuda::ExternalMemory::mapped_buffer", where);
+  if (OXICUDA_DETAIL_UNLIKELY(offset % align != 0 || offset > bytes_ || bytes > bytes_ - offset))
+    detail::bad_mapping(offset, bytes, bytes_, align, where);
+  if (bytes == 0) return 0;  // (nothing to map: the driver is not asked)
+  ffi::CUDA_EXTERNAL_MEMORY_BUFFER_DESC desc{};
+  desc.offset = offset;
+  desc.size = bytes;
+  ffi::CUdeviceptr p = 0;
+  detail::SwitchCurrent current(ctx_.raw(), where);
+  detail::check(OXICUDA_DRIVER(ExternalMemoryGetMappedBuffer, &p, raw_, &desc), where);
+  return p;
+}
+
+template <class T>
+DeviceBuffer<T> ExternalMemory::mapped_buffer(std::size_t offset, std::size_t count, SourceLocation where) const {
+  const std::size_t bytes = detail::checked_bytes(count, sizeof(T), "oxicuda::ExternalMemory::mapped_buffer", where);
+  const ffi::CUdeviceptr p = map(offset, bytes, alignof(T), where);
+  return DeviceBuffer<T>(ctx_, p, p ? count : 0);
+}
+
+inline void ExternalMemory::reset() noexcept {
+  if (raw_) {
+    constexpr const char* during = "destroying an oxicuda::ExternalMemory";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(DestroyExternalMemory, raw_), during);
+  }
+  raw_ = nullptr;
+  bytes_ = 0;
+  ctx_ = Context();
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/external_memory.hpp ----
+
+// ---- begin oxicuda/memory/external_semaphore.hpp ----
+// oxicuda/memory/external_semaphore.hpp — a semaphore or fence that another
+// API (Vulkan, Direct3D, NvSciSync) made, imported (cuImportExternalSemaphore)
+// and signalled or waited for in stream order, with values
+// (cuSignalExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync): what
+// orders CUDA's work on memory it shares with that API (external_memory.hpp).
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <utility>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+// What kind of handle the semaphore comes as (CUexternalSemaphoreHandleType).
+// Linux: opaque_fd (a Vulkan binary semaphore) and timeline_fd (a Vulkan
+// timeline semaphore). Windows: the Win32, Direct3D fence and keyed-mutex
+// kinds. Tegra: nvscisync.
+enum class ExternalSemaphoreType : int {
+  opaque_fd = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+  opaque_win32 = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32,
+  opaque_win32_kmt = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT,
+  d3d12_fence = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE,
+  d3d11_fence = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE,
+  nvscisync = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC,
+  d3d11_keyed_mutex = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX,
+  d3d11_keyed_mutex_kmt = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT,
+  timeline_fd = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+  timeline_win32 = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32,
+};
+
+// An imported semaphore, owned: destroyed (cuDestroyExternalSemaphore) when
+// dropped. Move-only; a default-constructed or moved-from one is empty, and
+// every operation on it is an Error.
+//
+// The value of signal and wait means what the kind gives it: a timeline
+// semaphore's or a fence's value (signal sets it, wait waits until it is at
+// least that); a keyed mutex's key (wait acquires, signal releases); a
+// binary semaphore ignores it (pass 0).
+class ExternalSemaphore {
+ public:
+  ExternalSemaphore() noexcept = default;
+#if !OXICUDA_DETAIL_WINDOWS
+  // The semaphore exported as the file descriptor in `fd`, into `ctx`:
+  // `type` is opaque_fd or timeline_fd. As for external memory: on success
+  // the driver takes the descriptor (`fd` is left empty), on failure it
+  // stays yours (`fd` still holds it).
+  [[nodiscard]] static ExternalSemaphore import_fd(const Context& ctx, FileDescriptor&& fd,
+                                                   ExternalSemaphoreType type = ExternalSemaphoreType::opaque_fd,
+                                                   SourceLocation where = SourceLocation::current());
+#endif
+  // A semaphore exported as a Win32 handle (or by `name`, a const
+  // wchar_t*: then `handle` is null), of a Win32, Direct3D or keyed-mutex
+  // `type`. The driver does not take the handle.
+  [[nodiscard]] static ExternalSemaphore import_win32(const Context& ctx, ExternalSemaphoreType type, void* handle,
+                                                      const void* name,
+                                                      SourceLocation where = SourceLocation::current());
+  // An NvSciSyncObj (Tegra).
+  [[nodiscard]] static ExternalSemaphore import_nvscisync(const Context& ctx, const void* object,
+                                                          SourceLocation where = SourceLocation::current());
+
+  ExternalSemaphore(ExternalSemaphore&& other) noexcept { swap(other); }
+  ExternalSemaphore& operator=(ExternalSemaphore&& other) noexcept {
+    ExternalSemaphore(std::move(other)).swap(*this);
+    return *this;
+  }
+  ExternalSemaphore(const ExternalSemaphore&) = delete;
+  ExternalSemaphore& operator=(const ExternalSemaphore&) = delete;
+  ~ExternalSemaphore() { reset(); }
+
+  [[nodiscard]] CUexternalSemaphore raw() const noexcept { return raw_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return raw_ != nullptr; }
+  [[nodiscard]] ExternalSemaphoreType type() const noexcept { return type_; }
+  [[nodiscard]] const Context& context() const noexcept { return ctx_; }
+
+  // Signals it with `value` once the work enqueued on `stream` before has
+  // finished (cuSignalExternalSemaphoresAsync).
+  void signal(StreamRef stream, unsigned long long value = 0, SourceLocation where = SourceLocation::current()) const;
+  // Makes the work enqueued on `stream` after this wait until the
+  // semaphore reaches `value` (cuWaitExternalSemaphoresAsync). `timeout`
+  // applies to a keyed mutex only (the others wait as long as it takes).
+  void wait(StreamRef stream, unsigned long long value = 0,
+            std::chrono::milliseconds timeout = std::chrono::milliseconds(0xffffffffu),
+            SourceLocation where = SourceLocation::current()) const;
+
+  // Destroys it now; it is then empty.
+  void reset() noexcept;
+  void swap(ExternalSemaphore& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(raw_, other.raw_);
+    std::swap(type_, other.type_);
+  }
+
+ private:
+  static ExternalSemaphore import(const Context& ctx, const ffi::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC& desc,
+                                  const char* operation, SourceLocation where);
+
+  Context ctx_;
+  CUexternalSemaphore raw_ = nullptr;
+  ExternalSemaphoreType type_ = ExternalSemaphoreType::opaque_fd;
+};
+
+// One semaphore and its value, for the batched forms.
+struct SemaphoreValue {
+  const ExternalSemaphore& semaphore;
+  unsigned long long value = 0;
+};
+
+// Signals (or waits for) every one of `semaphores` on `stream`, as one
+// call per 16 of them (the driver's batched form; stream order makes the
+// chunks one operation). An empty span enqueues nothing; an empty
+// semaphore among them is an Error before any is signalled.
+void signal_all(StreamRef stream, std::span<const SemaphoreValue> semaphores,
+                SourceLocation where = SourceLocation::current());
+void wait_all(StreamRef stream, std::span<const SemaphoreValue> semaphores,
+              SourceLocation where = SourceLocation::current());
+
+namespace detail {
+[[noreturn]] OXICUDA_DETAIL_COLD inline void bad_semaphore(const char* operation, const char* why,
+                                                           SourceLocation where) {
+  raise(Error(ffi::CUDA_ERROR_INVALID_VALUE, operation, why, where));
+}
+
+inline bool keyed_mutex(ExternalSemaphoreType t) noexcept {
+  return t == ExternalSemaphoreType::d3d11_keyed_mutex || t == ExternalSemaphoreType::d3d11_keyed_mutex_kmt;
+}
+
+inline ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signal_params(ExternalSemaphoreType t,
+                                                                unsigned long long value) noexcept {
+  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS p{};
+  (keyed_mutex(t) ? p.params.keyedMutexKey : p.params.fenceValue) = value;
+  return p;
+}
+
+inline ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wait_params(ExternalSemaphoreType t, unsigned long long value,
+                                                            unsigned timeout_ms) noexcept {
+  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS p{};
+  if (keyed_mutex(t)) {
+    p.params.keyedMutexKey = value;
+    p.params.keyedMutexTimeoutMs = timeout_ms;
+  } else {
+    p.params.fenceValue = value;
+  }
+  return p;
+}
+
+// Signals (or waits for) each of `all`, up to 16 per driver call; a wait's
+// timeout applies to keyed mutexes. Not a template: one body for every
+// signal and wait, instantiated once.
+inline void semaphores_on(StreamRef stream, std::span<const SemaphoreValue> all, bool signal, unsigned timeout_ms,
+                          const char* operation, SourceLocation where) {
+  for (const SemaphoreValue& s : all)
+    if (!s.semaphore) empty_handle("oxicuda::ExternalSemaphore", operation, where);
+  constexpr std::size_t chunk = 16;
+  for (std::size_t first = 0; first < all.size(); first += chunk) {
+    CUexternalSemaphore raws[chunk];
+    ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signals[chunk] = {};
+    ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS waits[chunk] = {};
+    const unsigned n = static_cast<unsigned>(all.size() - first < chunk ? all.size() - first : chunk);
+    for (unsigned i = 0; i < n; ++i) {
+      const SemaphoreValue& s = all[first + i];
+      raws[i] = s.semaphore.raw();
+      if (signal)
+        signals[i] = signal_params(s.semaphore.type(), s.value);
+      else
+        waits[i] = wait_params(s.semaphore.type(), s.value, timeout_ms);
+    }
+    on_stream(stream, operation, where, [&](CUstream q) {
+      check(signal ? OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, signals, n, q)
+                   : OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, waits, n, q),
+            where);
+    });
+  }
+}
+}  // namespace detail
+
+inline ExternalSemaphore ExternalSemaphore::import(const Context& ctx,
+                                                   const ffi::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC& desc,
+                                                   const char* operation, SourceLocation where) {
+  if (!ctx) detail::empty_handle("oxicuda::Context", operation, where);
+  ExternalSemaphore s;
+  {
+    detail::SwitchCurrent current(ctx.raw(), where);
+    detail::check(OXICUDA_DRIVER(ImportExternalSemaphore, &s.raw_, &desc), where);
+  }
+  s.ctx_ = ctx;
+  s.type_ = static_cast<ExternalSemaphoreType>(desc.type);
+  return s;
+}
+
+#if !OXICUDA_DETAIL_WINDOWS
+inline ExternalSemaphore ExternalSemaphore::import_fd(const Context& ctx, FileDescriptor&& fd,
+                                                      ExternalSemaphoreType type, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ExternalSemaphore::import_fd";
+  if (!fd)
+    detail::bad_semaphore(operation, "the FileDescriptor is empty (moved from, released, or never opened)", where);
+  if (type != ExternalSemaphoreType::opaque_fd && type != ExternalSemaphoreType::timeline_fd)
+    detail::bad_semaphore(operation, "a file descriptor is imported as opaque_fd or timeline_fd only", where);
+  ffi::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
+  desc.type = static_cast<ffi::CUexternalSemaphoreHandleType>(type);
+  desc.handle.fd = fd.get();
+  ExternalSemaphore s = import(ctx, desc, operation, where);
+  (void)fd.release();  // the driver's now (it closes it)
+  return s;
+}
+#endif
+
+inline ExternalSemaphore ExternalSemaphore::import_win32(const Context& ctx, ExternalSemaphoreType type, void* handle,
+                                                         const void* name, SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ExternalSemaphore::import_win32";
+  if (type == ExternalSemaphoreType::opaque_fd || type == ExternalSemaphoreType::timeline_fd ||
+      type == ExternalSemaphoreType::nvscisync || static_cast<int>(type) < 1 || static_cast<int>(type) > 10)
+    detail::bad_semaphore(operation, "a Win32 handle is imported as a Win32, Direct3D or keyed-mutex type only", where);
+  if ((handle == nullptr) == (name == nullptr))
+    detail::bad_semaphore(operation, "give exactly one of a handle and a name", where);
+  ffi::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
+  desc.type = static_cast<ffi::CUexternalSemaphoreHandleType>(type);
+  desc.handle.win32.handle = handle;
+  desc.handle.win32.name = name;
+  return import(ctx, desc, operation, where);
+}
+
+inline ExternalSemaphore ExternalSemaphore::import_nvscisync(const Context& ctx, const void* object,
+                                                             SourceLocation where) {
+  constexpr const char* operation = "oxicuda::ExternalSemaphore::import_nvscisync";
+  if (!object) detail::bad_semaphore(operation, "a null NvSciSyncObj", where);
+  ffi::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
+  desc.type = ffi::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC;
+  desc.handle.nvSciObject = object;
+  return import(ctx, desc, operation, where);
+}
+
+inline void ExternalSemaphore::signal(StreamRef stream, unsigned long long value, SourceLocation where) const {
+  const SemaphoreValue one{*this, value};
+  detail::semaphores_on(stream, {&one, 1}, true, 0, "oxicuda::ExternalSemaphore::signal", where);
+}
+
+inline void ExternalSemaphore::wait(StreamRef stream, unsigned long long value, std::chrono::milliseconds timeout,
+                                    SourceLocation where) const {
+  constexpr const char* operation = "oxicuda::ExternalSemaphore::wait";
+  if (!raw_) detail::empty_handle("oxicuda::ExternalSemaphore", operation, where);
+  if (timeout.count() < 0 || timeout.count() > 0xffffffffll)
+    detail::bad_semaphore(operation, "a timeout below 0 or above 0xffffffff ms (INFINITE)", where);
+  const SemaphoreValue one{*this, value};
+  detail::semaphores_on(stream, {&one, 1}, false, static_cast<unsigned>(timeout.count()), operation, where);
+}
+
+inline void signal_all(StreamRef stream, std::span<const SemaphoreValue> semaphores, SourceLocation where) {
+  detail::semaphores_on(stream, semaphores, true, 0, "oxicuda::signal_all", where);
+}
+
+inline void wait_all(StreamRef stream, std::span<const SemaphoreValue> semaphores, SourceLocation where) {
+  detail::semaphores_on(stream, semaphores, false, 0xffffffffu, "oxicuda::wait_all", where);
+}
+
+inline void ExternalSemaphore::reset() noexcept {
+  if (raw_) {
+    constexpr const char* during = "destroying an oxicuda::ExternalSemaphore";
+    detail::ScopedCurrentNothrow current(ctx_.raw(), during);
+    detail::check_nothrow(OXICUDA_DRIVER(DestroyExternalSemaphore, raw_), during);
+  }
+  raw_ = nullptr;
+  ctx_ = Context();
+}
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/memory/external_semaphore.hpp ----
 
 // ---- begin oxicuda/kernel/image.hpp ----
 // oxicuda/kernel/image.hpp — what kind of image a module is loaded from (PTX text,

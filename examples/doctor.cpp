@@ -83,11 +83,21 @@ Section driver_section(const oxicuda::DriverInfo& info) {
     s.add("green_contexts", "green contexts", green ? "available" : "unavailable",
           green ? "SmResource::split and GreenContext (cuGreenCtxCreate, cuGreenCtxStreamCreate)"
                 : "unavailable: this driver lacks cuGreenCtxCreate (CUDA 12.4) or cuGreenCtxStreamCreate (12.5)");
+    // External memory and checkpointing: whether this driver has the calls.
+    const bool external = oxicuda::external_memory_available(), checkpoint = oxicuda::checkpointing_available();
+    s.add("external_memory", "external memory", external ? "available" : "unavailable",
+          external ? "cuImportExternalMemory, cuImportExternalSemaphore (Vulkan, Direct3D, NvSci interop)"
+                   : "this driver lacks cuImportExternalMemory (CUDA 10.0)");
+    s.add("checkpointing", "checkpointing", checkpoint ? "available" : "unavailable",
+          checkpoint ? "cuCheckpointProcess* (lock, checkpoint, restore, unlock a process)"
+                     : "this driver lacks cuCheckpointProcess* (CUDA 12.8)");
   } else {
     s.add("batched_copies", {}, nullptr);
     s.add("batched_managed", {}, nullptr);
     s.add("libraries", {}, nullptr);
     s.add("green_contexts", {}, nullptr);
+    s.add("external_memory", {}, nullptr);
+    s.add("checkpointing", {}, nullptr);
   }
   return s;
 }

@@ -205,6 +205,9 @@ def main():
            and "batched copies: one cuMemcpyBatchAsync per copy_batch" in text)
     expect("driver: the fake has libraries (cuLibraryLoadData), and the doctor says so",
            drv.get("libraries") == "available" and "libraries: cuLibraryLoadData" in text)
+    expect("driver: the fake has external memory and checkpointing, and the doctor says so",
+           drv.get("external_memory") == "available" and drv.get("checkpointing") == "available"
+           and "checkpointing: cuCheckpointProcess* (lock, checkpoint" in text)
     # The fake without its newest entry points (fake_cuda_old, beside the fake): whatever the self-check says.
     old_env = {"OXICUDA_LIBCUDA_PATH": os.path.join(os.path.dirname(fake), "libfake_cuda_old.so")}
     old_text = run(doctor, old_env).stdout
@@ -222,6 +225,9 @@ def main():
     expect("driver without green contexts: the doctor says they are unavailable and why",
            old_drv.get("green_contexts") == "unavailable"
            and "green contexts: unavailable: this driver lacks cuGreenCtxCreate (CUDA 12.4)" in old_text)
+    expect("driver without the checkpoint calls: the doctor says checkpointing is unavailable (external memory is there)",
+           old_drv.get("checkpointing") == "unavailable" and old_drv.get("external_memory") == "available"
+           and "lacks cuCheckpointProcess* (CUDA 12.8)" in old_text)
     expect("oxicuda.version", re.fullmatch(r"\d+\.\d+\.\d+", data.get("oxicuda", {}).get("version", "")) is not None)
     devices = data.get("devices", [])
     expect("two devices", data.get("device_count") == 2 and len(devices) == 2)
@@ -251,7 +257,9 @@ def main():
            MISSING in (drv.get("reason") or ""))
     expect("no driver: which batch path is unknown (null)", "batched_copies" in drv and drv["batched_copies"] is None
            and "batched_managed" in drv and drv["batched_managed"] is None
-           and "libraries" in drv and drv["libraries"] is None)
+           and "libraries" in drv and drv["libraries"] is None
+           and "checkpointing" in drv and drv["checkpointing"] is None
+           and "external_memory" in drv and drv["external_memory"] is None)
     expect("no driver: whether green contexts are available is unknown (null)",
            "green_contexts" in drv and drv["green_contexts"] is None)
     expect("no driver: no devices", data.get("device_count") is None and data.get("devices") == [])

@@ -36,6 +36,7 @@ struct Fake {
   fake_pending_fn pending;
   fake_stream_destroys_fn stream_destroys;
   fake_set_process_id_fn set_process_id;
+  fake_semaphore_fn semaphore;
 
   // The fake that oxicuda loaded (loading it first if need be).
   static Fake& get() {
@@ -70,6 +71,7 @@ struct Fake {
       x.pending = reinterpret_cast<fake_pending_fn>(dlsym(lib, "fake_pending"));
       x.stream_destroys = reinterpret_cast<fake_stream_destroys_fn>(dlsym(lib, "fake_stream_destroys"));
       x.set_process_id = reinterpret_cast<fake_set_process_id_fn>(dlsym(lib, "fake_set_process_id"));
+      x.semaphore = reinterpret_cast<fake_semaphore_fn>(dlsym(lib, "fake_semaphore"));
       return x;
     }();
     return f;

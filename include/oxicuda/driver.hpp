@@ -26,4 +26,5 @@
 #include "driver/limits.hpp"
 #include "driver/peer.hpp"
 #include "driver/device_pool.hpp"
+#include "driver/checkpoint.hpp"
 // clang-format on

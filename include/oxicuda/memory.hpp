@@ -29,4 +29,6 @@
 #include "memory/memory_mapping.hpp"
 #include "memory/shareable_memory.hpp"
 #include "memory/growable_buffer.hpp"
+#include "memory/external_memory.hpp"
+#include "memory/external_semaphore.hpp"
 // clang-format on

@@ -28,7 +28,9 @@
   X(va_range, "cuMemAddressFree")          /* reservations made by cuMemAddressReserve */ \
   X(physical, "cuMemRelease")              /* cuMemCreate's and imports' handles */ \
   X(vmm_mapping, "cuMemUnmap")             /* mappings made by cuMemMap */ \
-  X(green, "cuGreenCtxDestroy")            /* green contexts made by cuGreenCtxCreate */
+  X(green, "cuGreenCtxDestroy")            /* green contexts made by cuGreenCtxCreate */ \
+  X(external_memory, "cuDestroyExternalMemory") /* cuImportExternalMemory's */ \
+  X(external_semaphore, "cuDestroyExternalSemaphore") /* cuImportExternalSemaphore's */
 
 #ifdef __cplusplus
 extern "C" {
@@ -139,6 +141,10 @@ typedef long (*fake_stream_destroys_fn)(const void* stream);
 // driver, refuses to open one in the exporting process: a test opens its
 // own handle "in another process" by setting another id here.
 typedef void (*fake_set_process_id_fn)(long pid);
+// An imported external semaphore's value, and how many waits found it
+// short of their value (where a device would have blocked the stream);
+// -1 for a semaphore that is not live.
+typedef int (*fake_semaphore_fn)(const void* semaphore, unsigned long long* value, long* blocked);
 
 // The fake NVRTC's and fake nvJitLink's controls (fake_toolkit.hpp), named
 // fake_nvrtc_* and fake_nvjitlink_*: reset, calls (by entry name, such as

@@ -107,6 +107,7 @@ FAKE_EXPORT void fake_reset() {
   total_calls = 0;
   reset_device_attributes();
   reset_ipc();
+  if (reset_checkpoint) reset_checkpoint();
   std::lock_guard lock(mu);
   invalid_destroys = 0;
   host_funcs_run = 0;

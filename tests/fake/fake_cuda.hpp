@@ -14,6 +14,7 @@
 //   fake_memory.cpp         device and pinned memory, copies, fills, memory pools
 //   fake_ipc.cpp            IPC handles of memory and events, opened "in another process"
 //   fake_vmm.cpp            virtual memory: reservations, physical allocations (memfds), mappings, exports
+//   fake_external.cpp       external memory (the VMM's exported memfds) and semaphores (eventfds)
 //   fake_tensor_map.cpp     tensor maps (TMA descriptors), checked by the driver's documented rules
 //   fake_graph.cpp          graphs: made, destroyed, cloned, listed; user objects; DOT
 //   fake_graph_nodes.cpp    graph nodes added one by one, their parameters checked
@@ -24,12 +25,13 @@
 //   fake_batch.cpp          batched copies, prefetches and discards (CUDA 13.0; optional too)
 //   fake_library.cpp        libraries and their kernels (CUDA 12.0; optional too)
 //   fake_green.cpp          SM resources, their splits, green contexts and their streams (CUDA 12.4; optional too)
+//   fake_checkpoint.cpp     checkpointing: a state machine per process (CUDA 12.8; optional too)
 // fake_state.hpp declares what they share (fake_graph.hpp, what the
 // graph files share among themselves). A new entry point goes in the file
 // of its area (a new area, a new file in tests/meson.build's fake_common).
 // The variants there leave out fake_getproc.cpp (a driver older than CUDA
-// 11.3) or fake_optional.cpp, fake_batch.cpp, fake_library.cpp and fake_green.cpp (a driver
-// without the newest
+// 11.3) or fake_optional.cpp, fake_batch.cpp, fake_library.cpp, fake_green.cpp and
+// fake_checkpoint.cpp (a driver without the newest
 // entry points).
 #pragma once
 

@@ -174,7 +174,7 @@ CUresult fake_MemFree(CUdeviceptr p) {
   allocations.erase(it);
   owners.erase(p);
   managed_allocations.erase(p);
-  if (!graph_blocks.count(p)) std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
+  if (!graph_blocks.count(p) && !external_buffer_free(p)) std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)));
   return CUDA_SUCCESS;
 }
 

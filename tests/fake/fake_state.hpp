@@ -176,6 +176,14 @@ CUevent new_event(CUcontext ctx, unsigned flags);
 // open (cuMemSetAccess) to some device?
 bool in_vmm_mapping(CUdeviceptr ptr, std::size_t bytes);
 
+// fake_external.cpp: with `mu` held, frees a mapped buffer of external
+// memory (false when `p` is not one), for cuMemFree.
+bool external_buffer_free(CUdeviceptr p);
+
+// fake_checkpoint.cpp (in the optional group: a weak reference, null in the
+// variant without it): forgets every process's checkpoint state (takes `mu`).
+__attribute__((weak)) void reset_checkpoint();
+
 // fake_ipc.cpp
 void reset_ipc();  // forgets fake_set_process_id (takes `mu`)
 

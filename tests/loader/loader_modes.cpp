@@ -209,6 +209,28 @@ TEST_CASE("loader: green contexts missing") {
   s.synchronize();
 }
 
+// A driver without the checkpoint calls of CUDA 12.8 (the same fake): each
+// is an Error naming the call and the driver it needs; external memory
+// (CUDA 10.0) is there.
+TEST_CASE("loader: checkpoint calls missing") {
+  Fake& fake = Fake::get();
+  fake.reset();
+  CHECK_FALSE(checkpointing_available());
+  CHECK(external_memory_available());
+  const int pid = static_cast<int>(::getpid());
+  const Error e = error_of([&] { (void)process_state(pid); });
+  CHECK(e.result() == ffi::CUDA_ERROR_NOT_FOUND);
+  CHECK(e.call() == "cuCheckpointProcessGetState");
+  CHECK(e.detail().find("does not provide cuCheckpointProcessGetState") != std::string::npos);
+  CHECK(e.detail().find("this call needs a newer driver") != std::string::npos);
+  CHECK(error_of([&] { lock_process(pid); }).call() == "cuCheckpointProcessLock");
+  CHECK(error_of([&] { checkpoint_process(pid); }).call() == "cuCheckpointProcessCheckpoint");
+  CHECK(error_of([&] { restore_process(pid); }).call() == "cuCheckpointProcessRestore");
+  CHECK(error_of([&] { unlock_process(pid); }).call() == "cuCheckpointProcessUnlock");
+  CHECK(error_of([&] { (void)restore_thread_id(pid); }).call() == "cuCheckpointProcessGetRestoreThreadId");
+  CHECK(fake.calls("*") - fake.calls("cuGetErrorString") == 0);  // (none reached the driver)
+}
+
 TEST_CASE("loader: concurrent first use") {
   // 16 threads race to be first; the driver is opened and initialized once.
   std::atomic<bool> go{false};

@@ -31,6 +31,8 @@ typedef struct CUkern_st* CUkernel;
 typedef struct CUlib_st* CUlibrary;
 typedef struct CUgreenCtx_st* CUgreenCtx;
 typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
+typedef struct CUextMemory_st* CUexternalMemory;
+typedef struct CUextSemaphore_st* CUexternalSemaphore;
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
 namespace ffi {
@@ -1034,6 +1036,142 @@ struct CUdevResource {
 };
 static_assert(sizeof(CUdevResource) == 144 && alignof(CUdevResource) == 4, "cuda.h's CUdevResource is 144 bytes");
 
+// --- external memory and semaphores (another API's, imported) ------------------
+
+enum CUexternalMemoryHandleType : int {
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 = 2,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT = 3,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP = 4,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE = 5,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE = 6,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT = 7,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF = 8,
+  CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD = 9,
+};
+
+enum CUexternalSemaphoreHandleType : int {
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD = 1,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32 = 2,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT = 3,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE = 4,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE = 5,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC = 6,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX = 7,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT = 8,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD = 9,
+  CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32 = 10,
+};
+
+inline constexpr unsigned external_memory_dedicated = 0x1;  // CUDA_EXTERNAL_MEMORY_DEDICATED
+
+// The OS handle of a handle description (cuda.h's anonymous union, named
+// here): a file descriptor, a Win32 handle or name, or an NvSci object.
+union ExternalHandle {
+  int fd;
+  struct {
+    void* handle;
+    const void* name;
+  } win32;
+  const void* nvSciObject;
+};
+
+struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+  CUexternalMemoryHandleType type;
+  ExternalHandle handle;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+  CUexternalSemaphoreHandleType type;
+  ExternalHandle handle;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+// The signal and wait parameters' `params` (cuda.h's anonymous structs, named here).
+struct ExternalSemaphoreSignalValues {
+  unsigned long long fenceValue;
+  union {
+    void* fence;
+    unsigned long long reserved;
+  } nvSciSync;
+  unsigned long long keyedMutexKey;
+  unsigned int reserved[12];
+};
+struct ExternalSemaphoreWaitValues {
+  unsigned long long fenceValue;
+  union {
+    void* fence;
+    unsigned long long reserved;
+  } nvSciSync;
+  unsigned long long keyedMutexKey;
+  unsigned int keyedMutexTimeoutMs;
+  unsigned int reserved[10];
+};
+
+struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+  ExternalSemaphoreSignalValues params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+  ExternalSemaphoreWaitValues params;
+  unsigned int flags;
+  unsigned int reserved[16];
+};
+
+// --- checkpointing (CUDA 12.8) -------------------------------------------------
+
+enum CUprocessState : int {
+  CU_PROCESS_STATE_RUNNING = 0,
+  CU_PROCESS_STATE_LOCKED = 1,
+  CU_PROCESS_STATE_CHECKPOINTED = 2,
+  CU_PROCESS_STATE_FAILED = 3,
+};
+
+struct CUcheckpointLockArgs {
+  unsigned int timeoutMs;
+  unsigned int reserved0;
+  cuuint64_t reserved1[7];
+};
+
+struct CUcheckpointCheckpointArgs {
+  cuuint64_t reserved[8];
+};
+
+struct CUcheckpointGpuPair {
+  CUuuid oldUuid;
+  CUuuid newUuid;
+};
+
+struct CUcheckpointRestoreArgs {
+  CUcheckpointGpuPair* gpuPairs;
+  unsigned int gpuPairsCount;
+  char reserved[52 - sizeof(CUcheckpointGpuPair*)];
+  cuuint64_t reserved1;
+};
+
+struct CUcheckpointUnlockArgs {
+  cuuint64_t reserved[8];
+};
+
+static_assert(sizeof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC) == 104 && sizeof(CUDA_EXTERNAL_MEMORY_BUFFER_DESC) == 88 &&
+              sizeof(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC) == 96 && sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS) == 144 &&
+              sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS) == 144 && sizeof(CUcheckpointLockArgs) == 64 &&
+              sizeof(CUcheckpointRestoreArgs) == 64 && sizeof(CUcheckpointUnlockArgs) == 64,
+              "the external-memory and checkpoint structs are laid out as cuda.h's (64-bit)");
+
 // --- tensor maps (TMA descriptors) -------------------------------------------
 
 enum CUtensorMapDataType : int {
@@ -1317,6 +1455,26 @@ struct CUtensorMap {
     (CUmemGenericAllocationHandle * handle, void* osHandle, CUmemAllocationHandleType shHandleType))                   \
   X(MemGetAllocationPropertiesFromHandle, 10020, "cuMemGetAllocationPropertiesFromHandle",                             \
     (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                                                 \
+  X(ImportExternalMemory, 10000, "cuImportExternalMemory",                                                             \
+    (CUexternalMemory * extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc))                            \
+  X(ExternalMemoryGetMappedBuffer, 10000, "cuExternalMemoryGetMappedBuffer",                                           \
+    (CUdeviceptr * devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc))               \
+  X(DestroyExternalMemory, 10000, "cuDestroyExternalMemory", (CUexternalMemory extMem))                                \
+  X(ImportExternalSemaphore, 10000, "cuImportExternalSemaphore",                                                       \
+    (CUexternalSemaphore * extSem_out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* semHandleDesc))                      \
+  X(SignalExternalSemaphoresAsync, 10000, "cuSignalExternalSemaphoresAsync",                                           \
+    (const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray,                 \
+     unsigned int numExtSems, CUstream stream))                                                                        \
+  X(WaitExternalSemaphoresAsync, 10000, "cuWaitExternalSemaphoresAsync",                                               \
+    (const CUexternalSemaphore* extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray,                   \
+     unsigned int numExtSems, CUstream stream))                                                                        \
+  X(DestroyExternalSemaphore, 10000, "cuDestroyExternalSemaphore", (CUexternalSemaphore extSem))                       \
+  X(CheckpointProcessGetRestoreThreadId, 12080, "cuCheckpointProcessGetRestoreThreadId", (int pid, int* tid))          \
+  X(CheckpointProcessGetState, 12080, "cuCheckpointProcessGetState", (int pid, CUprocessState* state))                 \
+  X(CheckpointProcessLock, 12080, "cuCheckpointProcessLock", (int pid, CUcheckpointLockArgs* args))                    \
+  X(CheckpointProcessCheckpoint, 12080, "cuCheckpointProcessCheckpoint", (int pid, CUcheckpointCheckpointArgs* args))  \
+  X(CheckpointProcessRestore, 12080, "cuCheckpointProcessRestore", (int pid, CUcheckpointRestoreArgs* args))           \
+  X(CheckpointProcessUnlock, 12080, "cuCheckpointProcessUnlock", (int pid, CUcheckpointUnlockArgs* args))              \
   X(StreamBeginCapture, 10010, "cuStreamBeginCapture_v2", (CUstream hStream, CUstreamCaptureMode mode))                \
   X(StreamEndCapture, 10000, "cuStreamEndCapture", (CUstream hStream, CUgraph * phGraph))                              \
   X(ThreadExchangeStreamCaptureMode, 10010, "cuThreadExchangeStreamCaptureMode", (CUstreamCaptureMode * mode))         \

@@ -97,12 +97,14 @@ class DeviceBuffer {
   // allocate_async's body: from `pool`, or from the stream's device's current pool when null.
   static DeviceBuffer allocate_from(const Stream& stream, std::size_t count, CUmemoryPool pool, SourceLocation where);
 
+  friend class ExternalMemory;  // adopts a mapped buffer (freed by cuMemFree): external_memory.hpp
+  DeviceBuffer(const Context& ctx, ffi::CUdeviceptr p, std::size_t n) noexcept : ctx_(ctx), ptr_(p), count_(n) {}
+
   Context ctx_;
   Stream free_stream_;  // set: stream-ordered
   ffi::CUdeviceptr ptr_ = 0;
   std::size_t count_ = 0;
 };
-
 
 struct PinnedOptions {
   bool write_combined = false;  // faster for the GPU to read, very slow for the CPU to read
@@ -285,8 +287,6 @@ template <class T>
 void DeviceBuffer<T>::copy_to(std::span<T> host, SourceLocation where) const {
   copy(host, *this, where);
 }
-
-// --- PinnedBuffer ---------------------------------------------------------------
 
 template <class T>
 PinnedBuffer<T>::PinnedBuffer(const Context& ctx, std::size_t count, PinnedOptions options, SourceLocation where)

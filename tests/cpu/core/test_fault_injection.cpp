@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -309,6 +310,29 @@ std::vector<Op> operations() {
          const Mapping again(range, g, imported, MemoryAccess::none);
          GrowableBuffer<int> b(ctx, 2 * g / sizeof(int), 1);
          b.resize(g / sizeof(int) + 1);
+       }},
+      {"external memory and semaphores: imported, mapped, signalled and waited for",
+       [] {
+         Context ctx = Context::primary(Device::get(0));
+         Stream s(ctx);
+         const std::size_t g = allocation_granularity(Device::get(0));
+         const PhysicalMemory memory = PhysicalMemory::create(ctx, g, {.exportable = ExportKind::posix_fd});
+         const ExternalMemory ext = ExternalMemory::import_fd(ctx, export_fd(memory), g);
+         const DeviceBuffer<int> b = ext.mapped_buffer<int>(0, 4);
+         const ExternalSemaphore sem = ExternalSemaphore::import_fd(ctx, FileDescriptor(::eventfd(0, EFD_CLOEXEC)),
+                                                                    ExternalSemaphoreType::timeline_fd);
+         sem.signal(s, 1);
+         sem.wait(s, 1);
+       }},
+      {"checkpointing: this process locked, checkpointed, restored, unlocked",
+       [] {
+         const int pid = static_cast<int>(::getpid());
+         (void)process_state(pid);
+         lock_process(pid);
+         checkpoint_process(pid);
+         restore_process(pid);
+         unlock_process(pid);
+         (void)restore_thread_id(pid);
        }},
       {"memory",
        [] {
