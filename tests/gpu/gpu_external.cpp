@@ -135,7 +135,7 @@ TEST_CASE("issue 25 (5): a VMM export imported as external memory in a child pro
   const int inherited = ::dup(fd.get());  // (without close-on-exec, for the child)
   REQUIRE(inherited >= 0);
   const std::string cmd = "OXICUDA_GPU_EXTERNAL_CHILD=" + std::to_string(inherited) + ":" + std::to_string(g) +
-                          " /proc/" + std::to_string(::getpid()) + "/exe '--test-case=" + kChildCase + "'";
+                          " /proc/" + std::to_string(::getpid()) + "/exe '" + gpu::test_case_filter(kChildCase) + "'";
   const int status = std::system(cmd.c_str());
   ::close(inherited);
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -103,7 +103,7 @@ TEST_CASE("issue 23 (10): device memory and an interprocess event shared with a 
   fill_async(s, buffer, 42);
   s.record(ready);  // not waited for here: the child waits for it
   const std::string cmd = "OXICUDA_GPU_IPC_CHILD=" + handles + " /proc/" + std::to_string(::getpid()) +
-                          "/exe '--test-case=" + kSharedCase + "'";
+                          "/exe '" + gpu::test_case_filter(kSharedCase) + "'";
   const int status = std::system(cmd.c_str());
   const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   REQUIRE(exit_code == 0);

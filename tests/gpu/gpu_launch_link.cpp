@@ -72,7 +72,7 @@ int run_child(const char* name) {
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::setenv("OXICUDA_GPU_LAUNCH_CHILD", "1", 1);
-    const std::string filter = std::string("--test-case=") + name;
+    const std::string filter = gpu::test_case_filter(name);
     ::execl("/proc/self/exe", "oxicuda-gpu-tests", filter.c_str(), "--no-intro", static_cast<char*>(nullptr));
     ::_exit(127);
   }
