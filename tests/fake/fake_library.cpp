@@ -268,6 +268,9 @@ CUresult fake_KernelGetName(const char** name, CUkernel k) {
 CUresult fake_KernelGetParamInfo(CUkernel k, std::size_t index, std::size_t* offset, std::size_t* size) {
   FAKE_ENTRY(KernelGetParamInfo);
   std::lock_guard lock(mu);
+  // As driver 580 (H100): the kernel belongs to no context, but the query
+  // needs one current.
+  if (const CUresult r = need_current_locked()) return r;
   const Func* f = kernel_func(k);
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if (index >= f->params.size()) return CUDA_ERROR_INVALID_VALUE;

@@ -158,18 +158,18 @@ TEST_CASE("issue 25 (5): a descriptor that is no semaphore (or no memory) is ref
     CHECK(bogus.get() == number);  // refused: still ours
     CHECK(::fcntl(number, F_GETFD) != -1);
     MESSAGE("issue 25 (5): an eventfd imported as ",
-            type == ExternalSemaphoreType::opaque_fd ? "an OPAQUE_FD" : "a TIMELINE_SEMAPHORE_FD",
-            " semaphore: ", e.what());
+            std::string(type == ExternalSemaphoreType::opaque_fd ? "an OPAQUE_FD" : "a TIMELINE_SEMAPHORE_FD"),
+            " semaphore: ", std::string(e.what()));
   }
   FileDescriptor null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   REQUIRE(null);
   const Error e = gpu::raised_by([&] { (void)ExternalMemory::import_fd(ctx(), std::move(null), 1 << 20); });
   CHECK(e.call() == "cuImportExternalMemory");
   CHECK(null);
-  MESSAGE("issue 25 (5): /dev/null imported as OPAQUE_FD external memory: ", e.what());
+  MESSAGE("issue 25 (5): /dev/null imported as OPAQUE_FD external memory: ", std::string(e.what()));
   int dummy = 0;
   const Error w = gpu::raised_by([&] {
     (void)ExternalSemaphore::import_win32(ctx(), ExternalSemaphoreType::d3d12_fence, &dummy, nullptr);
   });
-  MESSAGE("issue 25 (5): a Win32 handle on Linux: ", w.what());
+  MESSAGE("issue 25 (5): a Win32 handle on Linux: ", std::string(w.what()));
 }

@@ -99,7 +99,10 @@ TEST_CASE("issue 25 (1): two green contexts of half the SMs each run at once, ea
   Run runs[2];
   for (int i = 0; i < 2; ++i) {
     std::vector<unsigned> ids(blocks);
-    copy(ids, out[i]);
+    // On the green context's own stream: the synchronous copy runs on the
+    // per-thread default stream, which driver 580 refuses in a green
+    // context (CUDA_ERROR_INVALID_HANDLE, H100).
+    copy(streams[i], ids, out[i]);
     for (unsigned id : ids) {
       REQUIRE(id != 0xffffffffu);  // every block ran
       runs[i].sms.insert(id);

@@ -111,6 +111,17 @@ inline Outcome param_info(const Function& fn, std::size_t i, ParamSlot& slot) no
   fail(r, where, cat({"asking the layout of kernel '", fn.name(), "'"}));
 }
 
+// The context a library's kernel's layout is asked in: the driver answers
+// cuKernelGetParamInfo only with a context current (CUDA_ERROR_INVALID_CONTEXT
+// otherwise: driver 580, H100), though the kernel belongs to no context and
+// its layout is its image's. The thread's current context, else device 0's
+// primary context.
+OXICUDA_DETAIL_COLD inline Context layout_query_context(SourceLocation where) {
+  CUcontext current = nullptr;
+  check(OXICUDA_DRIVER(CtxGetCurrent, &current), where);
+  return current ? Context::borrow(current) : Context::primary(Device::get(0, where), where);
+}
+
 template <class... Params>
 void check_parameters(const Function& fn, SourceLocation where) {
   if (missing(fn.library_kernel() ? ffi::Entry::KernelGetParamInfo : ffi::Entry::FuncGetParamInfo))
@@ -130,13 +141,23 @@ void check_parameters(const Function& fn, SourceLocation where) {
   constexpr std::size_t most = n + 64;  // enough to say that it is clearly not the declared kernel
   ParamSlot got[most];
   std::size_t count = 0;
-  for (std::size_t i = 0; i < most; ++i) {
-    ParamSlot slot;
-    const Outcome r = param_info(fn, i, slot);
-    if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;   // past the last parameter
-    if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return;  // the driver cannot tell for this function
-    if (!r.ok()) layout_query_failed(fn, r, where);
-    got[count++] = slot;
+  auto query = [&] {  // false where the driver cannot tell for this function
+    for (std::size_t i = 0; i < most; ++i) {
+      ParamSlot slot;
+      const Outcome r = param_info(fn, i, slot);
+      if (r.result == ffi::CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+      if (r.result == ffi::CUDA_ERROR_NOT_SUPPORTED) return false;
+      if (!r.ok()) layout_query_failed(fn, r, where);
+      got[count++] = slot;
+    }
+    return true;
+  };
+  if (fn.library_kernel()) {
+    const Context in = layout_query_context(where);
+    const SwitchCurrent current(in.raw(), where);
+    if (!query()) return;
+  } else if (!query()) {
+    return;
   }
   // The driver places each parameter at its alignment in the constant bank,
   // and reports offsets from where the parameters begin, which need not be

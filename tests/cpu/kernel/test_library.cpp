@@ -125,6 +125,13 @@ TEST_CASE_FIXTURE(FakeTest, "issue 25 (2): typed kernels are checked against cuK
   CHECK_FALSE(k.function().module());
   CHECK(fake.calls("cuKernelGetParamInfo") == 3);  // two parameters, then the end
   CHECK(fake.calls("cuFuncGetParamInfo") == 0);
+  // The driver answers cuKernelGetParamInfo only with a context current (as
+  // the fake does): with none current, the lookup asked in device 0's
+  // primary context, and none is current again after it.
+  CHECK(fake.calls("cuDevicePrimaryCtxRetain") >= 1);
+  CUcontext after = reinterpret_cast<CUcontext>(1);
+  REQUIRE(detail::api().CtxGetCurrent(&after) == ffi::CUDA_SUCCESS);
+  CHECK(after == nullptr);
   const Error wrong = error_of([&] { (void)lib.kernel<void(float*)>("dbl"); });
   CHECK(wrong.code() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(wrong.call() == "oxicuda::KernelLibrary::kernel");
