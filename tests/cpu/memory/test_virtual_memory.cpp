@@ -27,17 +27,6 @@ constexpr const char* kChildCase = "virtual memory: (child process part) an allo
 
 bool says(const Error& e, const char* text) { return std::string(e.what()).find(text) != std::string::npos; }
 
-template <class F>
-Error raised_by(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL_CHECK("no error");
-  return Error(ffi::CUDA_SUCCESS, "");
-}
-
 long open_fds() {
   long n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
@@ -95,7 +84,7 @@ TEST_CASE_FIXTURE(ContextTest, "virtual memory: reserve, create, map, set access
     Mapping moved = std::move(mapping);
     CHECK_FALSE(mapping);  // NOLINT(bugprone-use-after-move)
     CHECK(moved);
-    CHECK(raised_by([&] { mapping.set_access(dev, MemoryAccess::read_write); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+    CHECK(error_of([&] { mapping.set_access(dev, MemoryAccess::read_write); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
     moved.unmap();
     CHECK_FALSE(moved);
     CHECK(fake.calls("cuMemUnmap") == 1);
@@ -114,64 +103,64 @@ TEST_CASE_FIXTURE(ContextTest, "virtual memory: bad input is an Error, before th
   fake.reset();
 
   // A size that is not a multiple of the granularity.
-  Error e = raised_by([&] { (void)PhysicalMemory::create(ctx, g + 4096); });
+  Error e = error_of([&] { (void)PhysicalMemory::create(ctx, g + 4096); });
   CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(says(e, "granularity"));
-  CHECK(raised_by([&] { (void)PhysicalMemory::create(ctx, 0); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
-  CHECK(raised_by([&] { (void)VirtualRange::reserve(ctx, g / 2); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
-  CHECK(says(raised_by([&] { (void)VirtualRange::reserve(ctx, g, {.alignment = 3 * g}); }), "power of two"));
+  CHECK(error_of([&] { (void)PhysicalMemory::create(ctx, 0); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { (void)VirtualRange::reserve(ctx, g / 2); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(says(error_of([&] { (void)VirtualRange::reserve(ctx, g, {.alignment = 3 * g}); }), "power of two"));
   CHECK(fake.calls("cuMemCreate") == 0);
   CHECK(fake.calls("cuMemAddressReserve") == 0);
 
   // A map that is not aligned to the granularity, or does not fit.
-  e = raised_by([&] { Mapping m(range, g / 2, memory); });
+  e = error_of([&] { Mapping m(range, g / 2, memory); });
   CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(says(e, "not aligned to the allocation granularity"));
-  CHECK(says(raised_by([&] { Mapping m(range, 4 * g, memory); }), "does not fit"));
-  CHECK(says(raised_by([&] { Mapping m(range, std::size_t(-1) - g + 1, memory); }), "does not fit"));
+  CHECK(says(error_of([&] { Mapping m(range, 4 * g, memory); }), "does not fit"));
+  CHECK(says(error_of([&] { Mapping m(range, std::size_t(-1) - g + 1, memory); }), "does not fit"));
   CHECK(fake.calls("cuMemMap") == 0);
 
   // Over a mapping: the driver's Error (the fake's, as documented).
   Mapping first(range, 0, memory);
-  e = raised_by([&] { Mapping m(range, 0, memory); });
+  e = error_of([&] { Mapping m(range, 0, memory); });
   CHECK(e.call() == "cuMemMap");
   CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(fake.live("vmm_mapping") - at_start.vmm_mapping == 1);
 
   // Giving access fails: the mapping is undone before the Error leaves.
   fake.fail("cuMemSetAccess", 1, ffi::CUDA_ERROR_INVALID_DEVICE);
-  CHECK(raised_by([&] { Mapping m(range, g, memory); }).call() == "cuMemSetAccess");
+  CHECK(error_of([&] { Mapping m(range, g, memory); }).call() == "cuMemSetAccess");
   CHECK(fake.live("vmm_mapping") - at_start.vmm_mapping == 1);
   CHECK(fake.calls("cuMemUnmap") == 1);
-  CHECK(raised_by([&] { first.set_access(Device::from_raw(5), MemoryAccess::read); }).result() ==
+  CHECK(error_of([&] { first.set_access(Device::from_raw(5), MemoryAccess::read); }).result() ==
         ffi::CUDA_ERROR_INVALID_DEVICE);
-  CHECK(raised_by([&] { first.set_access(dev, static_cast<MemoryAccess>(2)); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { first.set_access(dev, static_cast<MemoryAccess>(2)); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
 
   // Empty handles.
-  CHECK(raised_by([&] { Mapping m(VirtualRange(), 0, memory); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
-  CHECK(raised_by([&] { Mapping m(range, g, PhysicalMemory()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
-  CHECK(raised_by([&] { (void)PhysicalMemory::create(Context(), g); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
-  CHECK(raised_by([&] { (void)VirtualRange::reserve(Context(), g); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
-  CHECK(raised_by([&] { (void)export_fd(PhysicalMemory()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
-  CHECK(raised_by([&] { Mapping().unmap(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { Mapping m(VirtualRange(), 0, memory); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { Mapping m(range, g, PhysicalMemory()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)PhysicalMemory::create(Context(), g); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)VirtualRange::reserve(Context(), g); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { (void)export_fd(PhysicalMemory()); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { Mapping().unmap(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
 
   // Export kinds: not made exportable; not supported by the device.
-  e = raised_by([&] { (void)export_fd(memory); });
+  e = error_of([&] { (void)export_fd(memory); });
   CHECK(says(e, "ExportKind::posix_fd"));
-  CHECK(says(raised_by([&] { (void)export_fabric(memory); }), "ExportKind::fabric"));
-  e = raised_by([&] { (void)PhysicalMemory::create(ctx, g, {.exportable = ExportKind::fabric}); });
+  CHECK(says(error_of([&] { (void)export_fabric(memory); }), "ExportKind::fabric"));
+  e = error_of([&] { (void)PhysicalMemory::create(ctx, g, {.exportable = ExportKind::fabric}); });
   CHECK(e.result() == ffi::CUDA_ERROR_NOT_SUPPORTED);
   CHECK(says(e, "HANDLE_TYPE_FABRIC_SUPPORTED"));
   fake.set_device_attribute(0, ffi::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0);
-  CHECK(raised_by([&] { (void)PhysicalMemory::create(ctx, g, {.exportable = ExportKind::posix_fd}); }).result() ==
+  CHECK(error_of([&] { (void)PhysicalMemory::create(ctx, g, {.exportable = ExportKind::posix_fd}); }).result() ==
         ffi::CUDA_ERROR_NOT_SUPPORTED);
-  CHECK(raised_by([&] { (void)import_fd(ctx, -1, g); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { (void)import_fd(ctx, -1, g); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(fake.calls("cuMemCreate") == 0);
   CHECK(fake.calls("cuMemExportToShareableHandle") == 0);
   CHECK(fake.calls("cuMemImportFromShareableHandle") == 0);
   // A descriptor the driver did not export: the driver's Error, and nothing kept.
   const int not_memory = ::open("/dev/null", O_RDONLY);
-  CHECK(raised_by([&] { (void)import_fd(ctx, not_memory, g); }).call() == "cuMemImportFromShareableHandle");
+  CHECK(error_of([&] { (void)import_fd(ctx, not_memory, g); }).call() == "cuMemImportFromShareableHandle");
   ::close(not_memory);
   CHECK(fake.live("physical") - at_start.physical == 1);
   CHECK(Context::current().raw() == nullptr);
@@ -210,7 +199,7 @@ TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: grows in place twice, keeps its 
 
   // Running out of the reserved range: an Error, and nothing changed.
   const long creates = fake.calls("cuMemCreate");
-  const Error e = raised_by([&] { b.resize(b.max_size() + 1); });
+  const Error e = error_of([&] { b.resize(b.max_size() + 1); });
   CHECK(e.result() == ffi::CUDA_ERROR_INVALID_VALUE);
   CHECK(says(e, "runs out of the reserved range"));
   CHECK(b.size() == 3 * per_chunk);
@@ -225,7 +214,7 @@ TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: grows in place twice, keeps its 
   CHECK(b.mapping_count() == 1);
   CHECK(b.capacity() == per_chunk);
   fake.fail("cuMemMap", 1, ffi::CUDA_ERROR_OUT_OF_MEMORY);
-  CHECK(raised_by([&] { b.resize(2 * per_chunk); }).call() == "cuMemMap");
+  CHECK(error_of([&] { b.resize(2 * per_chunk); }).call() == "cuMemMap");
   CHECK(b.size() == 10);
   CHECK(b.mapping_count() == 1);
   CHECK(fake.live("physical") - at_start.physical == 0);
@@ -237,10 +226,10 @@ TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: grows in place twice, keeps its 
   GrowableBuffer<int> moved = std::move(b);
   CHECK(moved.data() == address);
   CHECK(b.max_size() == 0);  // NOLINT(bugprone-use-after-move)
-  CHECK(raised_by([&] { b.resize(1); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
+  CHECK(error_of([&] { b.resize(1); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
   GrowableBuffer<double> none(ctx, 0);
   CHECK(none.empty());
-  CHECK(raised_by([&] { none.resize(1); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { none.resize(1); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
 }
 
 TEST_CASE_FIXTURE(ContextTest, "virtual memory: exported as a POSIX fd and as a fabric handle, imported, the same bytes") {
@@ -270,7 +259,7 @@ TEST_CASE_FIXTURE(ContextTest, "virtual memory: exported as a POSIX fd and as a 
     std::vector<int> back(host.size());
     copy(back, b.span<int>());
     CHECK(back == host);
-    CHECK(raised_by([&] { (void)import_fd(ctx, export_fd(memory).get(), g + 1); }).result() ==
+    CHECK(error_of([&] { (void)import_fd(ctx, export_fd(memory).get(), g + 1); }).result() ==
           ffi::CUDA_ERROR_INVALID_VALUE);  // a size that is not the granularity's: released again
     CHECK(fake.live("physical") - at_start.physical == 2);
   }
