@@ -16,6 +16,7 @@
 // libc's), and go on to libc's.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "fake_driver.hpp"
+#include "temp_dirs.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -108,11 +109,7 @@ extern "C" __global__ void fill(float* y, float v, unsigned n) {
 
 // A new empty directory (0700) under TMPDIR, set as OXICUDA_CACHE_DIR.
 std::string fresh_dir() {
-  static int n = 0;
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/oxicuda-cache-store-" + std::to_string(::getpid()) +
-                          "-" + std::to_string(n++);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string dir = oxicuda_test::scratch_path("oxicuda-cache-store");
   REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
   ::setenv("OXICUDA_CACHE_DIR", dir.c_str(), 1);
   ::unsetenv("OXICUDA_CACHE_MAX_BYTES");

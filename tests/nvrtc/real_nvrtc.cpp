@@ -8,6 +8,7 @@
 // (meson's SKIP) when NVRTC is not found; .ci/run fails then.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "fake_driver.hpp"
+#include "temp_dirs.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -48,11 +49,7 @@ SourceOptions options() {
 
 // A new empty directory under TMPDIR, set as OXICUDA_CACHE_DIR.
 std::string fresh_cache_dir() {
-  static int n = 0;
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/oxicuda-cache-test-" + std::to_string(::getpid()) +
-                          "-" + std::to_string(n++);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string dir = oxicuda_test::scratch_path("oxicuda-cache-test");
   ::setenv("OXICUDA_CACHE_DIR", dir.c_str(), 1);
   return dir;
 }
@@ -313,8 +310,7 @@ TEST_CASE("cache: a source that includes files from disk is compiled every time,
   CHECK(kernel_cache_stats().misses == misses + 1);
   CHECK(kernel_cache_stats().hits == hits + 1);
   // Only on disk (NVRTC finds it beside the program's name): not cached.
-  const std::string where = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/oxicuda-inc-" +
-                            std::to_string(::getpid());
+  const std::string where = oxicuda_test::scratch_path("oxicuda-inc");
   REQUIRE(::mkdir(where.c_str(), 0700) == 0);
   write_file(where + "/disk_only.cuh", "#define DISK_ONLY 1\n");
   SourceOptions d = options();

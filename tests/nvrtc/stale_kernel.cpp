@@ -13,6 +13,7 @@
 // holds tells which header made it. Exits 77 (SKIP) without NVRTC.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "fake_driver.hpp"
+#include "temp_dirs.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,17 +30,11 @@ using namespace oxicuda;
 
 namespace {
 
-std::string tmp_root() {
-  const char* t = std::getenv("TMPDIR");
-  return t ? t : "/tmp";
-}
+using oxicuda_test::tmp_root;
 
 // A new empty directory of ours.
 std::string fresh_dir(const char* what) {
-  static int n = 0;
-  const std::string dir = tmp_root() + "/oxicuda-stale-" + what + "-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(n++);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string dir = oxicuda_test::scratch_path(std::string("oxicuda-stale-") + what);
   REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
   return dir;
 }
@@ -123,10 +118,11 @@ bool child() { return std::getenv("STALE_CHILD") != nullptr; }
 bool run_child(const std::string& name, const std::string& env) {
   const char* self = std::getenv("OXICUDA_STALE_TESTS");
   REQUIRE(self);
-  const std::string cmd = "env STALE_CHILD=1 " + env + " '" + self + "' '--test-case=" + name + "' > " + tmp_root() +
-                          "/oxicuda-stale-child-" + std::to_string(::getpid()) + ".log 2>&1";
+  const std::string log = tmp_root() + "/oxicuda-stale-child-" + std::to_string(::getpid()) + ".log";
+  const std::string cmd = "env STALE_CHILD=1 " + env + " '" + self + "' '--test-case=" + name + "' > " + log + " 2>&1";
   const bool ok = std::system(cmd.c_str()) == 0;
-  if (!ok) std::system(("cat " + tmp_root() + "/oxicuda-stale-child-" + std::to_string(::getpid()) + ".log").c_str());
+  if (!ok) std::system(("cat " + log).c_str());
+  std::remove(log.c_str());
   return ok;
 }
 
