@@ -5,7 +5,12 @@
 
 #include "oxicuda.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace gpu {
 
@@ -38,6 +43,17 @@ inline std::string test_case_filter(const std::string& name) {
     f += c;
   }
   return f;
+}
+
+// Runs this binary again in a child process with only the test case `name`,
+// `env` ("NAME=value ...") set for it, and open file descriptors without
+// close-on-exec inherited; its exit status, 128 + the signal's number when a
+// signal ended it.
+inline int run_self(const std::string& env, const std::string& name) {
+  std::fflush(nullptr);
+  const std::string cmd = env + " /proc/" + std::to_string(::getpid()) + "/exe '" + test_case_filter(name) + "'";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace gpu

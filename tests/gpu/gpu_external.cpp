@@ -27,7 +27,6 @@
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -134,11 +133,9 @@ TEST_CASE("issue 25 (5): a VMM export imported as external memory in a child pro
   const FileDescriptor fd = export_fd(memory);
   const int inherited = ::dup(fd.get());  // (without close-on-exec, for the child)
   REQUIRE(inherited >= 0);
-  const std::string cmd = "OXICUDA_GPU_EXTERNAL_CHILD=" + std::to_string(inherited) + ":" + std::to_string(g) +
-                          " /proc/" + std::to_string(::getpid()) + "/exe '" + gpu::test_case_filter(kChildCase) + "'";
-  const int status = std::system(cmd.c_str());
+  const int exit_code = gpu::run_self(
+      "OXICUDA_GPU_EXTERNAL_CHILD=" + std::to_string(inherited) + ":" + std::to_string(g), kChildCase);
   ::close(inherited);
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   REQUIRE(exit_code == 0);
   std::vector<unsigned> back(host.size());
   copy(back, mapping.span<unsigned>());

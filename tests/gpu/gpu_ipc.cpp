@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -102,10 +101,7 @@ TEST_CASE("issue 23 (10): device memory and an interprocess event shared with a 
   const std::string handles = to_hex(ipc_export(buffer).to_bytes()) + ":" + to_hex(ipc_export(ready).to_bytes());
   fill_async(s, buffer, 42);
   s.record(ready);  // not waited for here: the child waits for it
-  const std::string cmd = "OXICUDA_GPU_IPC_CHILD=" + handles + " /proc/" + std::to_string(::getpid()) +
-                          "/exe '" + gpu::test_case_filter(kSharedCase) + "'";
-  const int status = std::system(cmd.c_str());
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const int exit_code = gpu::run_self("OXICUDA_GPU_IPC_CHILD=" + handles, kSharedCase);
   REQUIRE(exit_code == 0);
   std::vector<int> host(kCount);
   copy(host, buffer);

@@ -463,13 +463,9 @@ Module& issue30_module() {
   return m;
 }
 
-// Runs this test binary again with only `test_case`, and `env` set: for the
-// tests that kill a context (or might crash); its exit status.
-int run_child(const std::string& env, const std::string& test_case) {
-  const std::string cmd = env + "=1 /proc/" + std::to_string(::getpid()) + "/exe '" + gpu::test_case_filter(test_case) + "'";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+// Runs this test binary again with only `test_case`, and `env` set to 1: for
+// the tests that kill a context (or might crash); its exit status.
+int run_child(const std::string& env, const std::string& test_case) { return gpu::run_self(env + "=1", test_case); }
 
 }  // namespace
 

@@ -17,8 +17,6 @@
 #include <vector>
 
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -64,22 +62,9 @@ const Module& shared_module() {
   return m;
 }
 
-// Runs this program's test case `name` in a fresh process (fork and exec),
-// with OXICUDA_GPU_LAUNCH_CHILD set; its exit status, -1 for a signal.
-int run_child(const char* name) {
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setenv("OXICUDA_GPU_LAUNCH_CHILD", "1", 1);
-    const std::string filter = gpu::test_case_filter(name);
-    ::execl("/proc/self/exe", "oxicuda-gpu-tests", filter.c_str(), "--no-intro", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+// Runs this program's test case `name` in a fresh process, with
+// OXICUDA_GPU_LAUNCH_CHILD set; its exit status.
+int run_child(const char* name) { return gpu::run_self("OXICUDA_GPU_LAUNCH_CHILD=1", name); }
 
 bool in_child() { return std::getenv("OXICUDA_GPU_LAUNCH_CHILD") != nullptr; }
 

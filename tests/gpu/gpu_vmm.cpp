@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace oxicuda;
@@ -163,11 +162,9 @@ TEST_CASE("issue 25 (4): one allocation shared with a child process by POSIX fil
   const FileDescriptor fd = export_fd(memory);
   const int inherited = ::dup(fd.get());  // (without close-on-exec, for the child)
   REQUIRE(inherited >= 0);
-  const std::string cmd = "OXICUDA_GPU_VMM_CHILD=" + std::to_string(inherited) + ":" + std::to_string(g) + " /proc/" +
-                          std::to_string(::getpid()) + "/exe '" + gpu::test_case_filter(kChildCase) + "'";
-  const int status = std::system(cmd.c_str());
+  const int exit_code =
+      gpu::run_self("OXICUDA_GPU_VMM_CHILD=" + std::to_string(inherited) + ":" + std::to_string(g), kChildCase);
   ::close(inherited);
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   REQUIRE(exit_code == 0);
   std::vector<unsigned> back(host.size());
   copy(back, mapping.span<unsigned>());
