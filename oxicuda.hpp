@@ -1344,6 +1344,7 @@ struct CUtensorMap {
   X(ProfilerStart, 4000, "cuProfilerStart", ())                                                                        \
   X(ProfilerStop, 4000, "cuProfilerStop", ())                                                                          \
   X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
+  X(CtxGetId, 12000, "cuCtxGetId", (CUcontext ctx, unsigned long long* ctxId))                                         \
   X(CtxSetLimit, 3010, "cuCtxSetLimit", (CUlimit limit, std::size_t value))                                            \
   X(CtxGetLimit, 3010, "cuCtxGetLimit", (std::size_t * pvalue, CUlimit limit))                                         \
   X(CtxSetCacheConfig, 3020, "cuCtxSetCacheConfig", (CUfunc_cache config))                                             \
@@ -3051,11 +3052,12 @@ inline bool sticky_result(ffi::CUresult r) noexcept {
 inline constexpr const char* sticky_advice =
     "this error is sticky: a kernel faulted (a device-side assert, an illegal address or instruction, ...), and "
     "the context is now unusable: every later call in it fails with this same error, whatever the call, so this "
-    "call may not be the one at fault. To recover, drop every handle of the context's objects (its buffers, "
-    "streams, events and modules are lost; their destructors' failures go to the diagnostic hook), then reset it: "
-    "a primary context with Context::reset_primary(device) (cuDevicePrimaryCtxReset; then retain it again with "
-    "Context::primary), a created one by dropping its last handle and creating another. Where the driver still "
-    "refuses after that, only a new process recovers";
+    "call may not be the one at fault. Plan on a new process to recover: on driver 580, after a device-side "
+    "assert, nothing else does (a reset primary context, or a new one, answers the same error). Where a driver "
+    "allows it, drop every handle of the context's objects (its buffers, streams, events and modules are lost; "
+    "their destructors' failures go to the diagnostic hook), then reset it: a primary context with "
+    "Context::reset_primary(device) (cuDevicePrimaryCtxReset; then retain it again with Context::primary), a "
+    "created one by dropping its last handle and creating another";
 
 // A call's result, with the entry point that gave it: the driver's
 // (OXICUDA_DRIVER), NVRTC's (OXICUDA_NVRTC) or nvJitLink's (OXICUDA_NVJITLINK).
@@ -3373,6 +3375,100 @@ inline Outcome give_to_graph(CUgraph graph, HostCall* boxed, CUuserObject* objec
 }  // namespace detail
 OXICUDA_DETAIL_NAMESPACE_END
 // ---- end oxicuda/driver/callback.hpp ----
+
+// ---- begin oxicuda/driver/destroyed_contexts.hpp ----
+// oxicuda/driver/destroyed_contexts.hpp — the created contexts oxicuda has
+// destroyed, which its guards never make current again (a context destroyed
+// on one thread while current on another stays current there, and making
+// it current again crashes the driver), and the spin lock that guards such
+// small shared lists without <mutex>.
+
+#include <atomic>
+
+
+OXICUDA_DETAIL_NAMESPACE_BEGIN
+
+namespace detail {
+
+// The created contexts that oxicuda has destroyed, so that a guard never
+// makes one current again: a context destroyed while it was current on
+// another thread stays that thread's current context (the driver answers
+// CUDA_ERROR_CONTEXT_IS_DESTROYED there), and setting it current again
+// crashes the driver (a double free, on the H200; a segmentation fault in
+// the next call, on driver 580). A handle the driver
+// reuses for a new context is taken off the list. A spin lock: the header
+// needs no <mutex> (MinGW's win32 thread model has none).
+struct DestroyedContexts {
+  std::atomic<bool> any{false};
+  std::atomic_flag lock;  // clear (C++20)
+  CUcontext list[64] = {};  // the latest 64
+  unsigned next = 0;
+};
+inline DestroyedContexts& destroyed_contexts() noexcept {
+  static DestroyedContexts* d = new DestroyedContexts;  // never destroyed: used by static destructors
+  return *d;
+}
+// A spin lock's scope over an atomic_flag (no <mutex> in the header): the
+// destroyed-context list here, the profiler's depths (profiler.hpp).
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& f) noexcept : flag_(f) {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag& flag_;
+};
+inline void note_context_destroyed(CUcontext c) noexcept {
+  DestroyedContexts& d = destroyed_contexts();
+  SpinGuard lock(d.lock);
+  d.list[d.next++ % 64] = c;
+  d.any.store(true, std::memory_order_release);
+}
+inline void note_context_created(CUcontext c) noexcept {
+  DestroyedContexts& d = destroyed_contexts();
+  if (!d.any.load(std::memory_order_acquire)) return;
+  SpinGuard lock(d.lock);
+  for (CUcontext& x : d.list)
+    if (x == c) x = nullptr;
+}
+inline bool context_destroyed_listed(CUcontext c) noexcept {
+  DestroyedContexts& d = destroyed_contexts();
+  if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
+  SpinGuard lock(d.lock);
+  for (CUcontext x : d.list)
+    if (x == c) return true;
+  return false;
+}
+// Whether `current`, the calling thread's current context, is one oxicuda
+// destroyed. A listed handle is asked of the driver: cuCtxGetId on the
+// current context answers CUDA_ERROR_CONTEXT_IS_DESTROYED for a context
+// destroyed on another thread while current here (driver 580, measured; its
+// cuCtxGetDevice answers CUDA_SUCCESS there, so it cannot tell), and an id
+// for a live one: another library, or raw driver calls, may have created a
+// context that the driver gave the same handle. That one is taken off the
+// list. Without cuCtxGetId (drivers before CUDA 12.0) a listed handle is
+// taken as destroyed: an Error rather than the driver's crash. Any other
+// answer leaves the guard to go on (the next call reports the problem).
+// Only on the cold path: a listed handle.
+inline bool context_destroyed(CUcontext current) noexcept {
+  if (OXICUDA_DETAIL_LIKELY(!context_destroyed_listed(current))) return false;
+  if (missing(ffi::Entry::CtxGetId)) return true;
+  unsigned long long id = 0;
+  const Outcome r = OXICUDA_DRIVER(CtxGetId, nullptr, &id);
+  if (r.result == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED) return true;
+  if (r.ok()) note_context_created(current);  // alive: a new context with a reused handle
+  return false;
+}
+
+}  // namespace detail
+
+OXICUDA_DETAIL_NAMESPACE_END
+// ---- end oxicuda/driver/destroyed_contexts.hpp ----
 
 // ---- begin oxicuda/driver/device.hpp ----
 // oxicuda/driver/device.hpp — Device: count, all, get by ordinal, name, compute
@@ -3787,77 +3883,6 @@ struct MemoryInfo {
   std::size_t total = 0;
 };
 
-namespace detail {
-
-// The created contexts that oxicuda has destroyed, so that a guard never
-// makes one current again: a context destroyed while it was current on
-// another thread stays that thread's current context (the driver answers
-// CUDA_ERROR_CONTEXT_IS_DESTROYED there), and setting it current again
-// crashes the driver (a double free, on the H200). A handle the driver
-// reuses for a new context is taken off the list. A spin lock: the header
-// needs no <mutex> (MinGW's win32 thread model has none).
-struct DestroyedContexts {
-  std::atomic<bool> any{false};
-  std::atomic_flag lock;  // clear (C++20)
-  CUcontext list[64] = {};  // the latest 64
-  unsigned next = 0;
-};
-inline DestroyedContexts& destroyed_contexts() noexcept {
-  static DestroyedContexts* d = new DestroyedContexts;  // never destroyed: used by static destructors
-  return *d;
-}
-// A spin lock's scope over an atomic_flag (no <mutex> in the header): the
-// destroyed-context list here, the profiler's depths (profiler.hpp).
-class SpinGuard {
- public:
-  explicit SpinGuard(std::atomic_flag& f) noexcept : flag_(f) {
-    while (flag_.test_and_set(std::memory_order_acquire)) {
-    }
-  }
-  SpinGuard(const SpinGuard&) = delete;
-  SpinGuard& operator=(const SpinGuard&) = delete;
-  ~SpinGuard() { flag_.clear(std::memory_order_release); }
-
- private:
-  std::atomic_flag& flag_;
-};
-inline void note_context_destroyed(CUcontext c) noexcept {
-  DestroyedContexts& d = destroyed_contexts();
-  SpinGuard lock(d.lock);
-  d.list[d.next++ % 64] = c;
-  d.any.store(true, std::memory_order_release);
-}
-inline void note_context_created(CUcontext c) noexcept {
-  DestroyedContexts& d = destroyed_contexts();
-  if (!d.any.load(std::memory_order_acquire)) return;
-  SpinGuard lock(d.lock);
-  for (CUcontext& x : d.list)
-    if (x == c) x = nullptr;
-}
-inline bool context_destroyed_listed(CUcontext c) noexcept {
-  DestroyedContexts& d = destroyed_contexts();
-  if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
-  SpinGuard lock(d.lock);
-  for (CUcontext x : d.list)
-    if (x == c) return true;
-  return false;
-}
-// Whether `current`, the calling thread's current context, is one oxicuda
-// destroyed. A listed handle is asked of the driver (cuCtxGetDevice, on
-// the current context: a destroyed one answers an error, and nothing is set
-// current): another library, or raw driver calls, may have created a
-// context that the driver gave the same handle, and that one is alive.
-// It is then taken off the list. Only on the cold path: a listed handle.
-inline bool context_destroyed(CUcontext current) noexcept {
-  if (OXICUDA_DETAIL_LIKELY(!context_destroyed_listed(current))) return false;
-  ffi::CUdevice device = -1;
-  if (OXICUDA_DRIVER(CtxGetDevice, &device).result != ffi::CUDA_SUCCESS) return true;
-  note_context_created(current);  // alive: a new context with a reused handle
-  return false;
-}
-
-}  // namespace detail
-
 // A CUDA context. Copies share it: a primary context is retained once and
 // released (cuDevicePrimaryCtxRelease) when the last copy drops; a created
 // one is destroyed (cuCtxDestroy) when the last copy drops, a green one's
@@ -3917,6 +3942,10 @@ class Context {
   // The green context whose context this is (Kind::green), else null.
   [[nodiscard]] CUgreenCtx green() const noexcept { return owner_ ? owner_->green : nullptr; }
   [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const;
+  // The driver's id of this context (cuCtxGetId, CUDA 12.0): unique in the
+  // process and never reused, unlike the handle, which the driver may give
+  // a later context.
+  [[nodiscard]] unsigned long long id(SourceLocation where = SourceLocation::current()) const;
 
   // Makes this the calling thread's current context (cuCtxSetCurrent). It
   // keeps no reference: keep a Context handle for as long as the context is
@@ -4064,6 +4093,13 @@ inline Device Context::device(SourceLocation where) const {
   ffi::CUdevice d = 0;
   detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
   return Device::from_raw(d);
+}
+
+inline unsigned long long Context::id(SourceLocation where) const {
+  unsigned long long id = 0;
+  detail::check(OXICUDA_DRIVER(CtxGetId, detail::checked(*this, "oxicuda::Context", "oxicuda::Context::id", where), &id),
+                where);
+  return id;
 }
 
 inline void Context::make_current(SourceLocation where) const {
@@ -5205,14 +5241,16 @@ class SmResource {
   // before the driver makes the groups: zero groups, more than
   // SmSplit::max_groups, `min_sm_count` above sm_count(), or fewer groups
   // possible than asked (the Error says how many fit); an empty resource, or
-  // a group of an earlier split (the driver splits only what a device or a
-  // green context has), is an Error too.
+  // a group or the remainder of an earlier split, is an Error too (the
+  // driver splits only what a device or a green context has: split a
+  // GreenContext's sms() instead).
   [[nodiscard]] SmSplit split(unsigned groups, unsigned min_sm_count, SmSplitOptions options = {},
                               SourceLocation where = SourceLocation::current()) const;
 
  private:
   ffi::CUdevResource raw_{};
   ffi::CUdevice device_ = -1;
+  bool split_output_ = false;  // a group or the remainder of split()
 };
 
 // The groups of one split, and its remainder: held inline (no allocation).
@@ -5263,6 +5301,10 @@ inline SmSplit SmResource::split(unsigned groups, unsigned min_sm_count, SmSplit
                                  SourceLocation where) const {
   if (!*this) detail::empty_handle("oxicuda::SmResource", "oxicuda::SmResource::split", where);
   const unsigned sms = sm_count();
+  if (split_output_)
+    detail::sm_split_refused("these SMs are a group or the remainder of an earlier split, which the driver does not "
+                             "split again: make a GreenContext of them and split its sms()",
+                             groups, min_sm_count, sms, ~0u, where);
   if (groups == 0) detail::sm_split_refused("zero groups", groups, min_sm_count, sms, ~0u, where);
   if (groups > SmSplit::max_groups)
     detail::sm_split_refused("more than SmSplit::max_groups (32)", groups, min_sm_count, sms, ~0u, where);
@@ -5284,8 +5326,12 @@ inline SmSplit SmResource::split(unsigned groups, unsigned min_sm_count, SmSplit
   SmSplit s;
   s.count_ = count < groups ? count : groups;
   const Device device = this->device();
-  for (unsigned i = 0; i < s.count_; ++i) s.groups_[i] = from_raw(made[i], device);
+  for (unsigned i = 0; i < s.count_; ++i) {
+    s.groups_[i] = from_raw(made[i], device);
+    s.groups_[i].split_output_ = true;
+  }
   s.remainder_ = from_raw(rest, device);
+  s.remainder_.split_output_ = true;
   return s;
 }
 
@@ -5331,6 +5377,13 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 // MPS, or 2 for a module using dynamic parallelism; never fewer). Disjoint
 // green contexts are not promised to run concurrently: other resources
 // (CUDA_DEVICE_MAX_CONNECTIONS) may order their work.
+//
+// One thread at a time: the driver lets a green context be current on only
+// one thread at once and does nothing to make calls on it from several
+// threads work (cuda.h, cuGreenCtxCreate). oxicuda makes it current around
+// each call made through its Context (buffers, modules, streams), so make
+// those calls for one green context from one thread at a time; its copies
+// may still be handed from thread to thread.
 class GreenContext {
  public:
   GreenContext() noexcept = default;
@@ -7944,13 +7997,12 @@ inline ffi::CUmemcpyAttributes copy_attributes(const CopyOptions& o) noexcept {
   fail(o, where, cat({"copy ", std::to_string(i), " of the batch"}));
 }
 
-// Copy `i` of a batch as a single async call, in its direction.
-inline void copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
-                     std::size_t bytes, std::size_t i, SourceLocation where) {
-  const auto o = dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
-                 : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
-                              : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
-  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) refuse_copy(o, i, where);
+// One copy of a batch as a single async call, in its direction.
+inline Outcome copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
+                        std::size_t bytes) {
+  return dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
+         : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
+                      : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
 }
 
 }  // namespace detail
@@ -7965,13 +8017,19 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
   detail::on_stream(stream, "oxicuda::copy_batch", where, [&](CUstream q) {
     if (n == 0) return;
     // The copies one by one, each an Error of its own naming its index.
+    // The copies before a refused one stay enqueued; those that read their
+    // source during the call are finished before the Error leaves.
     auto one_by_one = [&] {
       bool wait = false;
       for (std::size_t i = 0; i < copies.size(); ++i) {
         const BatchCopy& c = copies[i];
         const std::size_t bytes = A::bytes(c);
         if (bytes == 0) continue;
-        detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes, i, where);
+        const detail::Outcome o = detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes);
+        if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) {
+          if (wait) (void)OXICUDA_DRIVER(StreamSynchronize, q);
+          detail::refuse_copy(o, i, where);
+        }
         wait = wait || c.options().source_access == SourceAccess::during_call;
       }
       if (wait) detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);
@@ -9691,6 +9749,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 #include <cstddef>
 #include <span>
 #include <utility>
+#include <vector>
 
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -9783,16 +9842,20 @@ class ExternalSemaphore {
   ExternalSemaphoreType type_ = ExternalSemaphoreType::opaque_fd;
 };
 
-// One semaphore and its value, for the batched forms.
+// One semaphore and its value, for the batched forms. An NvSciSync
+// semaphore is signalled and waited for through its fence instead (an
+// NvSciSyncFence*: the driver fills it on a signal and reads it on a wait),
+// and only through the batched forms, which are an Error without one.
 struct SemaphoreValue {
   const ExternalSemaphore& semaphore;
   unsigned long long value = 0;
+  void* fence = nullptr;
 };
 
-// Signals (or waits for) every one of `semaphores` on `stream`, as one
-// call per 16 of them (the driver's batched form; stream order makes the
-// chunks one operation). An empty span enqueues nothing; an empty
-// semaphore among them is an Error before any is signalled.
+// Signals (or waits for) every one of `semaphores` on `stream`, in one
+// driver call (the batched form). An empty span enqueues nothing; an empty
+// semaphore among them, or an NvSciSync one without its fence, is an Error
+// before any is signalled.
 void signal_all(StreamRef stream, std::span<const SemaphoreValue> semaphores,
                 SourceLocation where = SourceLocation::current());
 void wait_all(StreamRef stream, std::span<const SemaphoreValue> semaphores,
@@ -9808,52 +9871,72 @@ inline bool keyed_mutex(ExternalSemaphoreType t) noexcept {
   return t == ExternalSemaphoreType::d3d11_keyed_mutex || t == ExternalSemaphoreType::d3d11_keyed_mutex_kmt;
 }
 
-inline ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signal_params(ExternalSemaphoreType t,
-                                                                unsigned long long value) noexcept {
-  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS p{};
-  (keyed_mutex(t) ? p.params.keyedMutexKey : p.params.fenceValue) = value;
-  return p;
-}
-
-inline ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wait_params(ExternalSemaphoreType t, unsigned long long value,
-                                                            unsigned timeout_ms) noexcept {
-  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS p{};
+// The driver's parameters for one semaphore: the value where its kind has
+// one, the key and timeout of a keyed mutex, the fence of an NvSciSync one.
+// (Params: the signal or the wait parameters.)
+template <class Params>
+Params semaphore_params(ExternalSemaphoreType t, unsigned long long value, void* fence,
+                        unsigned timeout_ms = 0) noexcept {
+  Params p{};
   if (keyed_mutex(t)) {
     p.params.keyedMutexKey = value;
-    p.params.keyedMutexTimeoutMs = timeout_ms;
+    if constexpr (requires { p.params.keyedMutexTimeoutMs; }) p.params.keyedMutexTimeoutMs = timeout_ms;
+  } else if (t == ExternalSemaphoreType::nvscisync) {
+    p.params.nvSciSync.fence = fence;
   } else {
     p.params.fenceValue = value;
   }
   return p;
 }
 
-// Signals (or waits for) each of `all`, up to 16 per driver call; a wait's
-// timeout applies to keyed mutexes. Not a template: one body for every
-// signal and wait, instantiated once.
+// Signals (or waits for) all of `all` in one driver call, their arrays on
+// the stack up to 16 semaphores and on the heap above; a wait's timeout
+// applies to keyed mutexes. One body for every signal and wait.
 inline void semaphores_on(StreamRef stream, std::span<const SemaphoreValue> all, bool signal, unsigned timeout_ms,
                           const char* operation, SourceLocation where) {
-  for (const SemaphoreValue& s : all)
+  for (const SemaphoreValue& s : all) {
     if (!s.semaphore) empty_handle("oxicuda::ExternalSemaphore", operation, where);
-  constexpr std::size_t chunk = 16;
-  for (std::size_t first = 0; first < all.size(); first += chunk) {
-    CUexternalSemaphore raws[chunk];
-    ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signals[chunk] = {};
-    ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS waits[chunk] = {};
-    const unsigned n = static_cast<unsigned>(all.size() - first < chunk ? all.size() - first : chunk);
-    for (unsigned i = 0; i < n; ++i) {
-      const SemaphoreValue& s = all[first + i];
-      raws[i] = s.semaphore.raw();
-      if (signal)
-        signals[i] = signal_params(s.semaphore.type(), s.value);
-      else
-        waits[i] = wait_params(s.semaphore.type(), s.value, timeout_ms);
-    }
-    on_stream(stream, operation, where, [&](CUstream q) {
-      check(signal ? OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, signals, n, q)
-                   : OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, waits, n, q),
-            where);
-    });
+    if (s.semaphore.type() == ExternalSemaphoreType::nvscisync && s.fence == nullptr)
+      bad_semaphore(operation,
+                    "an NvSciSync semaphore is signalled and waited for through its NvSciSyncFence: give it as "
+                    "SemaphoreValue::fence to signal_all or wait_all",
+                    where);
   }
+  if (all.empty()) return;
+  if (all.size() > 0xffffffffu) bad_semaphore(operation, "more semaphores than one driver call takes (2^32 - 1)", where);
+  constexpr std::size_t inline_count = 16;
+  const std::size_t n = all.size();
+  CUexternalSemaphore raws_here[inline_count];
+  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signals_here[inline_count];
+  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS waits_here[inline_count];
+  std::vector<CUexternalSemaphore> raws_heap;
+  std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS> signals_heap;
+  std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS> waits_heap;
+  CUexternalSemaphore* raws = raws_here;
+  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* signals = signals_here;
+  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* waits = waits_here;
+  if (n > inline_count) {
+    raws = (raws_heap = std::vector<CUexternalSemaphore>(n)).data();
+    if (signal)
+      signals = (signals_heap = std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS>(n)).data();
+    else
+      waits = (waits_heap = std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS>(n)).data();
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const SemaphoreValue& s = all[i];
+    raws[i] = s.semaphore.raw();
+    if (signal)
+      signals[i] = semaphore_params<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS>(s.semaphore.type(), s.value, s.fence);
+    else
+      waits[i] = semaphore_params<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS>(s.semaphore.type(), s.value, s.fence,
+                                                                            timeout_ms);
+  }
+  const auto count = static_cast<unsigned>(n);
+  on_stream(stream, operation, where, [&](CUstream q) {
+    check(signal ? OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, signals, count, q)
+                 : OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, waits, count, q),
+          where);
+  });
 }
 }  // namespace detail
 
@@ -10185,6 +10268,19 @@ struct JitOptionList {
     while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
     return log;
   }
+  // What a loaded module or library keeps as its log: `before` (its
+  // compiler's), then the JIT's. Never throws: it runs between the load
+  // and the owning handle, where an exception would leak what was loaded;
+  // when memory runs out the log is left empty instead.
+  [[nodiscard]] std::string loaded_log(std::string_view before) const noexcept {
+    try {
+      std::string log = info_log();
+      if (before.empty()) return log;
+      return log.empty() ? std::string(before) : cat({before, "\n", log});
+    } catch (...) {
+      return {};
+    }
+  }
 };
 }  // namespace detail
 
@@ -10336,10 +10432,8 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                               jit.error_log()}));
-  std::string log = jit.info_log();
-  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
+  m.state_ = detail::Shared<const State>::make(ctx, raw, jit.loaded_log(log_before), std::move(names), jit.wall_time_ms());
   return m;
 }
 
@@ -10568,10 +10662,8 @@ inline KernelLibrary KernelLibrary::load(const void* image, const char* path, st
                  path ? detail::cat({"loading the library file '", path, "'", jit.error_log()})
                       : detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                                      jit.error_log()}));
-  std::string log = jit.info_log();
-  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   KernelLibrary lib;
-  lib.state_ = detail::Shared<const State>::make(raw, std::move(log), std::move(names), jit.wall_time_ms());
+  lib.state_ = detail::Shared<const State>::make(raw, jit.loaded_log(log_before), std::move(names), jit.wall_time_ms());
   return lib;
 }
 
@@ -10635,9 +10727,8 @@ struct LibraryAccess {
       jit_error = jit.error_log();
       return r;
     }
-    std::string log = jit.info_log();
-    if (!log_before.empty()) log = log.empty() ? std::string(log_before) : cat({log_before, "\n", log});
-    out.state_ = Shared<const KernelLibrary::State>::make(raw, std::move(log), std::move(names), jit.wall_time_ms());
+    out.state_ =
+        Shared<const KernelLibrary::State>::make(raw, jit.loaded_log(log_before), std::move(names), jit.wall_time_ms());
     return r;
   }
   static std::string_view lowered(const KernelLibrary& lib, std::string_view name) noexcept { return lib.lowered(name); }
@@ -17644,6 +17735,7 @@ inline bool entry_at_fault(ffi::CUresult r) noexcept {
 inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOptions& options, SourceLocation where,
                           Module& out, std::string& jit_error) {
   JitOptionList jit(options, "oxicuda::module_from_source", where);
+  std::string names(e.names);  // (before the load: nothing that throws comes between it and the handle)
   CUmodule raw = nullptr;
   Outcome r;
   {
@@ -17654,9 +17746,7 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
     jit_error = jit.error_log();
     return r;
   }
-  std::string log = jit.info_log();
-  if (!e.log.empty()) log = log.empty() ? std::string(e.log) : cat({e.log, "\n", log});
-  out = ModuleAccess::adopt(ctx, raw, std::move(log), std::string(e.names));
+  out = ModuleAccess::adopt(ctx, raw, jit.loaded_log(e.log), std::move(names));
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 // clang-format off
 #include "driver/callback.hpp"
+#include "driver/destroyed_contexts.hpp"
 #include "driver/device.hpp"
 #include "driver/handle.hpp"
 #include "driver/context.hpp"

@@ -19,11 +19,15 @@ struct Limits {
   CUfunc_cache cache = CU_FUNC_CACHE_PREFER_NONE;
 };
 
+// The ids cuCtxGetId answers: one per context made, never reused.
+unsigned long long next_ctx_id = 1;
+
 struct Ctx {
   int device;
   bool primary;
   long retains;  // primary only
   const void* green = nullptr;  // a green context's context: the green context
+  unsigned long long id = next_ctx_id++;  // (a primary context's: renewed when retained afresh)
 };
 
 // By context; a context's entry is made by its first use (and kept: a
@@ -105,7 +109,10 @@ CUresult fake_DevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   std::lock_guard lock(mu);
   primaries[dev].device = dev;
   primaries[dev].primary = true;
-  if (primaries[dev].retains++ == 0) limits.erase(reinterpret_cast<CUcontext>(&primaries[dev]));  // a fresh start
+  if (primaries[dev].retains++ == 0) {  // a fresh start
+    limits.erase(reinterpret_cast<CUcontext>(&primaries[dev]));
+    primaries[dev].id = next_ctx_id++;
+  }
   *pctx = reinterpret_cast<CUcontext>(&primaries[dev]);
   return CUDA_SUCCESS;
 }
@@ -217,11 +224,28 @@ CUresult fake_CtxSynchronize() {
   return CUDA_SUCCESS;
 }
 
+// As driver 580 (H100, measured): the device even when the current context
+// was destroyed on another thread (cuCtxGetId tells that case).
 CUresult fake_CtxGetDevice(CUdevice* d) {
   FAKE_ENTRY(CtxGetDevice);
-  if (const CUresult r = need_current()) return r;
+  std::lock_guard lock(mu);
   CUcontext c = current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
   *d = reinterpret_cast<Ctx*>(c)->device;
+  return CUDA_SUCCESS;
+}
+
+// A null context asks for the current one's; a created context destroyed
+// on another thread and still current here answers
+// CUDA_ERROR_CONTEXT_IS_DESTROYED (driver 580, measured).
+CUresult fake_CtxGetId(CUcontext ctx, unsigned long long* id) {
+  FAKE_ENTRY(CtxGetId);
+  if (!id) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu);
+  CUcontext c = ctx ? ctx : current();
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_ctx(c)) return ctx ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *id = reinterpret_cast<Ctx*>(c)->id;
   return CUDA_SUCCESS;
 }
 

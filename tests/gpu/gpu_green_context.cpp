@@ -122,7 +122,7 @@ TEST_CASE("issue 25 (1): two green contexts of half the SMs each run at once, ea
   // (each kernel's time by its own stream's events; both, by the host's clock).
   const float d0 = Event::elapsed(start[0], end[0]).count(), d1 = Event::elapsed(start[1], end[1]).count();
   MESSAGE("kernel 0 ran ", d0, " ms, kernel 1 ", d1, " ms; both, launch to last synchronize: ", wall.count(),
-          " ms (", wall.count() < 0.9 * (d0 + d1) ? "overlapping" : "not overlapping", ")");
+          " ms (", std::string(wall.count() < 0.9 * (d0 + d1) ? "overlapping" : "not overlapping"), ")");
 }
 
 TEST_CASE("issue 25 (1): a green context's streams are ordinary: a graph captured on one replays there; it dies after its last stream") {

@@ -152,6 +152,7 @@ inline bool entry_at_fault(ffi::CUresult r) noexcept {
 inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOptions& options, SourceLocation where,
                           Module& out, std::string& jit_error) {
   JitOptionList jit(options, "oxicuda::module_from_source", where);
+  std::string names(e.names);  // (before the load: nothing that throws comes between it and the handle)
   CUmodule raw = nullptr;
   Outcome r;
   {
@@ -162,9 +163,7 @@ inline Outcome load_entry(const Context& ctx, const CacheEntry& e, const JitOpti
     jit_error = jit.error_log();
     return r;
   }
-  std::string log = jit.info_log();
-  if (!e.log.empty()) log = log.empty() ? std::string(e.log) : cat({e.log, "\n", log});
-  out = ModuleAccess::adopt(ctx, raw, std::move(log), std::string(e.names));
+  out = ModuleAccess::adopt(ctx, raw, jit.loaded_log(e.log), std::move(names));
   return r;
 }
 

@@ -88,11 +88,12 @@ inline bool sticky_result(ffi::CUresult r) noexcept {
 inline constexpr const char* sticky_advice =
     "this error is sticky: a kernel faulted (a device-side assert, an illegal address or instruction, ...), and "
     "the context is now unusable: every later call in it fails with this same error, whatever the call, so this "
-    "call may not be the one at fault. To recover, drop every handle of the context's objects (its buffers, "
-    "streams, events and modules are lost; their destructors' failures go to the diagnostic hook), then reset it: "
-    "a primary context with Context::reset_primary(device) (cuDevicePrimaryCtxReset; then retain it again with "
-    "Context::primary), a created one by dropping its last handle and creating another. Where the driver still "
-    "refuses after that, only a new process recovers";
+    "call may not be the one at fault. Plan on a new process to recover: on driver 580, after a device-side "
+    "assert, nothing else does (a reset primary context, or a new one, answers the same error). Where a driver "
+    "allows it, drop every handle of the context's objects (its buffers, streams, events and modules are lost; "
+    "their destructors' failures go to the diagnostic hook), then reset it: a primary context with "
+    "Context::reset_primary(device) (cuDevicePrimaryCtxReset; then retain it again with Context::primary), a "
+    "created one by dropping its last handle and creating another";
 
 // A call's result, with the entry point that gave it: the driver's
 // (OXICUDA_DRIVER), NVRTC's (OXICUDA_NVRTC) or nvJitLink's (OXICUDA_NVJITLINK).

@@ -1264,6 +1264,7 @@ struct CUtensorMap {
   X(ProfilerStart, 4000, "cuProfilerStart", ())                                                                        \
   X(ProfilerStop, 4000, "cuProfilerStop", ())                                                                          \
   X(CtxGetDevice, 2000, "cuCtxGetDevice", (CUdevice * device))                                                         \
+  X(CtxGetId, 12000, "cuCtxGetId", (CUcontext ctx, unsigned long long* ctxId))                                         \
   X(CtxSetLimit, 3010, "cuCtxSetLimit", (CUlimit limit, std::size_t value))                                            \
   X(CtxGetLimit, 3010, "cuCtxGetLimit", (std::size_t * pvalue, CUlimit limit))                                         \
   X(CtxSetCacheConfig, 3020, "cuCtxSetCacheConfig", (CUfunc_cache config))                                             \

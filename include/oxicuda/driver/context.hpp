@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "callback.hpp"
+#include "destroyed_contexts.hpp"
 #include "device.hpp"
 #include "handle.hpp"
 
@@ -35,77 +36,6 @@ struct MemoryInfo {
   std::size_t free = 0;
   std::size_t total = 0;
 };
-
-namespace detail {
-
-// The created contexts that oxicuda has destroyed, so that a guard never
-// makes one current again: a context destroyed while it was current on
-// another thread stays that thread's current context (the driver answers
-// CUDA_ERROR_CONTEXT_IS_DESTROYED there), and setting it current again
-// crashes the driver (a double free, on the H200). A handle the driver
-// reuses for a new context is taken off the list. A spin lock: the header
-// needs no <mutex> (MinGW's win32 thread model has none).
-struct DestroyedContexts {
-  std::atomic<bool> any{false};
-  std::atomic_flag lock;  // clear (C++20)
-  CUcontext list[64] = {};  // the latest 64
-  unsigned next = 0;
-};
-inline DestroyedContexts& destroyed_contexts() noexcept {
-  static DestroyedContexts* d = new DestroyedContexts;  // never destroyed: used by static destructors
-  return *d;
-}
-// A spin lock's scope over an atomic_flag (no <mutex> in the header): the
-// destroyed-context list here, the profiler's depths (profiler.hpp).
-class SpinGuard {
- public:
-  explicit SpinGuard(std::atomic_flag& f) noexcept : flag_(f) {
-    while (flag_.test_and_set(std::memory_order_acquire)) {
-    }
-  }
-  SpinGuard(const SpinGuard&) = delete;
-  SpinGuard& operator=(const SpinGuard&) = delete;
-  ~SpinGuard() { flag_.clear(std::memory_order_release); }
-
- private:
-  std::atomic_flag& flag_;
-};
-inline void note_context_destroyed(CUcontext c) noexcept {
-  DestroyedContexts& d = destroyed_contexts();
-  SpinGuard lock(d.lock);
-  d.list[d.next++ % 64] = c;
-  d.any.store(true, std::memory_order_release);
-}
-inline void note_context_created(CUcontext c) noexcept {
-  DestroyedContexts& d = destroyed_contexts();
-  if (!d.any.load(std::memory_order_acquire)) return;
-  SpinGuard lock(d.lock);
-  for (CUcontext& x : d.list)
-    if (x == c) x = nullptr;
-}
-inline bool context_destroyed_listed(CUcontext c) noexcept {
-  DestroyedContexts& d = destroyed_contexts();
-  if (OXICUDA_DETAIL_LIKELY(!d.any.load(std::memory_order_acquire)) || c == nullptr) return false;
-  SpinGuard lock(d.lock);
-  for (CUcontext x : d.list)
-    if (x == c) return true;
-  return false;
-}
-// Whether `current`, the calling thread's current context, is one oxicuda
-// destroyed. A listed handle is asked of the driver (cuCtxGetDevice, on
-// the current context: a destroyed one answers an error, and nothing is set
-// current): another library, or raw driver calls, may have created a
-// context that the driver gave the same handle, and that one is alive.
-// It is then taken off the list. Only on the cold path: a listed handle.
-inline bool context_destroyed(CUcontext current) noexcept {
-  if (OXICUDA_DETAIL_LIKELY(!context_destroyed_listed(current))) return false;
-  ffi::CUdevice device = -1;
-  if (OXICUDA_DRIVER(CtxGetDevice, &device).result != ffi::CUDA_SUCCESS) return true;
-  note_context_created(current);  // alive: a new context with a reused handle
-  return false;
-}
-
-}  // namespace detail
 
 // A CUDA context. Copies share it: a primary context is retained once and
 // released (cuDevicePrimaryCtxRelease) when the last copy drops; a created
@@ -166,6 +96,10 @@ class Context {
   // The green context whose context this is (Kind::green), else null.
   [[nodiscard]] CUgreenCtx green() const noexcept { return owner_ ? owner_->green : nullptr; }
   [[nodiscard]] Device device(SourceLocation where = SourceLocation::current()) const;
+  // The driver's id of this context (cuCtxGetId, CUDA 12.0): unique in the
+  // process and never reused, unlike the handle, which the driver may give
+  // a later context.
+  [[nodiscard]] unsigned long long id(SourceLocation where = SourceLocation::current()) const;
 
   // Makes this the calling thread's current context (cuCtxSetCurrent). It
   // keeps no reference: keep a Context handle for as long as the context is
@@ -313,6 +247,13 @@ inline Device Context::device(SourceLocation where) const {
   ffi::CUdevice d = 0;
   detail::check(OXICUDA_DRIVER(CtxGetDevice, &d), where);
   return Device::from_raw(d);
+}
+
+inline unsigned long long Context::id(SourceLocation where) const {
+  unsigned long long id = 0;
+  detail::check(OXICUDA_DRIVER(CtxGetId, detail::checked(*this, "oxicuda::Context", "oxicuda::Context::id", where), &id),
+                where);
+  return id;
 }
 
 inline void Context::make_current(SourceLocation where) const {

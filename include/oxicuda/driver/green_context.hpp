@@ -34,6 +34,13 @@ OXICUDA_DETAIL_NAMESPACE_BEGIN
 // MPS, or 2 for a module using dynamic parallelism; never fewer). Disjoint
 // green contexts are not promised to run concurrently: other resources
 // (CUDA_DEVICE_MAX_CONNECTIONS) may order their work.
+//
+// One thread at a time: the driver lets a green context be current on only
+// one thread at once and does nothing to make calls on it from several
+// threads work (cuda.h, cuGreenCtxCreate). oxicuda makes it current around
+// each call made through its Context (buffers, modules, streams), so make
+// those calls for one green context from one thread at a time; its copies
+// may still be handed from thread to thread.
 class GreenContext {
  public:
   GreenContext() noexcept = default;

@@ -59,14 +59,16 @@ class SmResource {
   // before the driver makes the groups: zero groups, more than
   // SmSplit::max_groups, `min_sm_count` above sm_count(), or fewer groups
   // possible than asked (the Error says how many fit); an empty resource, or
-  // a group of an earlier split (the driver splits only what a device or a
-  // green context has), is an Error too.
+  // a group or the remainder of an earlier split, is an Error too (the
+  // driver splits only what a device or a green context has: split a
+  // GreenContext's sms() instead).
   [[nodiscard]] SmSplit split(unsigned groups, unsigned min_sm_count, SmSplitOptions options = {},
                               SourceLocation where = SourceLocation::current()) const;
 
  private:
   ffi::CUdevResource raw_{};
   ffi::CUdevice device_ = -1;
+  bool split_output_ = false;  // a group or the remainder of split()
 };
 
 // The groups of one split, and its remainder: held inline (no allocation).
@@ -117,6 +119,10 @@ inline SmSplit SmResource::split(unsigned groups, unsigned min_sm_count, SmSplit
                                  SourceLocation where) const {
   if (!*this) detail::empty_handle("oxicuda::SmResource", "oxicuda::SmResource::split", where);
   const unsigned sms = sm_count();
+  if (split_output_)
+    detail::sm_split_refused("these SMs are a group or the remainder of an earlier split, which the driver does not "
+                             "split again: make a GreenContext of them and split its sms()",
+                             groups, min_sm_count, sms, ~0u, where);
   if (groups == 0) detail::sm_split_refused("zero groups", groups, min_sm_count, sms, ~0u, where);
   if (groups > SmSplit::max_groups)
     detail::sm_split_refused("more than SmSplit::max_groups (32)", groups, min_sm_count, sms, ~0u, where);
@@ -138,8 +144,12 @@ inline SmSplit SmResource::split(unsigned groups, unsigned min_sm_count, SmSplit
   SmSplit s;
   s.count_ = count < groups ? count : groups;
   const Device device = this->device();
-  for (unsigned i = 0; i < s.count_; ++i) s.groups_[i] = from_raw(made[i], device);
+  for (unsigned i = 0; i < s.count_; ++i) {
+    s.groups_[i] = from_raw(made[i], device);
+    s.groups_[i].split_output_ = true;
+  }
   s.remainder_ = from_raw(rest, device);
+  s.remainder_.split_output_ = true;
   return s;
 }
 

@@ -157,10 +157,8 @@ inline KernelLibrary KernelLibrary::load(const void* image, const char* path, st
                  path ? detail::cat({"loading the library file '", path, "'", jit.error_log()})
                       : detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                                      jit.error_log()}));
-  std::string log = jit.info_log();
-  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   KernelLibrary lib;
-  lib.state_ = detail::Shared<const State>::make(raw, std::move(log), std::move(names), jit.wall_time_ms());
+  lib.state_ = detail::Shared<const State>::make(raw, jit.loaded_log(log_before), std::move(names), jit.wall_time_ms());
   return lib;
 }
 
@@ -224,9 +222,8 @@ struct LibraryAccess {
       jit_error = jit.error_log();
       return r;
     }
-    std::string log = jit.info_log();
-    if (!log_before.empty()) log = log.empty() ? std::string(log_before) : cat({log_before, "\n", log});
-    out.state_ = Shared<const KernelLibrary::State>::make(raw, std::move(log), std::move(names), jit.wall_time_ms());
+    out.state_ =
+        Shared<const KernelLibrary::State>::make(raw, jit.loaded_log(log_before), std::move(names), jit.wall_time_ms());
     return r;
   }
   static std::string_view lowered(const KernelLibrary& lib, std::string_view name) noexcept { return lib.lowered(name); }

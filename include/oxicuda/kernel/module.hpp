@@ -104,6 +104,19 @@ struct JitOptionList {
     while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
     return log;
   }
+  // What a loaded module or library keeps as its log: `before` (its
+  // compiler's), then the JIT's. Never throws: it runs between the load
+  // and the owning handle, where an exception would leak what was loaded;
+  // when memory runs out the log is left empty instead.
+  [[nodiscard]] std::string loaded_log(std::string_view before) const noexcept {
+    try {
+      std::string log = info_log();
+      if (before.empty()) return log;
+      return log.empty() ? std::string(before) : cat({before, "\n", log});
+    } catch (...) {
+      return {};
+    }
+  }
 };
 }  // namespace detail
 
@@ -255,10 +268,8 @@ inline Module Module::load(const Context& ctx, const void* image, std::size_t si
     detail::fail(r, where,
                  detail::cat({is_text ? "PTX source" : "binary image", " of ", std::to_string(size), " bytes",
                               jit.error_log()}));
-  std::string log = jit.info_log();
-  if (!log_before.empty()) log = log.empty() ? std::string(log_before) : detail::cat({log_before, "\n", log});
   Module m;
-  m.state_ = detail::Shared<const State>::make(ctx, raw, std::move(log), std::move(names), jit.wall_time_ms());
+  m.state_ = detail::Shared<const State>::make(ctx, raw, jit.loaded_log(log_before), std::move(names), jit.wall_time_ms());
   return m;
 }
 

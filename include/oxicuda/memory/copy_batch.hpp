@@ -212,13 +212,12 @@ inline ffi::CUmemcpyAttributes copy_attributes(const CopyOptions& o) noexcept {
   fail(o, where, cat({"copy ", std::to_string(i), " of the batch"}));
 }
 
-// Copy `i` of a batch as a single async call, in its direction.
-inline void copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
-                     std::size_t bytes, std::size_t i, SourceLocation where) {
-  const auto o = dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
-                 : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
-                              : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
-  if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) refuse_copy(o, i, where);
+// One copy of a batch as a single async call, in its direction.
+inline Outcome copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
+                        std::size_t bytes) {
+  return dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
+         : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
+                      : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
 }
 
 }  // namespace detail
@@ -233,13 +232,19 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
   detail::on_stream(stream, "oxicuda::copy_batch", where, [&](CUstream q) {
     if (n == 0) return;
     // The copies one by one, each an Error of its own naming its index.
+    // The copies before a refused one stay enqueued; those that read their
+    // source during the call are finished before the Error leaves.
     auto one_by_one = [&] {
       bool wait = false;
       for (std::size_t i = 0; i < copies.size(); ++i) {
         const BatchCopy& c = copies[i];
         const std::size_t bytes = A::bytes(c);
         if (bytes == 0) continue;
-        detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes, i, where);
+        const detail::Outcome o = detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes);
+        if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) {
+          if (wait) (void)OXICUDA_DRIVER(StreamSynchronize, q);
+          detail::refuse_copy(o, i, where);
+        }
         wait = wait || c.options().source_access == SourceAccess::during_call;
       }
       if (wait) detail::check(OXICUDA_DRIVER(StreamSynchronize, q), where);

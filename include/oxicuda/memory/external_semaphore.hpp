@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "../driver/stream_ref.hpp"
 #include "shareable_memory.hpp"
@@ -103,16 +104,20 @@ class ExternalSemaphore {
   ExternalSemaphoreType type_ = ExternalSemaphoreType::opaque_fd;
 };
 
-// One semaphore and its value, for the batched forms.
+// One semaphore and its value, for the batched forms. An NvSciSync
+// semaphore is signalled and waited for through its fence instead (an
+// NvSciSyncFence*: the driver fills it on a signal and reads it on a wait),
+// and only through the batched forms, which are an Error without one.
 struct SemaphoreValue {
   const ExternalSemaphore& semaphore;
   unsigned long long value = 0;
+  void* fence = nullptr;
 };
 
-// Signals (or waits for) every one of `semaphores` on `stream`, as one
-// call per 16 of them (the driver's batched form; stream order makes the
-// chunks one operation). An empty span enqueues nothing; an empty
-// semaphore among them is an Error before any is signalled.
+// Signals (or waits for) every one of `semaphores` on `stream`, in one
+// driver call (the batched form). An empty span enqueues nothing; an empty
+// semaphore among them, or an NvSciSync one without its fence, is an Error
+// before any is signalled.
 void signal_all(StreamRef stream, std::span<const SemaphoreValue> semaphores,
                 SourceLocation where = SourceLocation::current());
 void wait_all(StreamRef stream, std::span<const SemaphoreValue> semaphores,
@@ -128,52 +133,72 @@ inline bool keyed_mutex(ExternalSemaphoreType t) noexcept {
   return t == ExternalSemaphoreType::d3d11_keyed_mutex || t == ExternalSemaphoreType::d3d11_keyed_mutex_kmt;
 }
 
-inline ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signal_params(ExternalSemaphoreType t,
-                                                                unsigned long long value) noexcept {
-  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS p{};
-  (keyed_mutex(t) ? p.params.keyedMutexKey : p.params.fenceValue) = value;
-  return p;
-}
-
-inline ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS wait_params(ExternalSemaphoreType t, unsigned long long value,
-                                                            unsigned timeout_ms) noexcept {
-  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS p{};
+// The driver's parameters for one semaphore: the value where its kind has
+// one, the key and timeout of a keyed mutex, the fence of an NvSciSync one.
+// (Params: the signal or the wait parameters.)
+template <class Params>
+Params semaphore_params(ExternalSemaphoreType t, unsigned long long value, void* fence,
+                        unsigned timeout_ms = 0) noexcept {
+  Params p{};
   if (keyed_mutex(t)) {
     p.params.keyedMutexKey = value;
-    p.params.keyedMutexTimeoutMs = timeout_ms;
+    if constexpr (requires { p.params.keyedMutexTimeoutMs; }) p.params.keyedMutexTimeoutMs = timeout_ms;
+  } else if (t == ExternalSemaphoreType::nvscisync) {
+    p.params.nvSciSync.fence = fence;
   } else {
     p.params.fenceValue = value;
   }
   return p;
 }
 
-// Signals (or waits for) each of `all`, up to 16 per driver call; a wait's
-// timeout applies to keyed mutexes. Not a template: one body for every
-// signal and wait, instantiated once.
+// Signals (or waits for) all of `all` in one driver call, their arrays on
+// the stack up to 16 semaphores and on the heap above; a wait's timeout
+// applies to keyed mutexes. One body for every signal and wait.
 inline void semaphores_on(StreamRef stream, std::span<const SemaphoreValue> all, bool signal, unsigned timeout_ms,
                           const char* operation, SourceLocation where) {
-  for (const SemaphoreValue& s : all)
+  for (const SemaphoreValue& s : all) {
     if (!s.semaphore) empty_handle("oxicuda::ExternalSemaphore", operation, where);
-  constexpr std::size_t chunk = 16;
-  for (std::size_t first = 0; first < all.size(); first += chunk) {
-    CUexternalSemaphore raws[chunk];
-    ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signals[chunk] = {};
-    ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS waits[chunk] = {};
-    const unsigned n = static_cast<unsigned>(all.size() - first < chunk ? all.size() - first : chunk);
-    for (unsigned i = 0; i < n; ++i) {
-      const SemaphoreValue& s = all[first + i];
-      raws[i] = s.semaphore.raw();
-      if (signal)
-        signals[i] = signal_params(s.semaphore.type(), s.value);
-      else
-        waits[i] = wait_params(s.semaphore.type(), s.value, timeout_ms);
-    }
-    on_stream(stream, operation, where, [&](CUstream q) {
-      check(signal ? OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, signals, n, q)
-                   : OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, waits, n, q),
-            where);
-    });
+    if (s.semaphore.type() == ExternalSemaphoreType::nvscisync && s.fence == nullptr)
+      bad_semaphore(operation,
+                    "an NvSciSync semaphore is signalled and waited for through its NvSciSyncFence: give it as "
+                    "SemaphoreValue::fence to signal_all or wait_all",
+                    where);
   }
+  if (all.empty()) return;
+  if (all.size() > 0xffffffffu) bad_semaphore(operation, "more semaphores than one driver call takes (2^32 - 1)", where);
+  constexpr std::size_t inline_count = 16;
+  const std::size_t n = all.size();
+  CUexternalSemaphore raws_here[inline_count];
+  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS signals_here[inline_count];
+  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS waits_here[inline_count];
+  std::vector<CUexternalSemaphore> raws_heap;
+  std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS> signals_heap;
+  std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS> waits_heap;
+  CUexternalSemaphore* raws = raws_here;
+  ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* signals = signals_here;
+  ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* waits = waits_here;
+  if (n > inline_count) {
+    raws = (raws_heap = std::vector<CUexternalSemaphore>(n)).data();
+    if (signal)
+      signals = (signals_heap = std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS>(n)).data();
+    else
+      waits = (waits_heap = std::vector<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS>(n)).data();
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const SemaphoreValue& s = all[i];
+    raws[i] = s.semaphore.raw();
+    if (signal)
+      signals[i] = semaphore_params<ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS>(s.semaphore.type(), s.value, s.fence);
+    else
+      waits[i] = semaphore_params<ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS>(s.semaphore.type(), s.value, s.fence,
+                                                                            timeout_ms);
+  }
+  const auto count = static_cast<unsigned>(n);
+  on_stream(stream, operation, where, [&](CUstream q) {
+    check(signal ? OXICUDA_DRIVER(SignalExternalSemaphoresAsync, raws, signals, count, q)
+                 : OXICUDA_DRIVER(WaitExternalSemaphoresAsync, raws, waits, count, q),
+          where);
+  });
 }
 }  // namespace detail
 

@@ -86,6 +86,7 @@ std::vector<Op> operations() {
          ctx.synchronize();
          (void)ctx.stream_priority_range();
          (void)ctx.memory_info();
+         (void)ctx.id();
          (void)Context::borrow(ctx.raw()).device();
        }},
       {"a created context", [] { Context ctx = Context::create(Device::get(0)); }},

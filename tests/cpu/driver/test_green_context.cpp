@@ -97,9 +97,17 @@ TEST_CASE_FIXTURE(FakeTest, "green contexts: bad input is an Error that names th
   CHECK(error_of([&] { (void)g.device(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
   CHECK_FALSE(g.context());
   CHECK(g.use_count() == 0);
-  // A group of a split is not split again (the driver's rule); a green
-  // context's SMs are.
-  CHECK(error_of([&] { (void)two.group(0).split(1, 8); }).result() ==
+  // A group or the remainder of a split is not split again (the driver's
+  // rule, checked before it is asked); a green context's SMs are.
+  const long splits = fake.calls("cuDevSmResourceSplitByCount");
+  const Error again = error_of([&] { (void)two.group(0).split(1, 8); });
+  CHECK(again.result() == ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(says(again, "a group or the remainder of an earlier split"));
+  CHECK(says(again, "make a GreenContext of them and split its sms()"));
+  CHECK(says(error_of([&] { (void)two.remainder().split(1, 8); }), "an earlier split"));
+  CHECK(fake.calls("cuDevSmResourceSplitByCount") == splits);
+  // (The fake driver refuses one that from_raw rebuilt, which no longer says where it came from.)
+  CHECK(error_of([&] { (void)SmResource::from_raw(two.group(0).raw(), Device::get(0)).split(1, 8); }).result() ==
         ffi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
   CHECK(moved.sms().split(1, 8).group(0).sm_count() == 8);
   // Stream::own, which a green context's streams are made by, refuses a null stream.

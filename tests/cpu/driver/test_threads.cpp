@@ -84,7 +84,12 @@ TEST_CASE_FIXTURE(ContextTest, "issue 30.2: a context destroyed while current on
   created.make_current();  // keeps no reference
   std::thread([c = std::move(created)]() mutable { c = Context(); }).join();  // the last handle: cuCtxDestroy
   REQUIRE(Context::current().raw() == raw);  // as on the driver: still current here, destroyed
-  // The driver's answer with it current...
+  // The driver's answers with it current (driver 580, measured): cuCtxGetDevice
+  // still answers with the device, cuCtxGetId and the rest do not...
+  ffi::CUdevice device = -1;
+  CHECK(detail::api().CtxGetDevice(&device) == ffi::CUDA_SUCCESS);
+  unsigned long long id = 0;
+  CHECK(detail::api().CtxGetId(nullptr, &id) == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
   ffi::CUdeviceptr d = 0;
   CHECK(detail::api().MemAlloc(&d, 16) == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED);
   // ... and oxicuda's guards do not make it current again (the driver
@@ -109,11 +114,16 @@ TEST_CASE_FIXTURE(ContextTest, "issue 30.2: a live context that another library 
   // the guard refusing it as destroyed).
   Context created = Context::create(Device::get(0));
   const CUcontext old = created.raw();
+  const unsigned long long old_id = created.id();
   REQUIRE(Context::current().raw() == nullptr);  // (Context::create leaves the current one alone)
   created = Context();  // the last handle: cuCtxDestroy; oxicuda lists it
   CUcontext reused = nullptr;
   REQUIRE(detail::api().CtxCreate(&reused, 0, 0) == ffi::CUDA_SUCCESS);
   REQUIRE_MESSAGE(reused == old, "the fake gave the new context a fresh handle, not the destroyed one's");
+  // The same handle, another context: its id tells them apart.
+  CHECK(Context::borrow(reused).id() != old_id);
+  CHECK(Context::borrow(reused).id() != ctx.id());
+  CHECK(error_of([] { (void)Context().id(); }).result() == ffi::CUDA_ERROR_INVALID_HANDLE);
   REQUIRE(Context::current().raw() == old);  // the new one, current (created contexts are pushed)
   CHECK_NOTHROW((void)Stream(ctx));  // a guard over it: ctx current for the call, the new one restored
   CHECK(Context::current().raw() == old);

@@ -163,6 +163,17 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch the driver refuses as a who
   CHECK(oom.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
   CHECK(oom.call() == "cuMemcpyBatchAsync");
   CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
+  // Copy by copy, a refused copy is the Error naming it; a copy before it
+  // that reads its source during the call is finished before it leaves.
+  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  fake.fail("cuMemcpyHtoDAsync", 2, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  const long syncs = fake.calls("cuStreamSynchronize");
+  const Error second =
+      error_of([&] { copy_batch(s, {{d, h, {.source_access = SourceAccess::during_call}}, {e, h}}); });
+  CHECK(second.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(second.call() == "cuMemcpyHtoDAsync");
+  CHECK(second.detail() == "copy 1 of the batch");
+  CHECK(fake.calls("cuStreamSynchronize") == syncs + 1);
 }
 
 TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): on the legacy default stream, which the batched call refuses, copy_batch loops") {

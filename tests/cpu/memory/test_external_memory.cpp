@@ -223,22 +223,24 @@ TEST_CASE_FIXTURE(StreamTest, "external semaphores: a timeline semaphore signall
   CHECK(open_fds() == fds_at_start);
 }
 
-TEST_CASE_FIXTURE(StreamTest, "external semaphores: batches of 16 per call, a binary semaphore, refusals") {
+TEST_CASE_FIXTURE(StreamTest, "external semaphores: a batch of any size in one call, a binary semaphore, refusals") {
   std::vector<ExternalSemaphore> sems;
   for (int i = 0; i < 20; ++i)
     sems.push_back(ExternalSemaphore::import_fd(ctx, new_eventfd(), ExternalSemaphoreType::timeline_fd));
   std::vector<SemaphoreValue> values;
   for (int i = 0; i < 20; ++i) values.push_back({sems[static_cast<std::size_t>(i)], 100ull + static_cast<unsigned>(i)});
   signal_all(s, values);
-  CHECK(fake.calls("cuSignalExternalSemaphoresAsync") == 2);  // 16 + 4
+  CHECK(fake.calls("cuSignalExternalSemaphoresAsync") == 1);  // 20 in one call: all or none
   unsigned long long value = 0;
   long blocked = 0;
   REQUIRE(fake.semaphore(sems[19].raw(), &value, &blocked) == 0);
   CHECK(value == 119);
   wait_all(s, values);
-  CHECK(fake.calls("cuWaitExternalSemaphoresAsync") == 2);
+  CHECK(fake.calls("cuWaitExternalSemaphoresAsync") == 1);
   REQUIRE(fake.semaphore(sems[19].raw(), &value, &blocked) == 0);
   CHECK(blocked == 0);
+  signal_all(s, std::span(values).first(16));  // (on the stack, as 20 were on the heap)
+  CHECK(fake.calls("cuSignalExternalSemaphoresAsync") == 2);
   signal_all(s, {});  // nothing to signal: no call
   CHECK(fake.calls("cuSignalExternalSemaphoresAsync") == 2);
 
@@ -275,10 +277,19 @@ TEST_CASE_FIXTURE(StreamTest, "external semaphores: batches of 16 per call, a bi
   CHECK(says(error_of([&] { binary.signal(Stream(), 1); }), "oxicuda::Stream"));
 
   // A keyed mutex's value is its key (and the wait's timeout goes with it); a fence's, its value.
-  const auto w = detail::wait_params(ExternalSemaphoreType::d3d11_keyed_mutex, 3, 250);
+  using Signal = ffi::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS;
+  using Wait = ffi::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS;
+  const auto w = detail::semaphore_params<Wait>(ExternalSemaphoreType::d3d11_keyed_mutex, 3, nullptr, 250);
   CHECK(w.params.keyedMutexKey == 3);
   CHECK(w.params.keyedMutexTimeoutMs == 250);
   CHECK(w.params.fenceValue == 0);
-  CHECK(detail::signal_params(ExternalSemaphoreType::d3d12_fence, 4).params.fenceValue == 4);
-  CHECK(detail::signal_params(ExternalSemaphoreType::d3d11_keyed_mutex_kmt, 4).params.keyedMutexKey == 4);
+  CHECK(detail::semaphore_params<Signal>(ExternalSemaphoreType::d3d12_fence, 4, nullptr).params.fenceValue == 4);
+  CHECK(detail::semaphore_params<Signal>(ExternalSemaphoreType::d3d11_keyed_mutex_kmt, 4, nullptr)
+            .params.keyedMutexKey == 4);
+  // An NvSciSync semaphore's is its fence (the driver fills it on a signal, reads it on a wait).
+  int fence = 0;
+  const auto sci = detail::semaphore_params<Signal>(ExternalSemaphoreType::nvscisync, 4, &fence);
+  CHECK(sci.params.nvSciSync.fence == &fence);
+  CHECK(sci.params.fenceValue == 0);
+  CHECK(detail::semaphore_params<Wait>(ExternalSemaphoreType::nvscisync, 4, &fence).params.nvSciSync.fence == &fence);
 }
