@@ -10273,13 +10273,17 @@ struct JitOptionList {
   // and the owning handle, where an exception would leak what was loaded;
   // when memory runs out the log is left empty instead.
   [[nodiscard]] std::string loaded_log(std::string_view before) const noexcept {
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
     try {
+#endif
       std::string log = info_log();
       if (before.empty()) return log;
       return log.empty() ? std::string(before) : cat({before, "\n", log});
+#if OXICUDA_DETAIL_HAS_EXCEPTIONS
     } catch (...) {
       return {};
     }
+#endif
   }
 };
 }  // namespace detail
