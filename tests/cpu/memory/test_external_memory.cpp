@@ -230,7 +230,7 @@ TEST_CASE_FIXTURE(StreamTest, "external semaphores: a batch of any size in one c
   std::vector<SemaphoreValue> values;
   for (int i = 0; i < 20; ++i) values.push_back({sems[static_cast<std::size_t>(i)], 100ull + static_cast<unsigned>(i)});
   signal_all(s, values);
-  CHECK(fake.calls("cuSignalExternalSemaphoresAsync") == 1);  // 20 in one call: all or none
+  CHECK(fake.calls("cuSignalExternalSemaphoresAsync") == 1);  // 20 in one call
   unsigned long long value = 0;
   long blocked = 0;
   REQUIRE(fake.semaphore(sems[19].raw(), &value, &blocked) == 0);
