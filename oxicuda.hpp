@@ -849,6 +849,8 @@ enum CUpointer_attribute : int {
   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
   CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
   CU_POINTER_ATTRIBUTE_MAPPED = 13,
+  CU_POINTER_ATTRIBUTE_MAPPING_SIZE = 18,
+  CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19,
 };
 
 enum CUdevice_P2PAttribute : int {
@@ -6221,6 +6223,7 @@ OXICUDA_DETAIL_NAMESPACE_END
 // element counts checked as bytes; the per-thread stream refused for
 // stream-ordered memory.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <iterator>
@@ -6371,16 +6374,66 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
   return c;
 }
 
+// One stream-ordered copy call: `bytes` from `offset` on both sides.
+inline Outcome copy_call(CUstream q, const CopySides& c, std::size_t offset, std::size_t bytes) noexcept {
+  if (c.dst_device && c.src_device)
+    return OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device + offset, c.src_device + offset, bytes, q);
+  if (c.dst_device)
+    return OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device + offset, static_cast<const char*>(c.src_host) + offset,
+                          bytes, q);
+  return OXICUDA_DRIVER(MemcpyDtoHAsync, static_cast<char*>(c.dst_host) + offset, c.src_device + offset, bytes, q);
+}
+
+// How many bytes from device address `p` stay within the one mapping that
+// holds it (cuPointerGetAttributes: its base and size), at most `most`.
+inline std::size_t within_mapping(ffi::CUdeviceptr p, std::size_t most) noexcept {
+  if (p == 0) return most;  // (the host side)
+  ffi::CUpointer_attribute attributes[2] = {ffi::CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+                                            ffi::CU_POINTER_ATTRIBUTE_MAPPING_SIZE};
+  ffi::CUdeviceptr base = 0;
+  std::size_t size = 0;
+  void* data[2] = {&base, &size};
+  if (!OXICUDA_DRIVER(PointerGetAttributes, 2u, attributes, data, p).ok() || p < base || p - base >= size) return most;
+  return std::min(most, static_cast<std::size_t>(base + size - p));
+}
+
+// After the driver refused a stream-ordered copy. Driver 580 refuses with
+// CUDA_ERROR_INVALID_VALUE a copy whose device side runs over two physical
+// allocations mapped side by side (virtual memory: a GrowableBuffer that has
+// grown), on a stream of the user's, and takes the same bytes one mapping at
+// a time. So the copy is enqueued again in pieces that each stay within one
+// mapping on both sides, in order on the same stream: the same copy. Any
+// other refusal, or one of a copy within one mapping, is the Error, with
+// nothing enqueued. A piece refused after others were enqueued is the Error
+// too, once the stream has finished them: no byte lands after it.
+OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c, Outcome refused,
+                                                 SourceLocation where) {
+  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) fail(refused, where);
+  for (std::size_t done = 0; done < c.bytes;) {
+    const std::size_t piece = within_mapping(c.src_device + (c.src_device ? done : 0),
+                                             within_mapping(c.dst_device + (c.dst_device ? done : 0), c.bytes - done));
+    if (done == 0 && piece == c.bytes) fail(refused, where);  // (within one mapping: refused for another reason)
+    const Outcome r = copy_call(q, c, done, piece);
+    if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
+      if (done != 0) (void)OXICUDA_DRIVER(StreamSynchronize, q);
+      fail(r, where);
+    }
+    done += piece;
+  }
+}
+
 // The one implementation of every copy direction, enqueued on queue `q`.
 template <class Dst, class Src>
 void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
   const CopySides c = copy_sides(dst, src, op, where);
+  Outcome r;
   if constexpr (device_range<Dst> && device_range<Src>)
-    check(OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q), where);
+    r = OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q);
   else if constexpr (device_range<Dst>)
-    check(OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q), where);
+    r = OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q);
   else
-    check(OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q), where);
+    r = OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) copy_by_mappings(q, c, r, where);
 }
 
 template <class R>

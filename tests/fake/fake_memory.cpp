@@ -204,6 +204,15 @@ static CUresult capture_copy(CUstream s, std::uintptr_t dst, bool dst_device, st
   return capture_work(s, std::move(w), captured);
 }
 
+// As driver 580 (measured on an H100, tools/probes/vmm_async_copy.cpp): a
+// stream-ordered copy on a stream of the user's, with no context current,
+// whose device side runs from one VMM mapping into the next, is refused
+// with CUDA_ERROR_INVALID_VALUE; the same bytes a mapping at a time are not.
+static bool refused_over_mappings(CUstream s, CUdeviceptr a, CUdeviceptr b, std::size_t n) {
+  if (reinterpret_cast<std::uintptr_t>(s) <= 2 || current() != nullptr) return false;
+  return (a && spans_vmm_mappings(a, n)) || (b && spans_vmm_mappings(b, n));
+}
+
 // Async work happens at once, unless the stream is held (defer): a copy
 // from host memory then takes its bytes now (the driver stages pageable
 // memory), and writes them when the stream's work runs. A zero-size copy
@@ -214,7 +223,7 @@ CUresult fake_MemcpyHtoDAsync(CUdeviceptr dst, const void* src, std::size_t n, C
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, dst, true, reinterpret_cast<std::uintptr_t>(src), false, n);
-  if (!in_allocation(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (!in_allocation(dst, n) || refused_over_mappings(s, dst, 0, n)) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
   if (!held(s)) {
     std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)), src, n);
@@ -233,7 +242,7 @@ CUresult fake_MemcpyDtoHAsync(void* dst, CUdeviceptr src, std::size_t n, CUstrea
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, reinterpret_cast<std::uintptr_t>(dst), false, src, true, n);
-  if (!in_allocation(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (!in_allocation(src, n) || refused_over_mappings(s, 0, src, n)) return CUDA_ERROR_INVALID_VALUE;
   auto work = [dst, src, n] {
     if (n && in_allocation(src, n)) std::memcpy(dst, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), n);
   };
@@ -249,6 +258,7 @@ CUresult fake_MemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, std::size_t n, C
   std::lock_guard lock(mu);
   if (const CUresult r = use_stream(s)) return r;
   if (capturing(s)) return capture_copy(s, dst, true, src, true, n);
+  if (refused_over_mappings(s, dst, src, n)) return CUDA_ERROR_INVALID_VALUE;
   return mem::enqueue_device_copy(dst, src, n, s);
 }
 

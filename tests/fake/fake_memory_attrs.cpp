@@ -113,14 +113,23 @@ CUresult fake_PointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, v
     if (auto r = registrations.find(it->first); r != registrations.end()) bytes = r->second.bytes;
     if (ptr < it->first + bytes) start = it->first, size = bytes, owner = &it->second;
   }
+  // VMM memory (fake_vmm.cpp), as the driver tells it: device memory whose
+  // range is the whole reservation; its mapping is one physical allocation.
+  VmmExtent vmm{};
+  const bool in_vmm = owner == nullptr && vmm_extent(ptr, vmm);
+  if (in_vmm) start = vmm.range_base, size = vmm.range_size;
+  const std::uintptr_t mapping_base = in_vmm ? vmm.mapping_base : start;
+  const std::size_t mapping_size = in_vmm ? vmm.mapping_size : size;
   const bool host_reachable = owner && (owner->managed || owner->type == CU_MEMORYTYPE_HOST);
-  const bool device_reachable = owner && (owner->type == CU_MEMORYTYPE_DEVICE || in_block(mapped_allocations, ptr, 1) ||
-                                          owner->managed);
+  const bool device_reachable = in_vmm || (owner && (owner->type == CU_MEMORYTYPE_DEVICE ||
+                                                     in_block(mapped_allocations, ptr, 1) || owner->managed));
   for (unsigned i = 0; i < n; ++i) {
     void* d = data[i];
     switch (attrs[i]) {
       case CU_POINTER_ATTRIBUTE_CONTEXT: *static_cast<CUcontext*>(d) = owner ? owner->ctx : nullptr; break;
-      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(d) = owner ? owner->type : 0; break;
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned*>(d) = owner ? static_cast<unsigned>(owner->type) : in_vmm ? unsigned{CU_MEMORYTYPE_DEVICE} : 0u;
+        break;
       case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:  // (0 with no context current, as the H100 answers)
         *static_cast<CUdeviceptr*>(d) = device_reachable && current() ? ptr : 0;
         break;
@@ -129,10 +138,14 @@ CUresult fake_PointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, v
         break;
       case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long*>(d) = owner ? owner->id : 0; break;
       case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned char*>(d) = owner && owner->managed; break;
-      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(d) = owner ? owner->device : -2; break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *static_cast<int*>(d) = owner ? owner->device : in_vmm ? vmm.device : -2;
+        break;
       case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(d) = start; break;
       case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<std::size_t*>(d) = size; break;
-      case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<unsigned char*>(d) = owner != nullptr; break;
+      case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<unsigned char*>(d) = owner != nullptr || in_vmm; break;
+      case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: *static_cast<CUdeviceptr*>(d) = mapping_base; break;
+      case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *static_cast<std::size_t*>(d) = mapping_size; break;
       default: return CUDA_ERROR_INVALID_VALUE;
     }
   }

@@ -175,6 +175,20 @@ CUevent new_event(CUcontext ctx, unsigned flags);
 // With `mu` held: [ptr, ptr + bytes) mapped by cuMemMap, back to back, and
 // open (cuMemSetAccess) to some device?
 bool in_vmm_mapping(CUdeviceptr ptr, std::size_t bytes);
+// With `mu` held: the mapping that holds `ptr` and its reservation (what
+// cuPointerGetAttributes tells of VMM memory); false outside any mapping.
+struct VmmExtent {
+  std::uintptr_t mapping_base;
+  std::size_t mapping_size;
+  std::uintptr_t range_base;
+  std::size_t range_size;
+  int device;
+};
+bool vmm_extent(CUdeviceptr ptr, VmmExtent& out);
+// With `mu` held: whether [ptr, ptr + bytes) starts in a mapping and runs
+// past its end, into the next one (what driver 580 refuses to copy in one
+// stream-ordered call: memory/copy.hpp).
+bool spans_vmm_mappings(CUdeviceptr ptr, std::size_t bytes);
 
 // fake_external.cpp: with `mu` held, frees a mapped buffer of external
 // memory (false when `p` is not one), for cuMemFree.

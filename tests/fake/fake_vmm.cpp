@@ -150,6 +150,19 @@ bool in_vmm_mapping(CUdeviceptr ptr, std::size_t bytes) {
   return true;
 }
 
+bool vmm_extent(CUdeviceptr ptr, VmmExtent& out) {
+  auto m = mapping_at(ptr);
+  auto r = reservation_of(ptr, 1);
+  if (m == mappings.end() || r == reservations.end()) return false;
+  out = VmmExtent{m->first, m->second.bytes, r->first, r->second, m->second.physical->device};
+  return true;
+}
+
+bool spans_vmm_mappings(CUdeviceptr ptr, std::size_t bytes) {
+  auto m = mapping_at(ptr);
+  return bytes != 0 && m != mappings.end() && ptr + bytes > m->first + m->second.bytes;
+}
+
 }  // namespace fake
 
 using namespace fake;

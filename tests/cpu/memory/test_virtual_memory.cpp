@@ -232,6 +232,57 @@ TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: grows in place twice, keeps its 
   CHECK(error_of([&] { none.resize(1); }).result() == ffi::CUDA_ERROR_INVALID_VALUE);
 }
 
+TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: a stream-ordered copy over its mappings, refused whole as by driver 580, goes a mapping at a time; other refusals stay Errors") {
+  const std::size_t g = allocation_granularity(Device::get(0));
+  const std::size_t per_chunk = g / sizeof(int);
+  GrowableBuffer<int> b(ctx, 3 * per_chunk, 1);
+  b.resize(per_chunk + 1);
+  b.resize(3 * per_chunk);
+  REQUIRE(b.mapping_count() == 3);
+  GrowableBuffer<int> other(ctx, 3 * per_chunk, 1);
+  other.resize(3 * per_chunk);  // two mappings, of one and of two granules
+  REQUIRE(other.mapping_count() == 2);
+  const Stream s(ctx);
+  std::vector<int> host(b.size());
+  std::iota(host.begin(), host.end(), 1);
+
+  // Host to device and back, over the three mappings: the whole copy is
+  // refused, then it goes in three pieces.
+  copy(s, b, host);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 1 + 3);
+  std::vector<int> back(b.size());
+  copy_async(s, back, b);
+  s.synchronize();
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 1 + 3);
+  CHECK(back == host);
+
+  // Device to device, the two sides' mappings out of step: pieces of half a
+  // granule, a half, a whole and a half.
+  copy(s, other.subspan(0, 2 * per_chunk + per_chunk / 2), b.subspan(per_chunk / 2));
+  CHECK(fake.calls("cuMemcpyDtoDAsync") == 1 + 4);
+  std::vector<int> moved(other.size());
+  copy(s, moved, other);
+  CHECK(std::equal(moved.begin(), moved.begin() + 2 * per_chunk + per_chunk / 2, host.begin() + per_chunk / 2));
+
+  // Within one mapping, the driver's refusal is the Error, tried once.
+  const long dtoh = fake.calls("cuMemcpyDtoHAsync");
+  fake.fail("cuMemcpyDtoHAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(error_of([&] { copy(s, std::span(back).first(10), b.subspan(0, 10)); }).result() ==
+        ffi::CUDA_ERROR_INVALID_VALUE);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 1);
+  // Another refusal than INVALID_VALUE over the mappings: the Error, tried once.
+  fake.fail("cuMemcpyDtoHAsync", 1, ffi::CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(error_of([&] { copy_async(s, back, b); }).result() == ffi::CUDA_ERROR_ILLEGAL_ADDRESS);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 2);
+  // A piece refused after one was enqueued: the Error, once the stream has
+  // finished the piece before it.
+  const long syncs = fake.calls("cuStreamSynchronize");
+  fake.fail("cuMemcpyDtoHAsync", 3, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(error_of([&] { copy_async(s, back, b); }).result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 5);
+  CHECK(fake.calls("cuStreamSynchronize") == syncs + 1);
+}
+
 TEST_CASE_FIXTURE(ContextTest, "virtual memory: exported as a POSIX fd and as a fabric handle, imported, the same bytes") {
   const std::size_t g = allocation_granularity(Device::get(0));
   const long fds_at_start = open_fds();
