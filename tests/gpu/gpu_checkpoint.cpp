@@ -167,7 +167,7 @@ TEST_CASE("issue 25 (6): a child process locked then checkpointed then restored 
               " (the child exited ", code, ")");
       return;
     }
-    FAIL("the driver refused a checkpoint step of child " << pid << ": " << e.what() << " (the child exited " << code
+    FAIL("the driver refused a checkpoint step of child " << pid << ": " << std::string(e.what()) << " (the child exited " << code
                                                            << ")");
   }
   CHECK(c.finish() == 0);

@@ -48,7 +48,7 @@ ExternalMemory import_or_fail(FileDescriptor&& fd, std::size_t bytes) {
   } catch (const Error& e) {
     FAIL("the driver refused a VMM allocation exported with cuMemExportToShareableHandle "
          "(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) as CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD external memory: "
-         << e.what());
+         << std::string(e.what()));
   }
   return {};
 }

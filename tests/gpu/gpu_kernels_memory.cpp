@@ -603,7 +603,7 @@ TEST_CASE("issue 30.2 (H200): a context destroyed while current on another threa
       Stream s(primary);  // driver 580 crashed in this stream's destruction before oxicuda asked cuCtxGetId
     } catch (const Error& e) {
       refused = e.result() == ffi::CUDA_ERROR_CONTEXT_IS_DESTROYED;
-      MESSAGE("issue 30.2: " << e.what());
+      MESSAGE("issue 30.2: " << std::string(e.what()));
     }
     CHECK(refused);
     primary.make_current();
@@ -629,7 +629,7 @@ TEST_CASE("issue 30.5 (H200): after a device-side assert, sticky Errors that say
       } catch (const Error& e) {
         sticky = e.result() == ffi::CUDA_ERROR_ASSERT &&
                  e.detail().find("this error is sticky") != std::string::npos;
-        MESSAGE("issue 30.5: " << e.what());
+        MESSAGE("issue 30.5: " << std::string(e.what()));
       }
       CHECK(sticky);
       // An unrelated call repeats it, and says so.
