@@ -6397,18 +6397,8 @@ inline std::size_t within_mapping(ffi::CUdeviceptr p, std::size_t most) noexcept
   return std::min(most, static_cast<std::size_t>(base + size - p));
 }
 
-// After the driver refused a stream-ordered copy. Driver 580 refuses with
-// CUDA_ERROR_INVALID_VALUE a copy whose device side runs over two physical
-// allocations mapped side by side (virtual memory: a GrowableBuffer that has
-// grown), on a stream of the user's, and takes the same bytes one mapping at
-// a time. So the copy is enqueued again in pieces that each stay within one
-// mapping on both sides, in order on the same stream: the same copy. Any
-// other refusal, or one of a copy within one mapping, is the Error, with
-// nothing enqueued. A piece refused after others were enqueued is the Error
-// too, once the stream has finished them: no byte lands after it.
-OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c, Outcome refused,
-                                                 SourceLocation where) {
-  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) fail(refused, where);
+// The copy of copy_by_mappings (below), a mapping at a time.
+inline void copy_in_pieces(CUstream q, const CopySides& c, Outcome refused, SourceLocation where) {
   for (std::size_t done = 0; done < c.bytes;) {
     const std::size_t piece = within_mapping(c.src_device + (c.src_device ? done : 0),
                                              within_mapping(c.dst_device + (c.dst_device ? done : 0), c.bytes - done));
@@ -6420,6 +6410,26 @@ OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c,
     }
     done += piece;
   }
+}
+
+// After the driver refused a stream-ordered copy. Driver 580 (H100,
+// tools/probes/vmm_async_copy.cpp) refuses with CUDA_ERROR_INVALID_VALUE a
+// copy on a stream of the user's whose device side runs over two physical
+// allocations mapped side by side (virtual memory: a GrowableBuffer that has
+// grown) when no context is current; with one current, or a mapping at a
+// time, it takes the same bytes. So the copy is enqueued again, with the
+// memory's context current (when its span knows it), in pieces that each
+// stay within one mapping on both sides, in order on the same stream: the
+// same copy. Any other refusal, or one of a copy within one mapping, is the
+// Error, with nothing enqueued. A piece refused after others were enqueued
+// is the Error too, once the stream has finished them: no byte lands after
+// it.
+OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c, Outcome refused,
+                                                 SourceLocation where) {
+  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) fail(refused, where);
+  if (c.ctx == nullptr) return copy_in_pieces(q, c, refused, where);
+  SwitchCurrent current(c.ctx, where);
+  copy_in_pieces(q, c, refused, where);
 }
 
 // The one implementation of every copy direction, enqueued on queue `q`.

@@ -205,9 +205,10 @@ static CUresult capture_copy(CUstream s, std::uintptr_t dst, bool dst_device, st
 }
 
 // As driver 580 (measured on an H100, tools/probes/vmm_async_copy.cpp): a
-// stream-ordered copy on a stream of the user's, with no context current,
-// whose device side runs from one VMM mapping into the next, is refused
-// with CUDA_ERROR_INVALID_VALUE; the same bytes a mapping at a time are not.
+// stream-ordered copy on a stream of the user's (blocking or not), with no
+// context current, whose device side runs from one VMM mapping into the
+// next, is refused with CUDA_ERROR_INVALID_VALUE; the same bytes a mapping
+// at a time, or with a context current, are not. (A memset is not refused.)
 static bool refused_over_mappings(CUstream s, CUdeviceptr a, CUdeviceptr b, std::size_t n) {
   if (reinterpret_cast<std::uintptr_t>(s) <= 2 || current() != nullptr) return false;
   return (a && spans_vmm_mappings(a, n)) || (b && spans_vmm_mappings(b, n));
