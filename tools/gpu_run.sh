@@ -19,7 +19,10 @@ $D/oxicuda-gpu-tests >"$OUT/gpu-suite.log" 2>&1; summary "gpu suite" $? "$OUT/gp
 echo "  ($SECONDS s)"
 san="compute-sanitizer --error-exitcode 99"
 if [ "${MEMCHECK:-1}" = 1 ]; then
-  $san --tool memcheck --leak-check full --report-api-errors no $D/oxicuda-gpu-tests >"$OUT/memcheck.log" 2>&1
+  # Not the case whose child makes a kernel assert on purpose (issue 30.5):
+  # memcheck counts that assert as its one error.
+  $san --tool memcheck --leak-check full --report-api-errors no $D/oxicuda-gpu-tests \
+    --test-case-exclude='*device-side assert*' >"$OUT/memcheck.log" 2>&1
   summary "memcheck" $? "$OUT/memcheck.log"; grep -E "ERROR SUMMARY|LEAK SUMMARY|bytes leaked" "$OUT/memcheck.log" | tail -3
   echo "  ($SECONDS s)"
 fi

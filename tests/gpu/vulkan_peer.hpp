@@ -46,7 +46,9 @@ class Peer {
   explicit Peer(const std::array<unsigned char, 16>& uuid) {
     open_library();
     auto create_instance = reinterpret_cast<PFN_vkCreateInstance>(gipa_(nullptr, "vkCreateInstance"));
-    if (create_instance == nullptr) throw Failure("the Vulkan implementation has no vkCreateInstance");
+    if (create_instance == nullptr)
+      throw Failure(source_ + " loads but gives no vkCreateInstance: the Vulkan driver could not initialize (the "
+                    "NVIDIA driver answers so when its graphics part is missing, as in a compute-only container)");
     auto app = make<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
     app.pApplicationName = "oxicuda-gpu-tests";
     app.apiVersion = VK_API_VERSION_1_2;
