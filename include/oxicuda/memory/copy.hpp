@@ -105,9 +105,13 @@ std::size_t span_bytes(const DeviceSpan<T>& s, const char* operation, SourceLoca
   return s.size_bytes();
 }
 
+// Which sides of a copy are device memory (from the ranges' types).
+enum class CopyKind { device_to_device, host_to_device, device_to_host };
+
 // The two sides of a copy, after its checks (same element type, a mutable
 // destination, the same count): a device address or a host pointer each.
 struct CopySides {
+  CopyKind kind = CopyKind::device_to_device;
   ffi::CUdeviceptr dst_device = 0;
   ffi::CUdeviceptr src_device = 0;
   void* dst_host = nullptr;
@@ -130,7 +134,7 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     check_buffer_handle(src, op, where);
     c.dst_device = d.device_ptr();
     c.src_device = s.device_ptr();
-    c.bytes = span_bytes(d, op, where);
+    c.bytes = span_bytes(d, op, where);  // (kind: device_to_device)
     c.ctx = d.context() ? d.context() : s.context();
   } else if constexpr (device_range<Dst>) {
     using T = device_element_t<Dst>;
@@ -139,6 +143,7 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     const auto d = dst.device_span();
     check_sizes(op, d.size(), std::size(src), sizeof(T), where);
     check_buffer_handle(dst, op, where);
+    c.kind = CopyKind::host_to_device;
     c.dst_device = d.device_ptr();
     c.src_host = std::data(src);
     c.bytes = span_bytes(d, op, where);
@@ -150,6 +155,7 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
     const auto s = src.device_span();
     check_sizes(op, std::size(dst), s.size(), sizeof(T), where);
     check_buffer_handle(src, op, where);
+    c.kind = CopyKind::device_to_host;
     c.dst_host = const_cast<void*>(static_cast<const void*>(std::data(dst)));  // not const: asserted above
     c.src_device = s.device_ptr();
     c.bytes = span_bytes(s, op, where);
@@ -160,18 +166,21 @@ CopySides copy_sides(Dst& dst, Src& src, const char* op, SourceLocation where) {
 
 // One stream-ordered copy call: `bytes` from `offset` on both sides.
 inline Outcome copy_call(CUstream q, const CopySides& c, std::size_t offset, std::size_t bytes) noexcept {
-  if (c.dst_device && c.src_device)
-    return OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device + offset, c.src_device + offset, bytes, q);
-  if (c.dst_device)
-    return OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device + offset, static_cast<const char*>(c.src_host) + offset,
-                          bytes, q);
+  switch (c.kind) {
+    case CopyKind::device_to_device:
+      return OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device + offset, c.src_device + offset, bytes, q);
+    case CopyKind::host_to_device:
+      return OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device + offset, static_cast<const char*>(c.src_host) + offset,
+                            bytes, q);
+    case CopyKind::device_to_host:
+      break;
+  }
   return OXICUDA_DRIVER(MemcpyDtoHAsync, static_cast<char*>(c.dst_host) + offset, c.src_device + offset, bytes, q);
 }
 
 // How many bytes from device address `p` stay within the one mapping that
 // holds it (cuPointerGetAttributes: its base and size), at most `most`.
 inline std::size_t within_mapping(ffi::CUdeviceptr p, std::size_t most) noexcept {
-  if (p == 0) return most;  // (the host side)
   ffi::CUpointer_attribute attributes[2] = {ffi::CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
                                             ffi::CU_POINTER_ATTRIBUTE_MAPPING_SIZE};
   ffi::CUdeviceptr base = 0;
@@ -184,8 +193,9 @@ inline std::size_t within_mapping(ffi::CUdeviceptr p, std::size_t most) noexcept
 // The copy of copy_by_mappings (below), a mapping at a time.
 inline void copy_in_pieces(CUstream q, const CopySides& c, Outcome refused, SourceLocation where) {
   for (std::size_t done = 0; done < c.bytes;) {
-    const std::size_t piece = within_mapping(c.src_device + (c.src_device ? done : 0),
-                                             within_mapping(c.dst_device + (c.dst_device ? done : 0), c.bytes - done));
+    std::size_t piece = c.bytes - done;
+    if (c.kind != CopyKind::host_to_device) piece = within_mapping(c.src_device + done, piece);
+    if (c.kind != CopyKind::device_to_host) piece = within_mapping(c.dst_device + done, piece);
     if (done == 0 && piece == c.bytes) fail(refused, where);  // (within one mapping: refused for another reason)
     const Outcome r = copy_call(q, c, done, piece);
     if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
@@ -220,13 +230,7 @@ OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c,
 template <class Dst, class Src>
 void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
   const CopySides c = copy_sides(dst, src, op, where);
-  Outcome r;
-  if constexpr (device_range<Dst> && device_range<Src>)
-    r = OXICUDA_DRIVER(MemcpyDtoDAsync, c.dst_device, c.src_device, c.bytes, q);
-  else if constexpr (device_range<Dst>)
-    r = OXICUDA_DRIVER(MemcpyHtoDAsync, c.dst_device, c.src_host, c.bytes, q);
-  else
-    r = OXICUDA_DRIVER(MemcpyDtoHAsync, c.dst_host, c.src_device, c.bytes, q);
+  const Outcome r = copy_call(q, c, 0, c.bytes);  // (c.kind is known here: the switch folds away)
   if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) copy_by_mappings(q, c, r, where);
 }
 

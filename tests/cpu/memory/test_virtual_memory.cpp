@@ -281,6 +281,11 @@ TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: a stream-ordered copy over its m
   CHECK(error_of([&] { copy_async(s, back, b); }).result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
   CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 5);
   CHECK(fake.calls("cuStreamSynchronize") == syncs + 1);
+  // A device destination that is no memory (a span over address 0): the
+  // Error of a device-to-device copy, never a copy in another direction.
+  const DeviceSpan<int> nowhere{0, b.size(), ctx.raw()};
+  CHECK(error_of([&] { copy_async(s, nowhere, b); }).call() == "cuMemcpyDtoDAsync");
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 5);
 }
 
 TEST_CASE_FIXTURE(ContextTest, "virtual memory: exported as a POSIX fd and as a fabric handle, imported, the same bytes") {
