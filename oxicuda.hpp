@@ -6223,7 +6223,6 @@ OXICUDA_DETAIL_NAMESPACE_END
 // element counts checked as bytes; the per-thread stream refused for
 // stream-ordered memory.
 
-#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <iterator>
@@ -6403,23 +6402,30 @@ inline std::size_t within_mapping(ffi::CUdeviceptr p, std::size_t most) noexcept
   std::size_t size = 0;
   void* data[2] = {&base, &size};
   if (!OXICUDA_DRIVER(PointerGetAttributes, 2u, attributes, data, p).ok() || p < base || p - base >= size) return most;
-  return std::min(most, static_cast<std::size_t>(base + size - p));
+  // (Not std::min: <algorithm> would cost every translation unit about 250 M
+  // compiler instructions; BENCHMARKS.md, "Include cost".)
+  const auto left = static_cast<std::size_t>(base + size - p);
+  return left < most ? left : most;
 }
 
-// The copy of copy_by_mappings (below), a mapping at a time.
-inline void copy_in_pieces(CUstream q, const CopySides& c, Outcome refused, SourceLocation where) {
+// The copy of copy_by_mappings (below), a mapping at a time. Returns
+// `refused` when the copy lies within one mapping (nothing enqueued), a
+// later piece's refusal once the stream has finished the pieces before it,
+// or success.
+inline Outcome copy_in_pieces(CUstream q, const CopySides& c, Outcome refused) noexcept {
   for (std::size_t done = 0; done < c.bytes;) {
     std::size_t piece = c.bytes - done;
     if (c.kind != CopyKind::host_to_device) piece = within_mapping(c.src_device + done, piece);
     if (c.kind != CopyKind::device_to_host) piece = within_mapping(c.dst_device + done, piece);
-    if (done == 0 && piece == c.bytes) fail(refused, where);  // (within one mapping: refused for another reason)
+    if (done == 0 && piece == c.bytes) return refused;  // (within one mapping: refused for another reason)
     const Outcome r = copy_call(q, c, done, piece);
     if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
       if (done != 0) (void)OXICUDA_DRIVER(StreamSynchronize, q);
-      fail(r, where);
+      return r;
     }
     done += piece;
   }
+  return Outcome{ffi::CUDA_SUCCESS, refused.entry};
 }
 
 // After the driver refused a stream-ordered copy. Driver 580 (H100,
@@ -6428,18 +6434,19 @@ inline void copy_in_pieces(CUstream q, const CopySides& c, Outcome refused, Sour
 // allocations mapped side by side (virtual memory: a GrowableBuffer that has
 // grown) when no context is current; with one current, or a mapping at a
 // time, it takes the same bytes. So the copy is enqueued again, with the
-// memory's context current (when its span knows it), in pieces that each
-// stay within one mapping on both sides, in order on the same stream: the
-// same copy. Any other refusal, or one of a copy within one mapping, is the
-// Error, with nothing enqueued. A piece refused after others were enqueued
-// is the Error too, once the stream has finished them: no byte lands after
-// it.
-OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c, Outcome refused,
-                                                 SourceLocation where) {
-  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) fail(refused, where);
-  if (c.ctx == nullptr) return copy_in_pieces(q, c, refused, where);
-  SwitchCurrent current(c.ctx, where);
-  copy_in_pieces(q, c, refused, where);
+// memory's context current (when its span knows it; a failure to make it
+// current goes to the diagnostic hook, and the pieces go without it), in
+// pieces that each stay within one mapping on both sides, in order on the
+// same stream: the same copy. Returns what the caller raises, if not
+// success: any other refusal, or one of a copy within one mapping, with
+// nothing enqueued; a piece refused after others were enqueued, once the
+// stream has finished them (no byte lands after the Error). copy and
+// copy_batch both use it; it never throws.
+[[nodiscard]] OXICUDA_DETAIL_COLD inline Outcome copy_by_mappings(CUstream q, const CopySides& c,
+                                                                Outcome refused) noexcept {
+  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) return refused;
+  const ScopedCurrentNothrow current(c.ctx, "making a copy's context current to copy it a VMM mapping at a time");
+  return copy_in_pieces(q, c, refused);
 }
 
 // The one implementation of every copy direction, enqueued on queue `q`.
@@ -6447,7 +6454,7 @@ template <class Dst, class Src>
 void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
   const CopySides c = copy_sides(dst, src, op, where);
   const Outcome r = copy_call(q, c, 0, c.bytes);  // (c.kind is known here: the switch folds away)
-  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) copy_by_mappings(q, c, r, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) check(copy_by_mappings(q, c, r), where);
 }
 
 template <class R>
@@ -7953,6 +7960,7 @@ class BatchCopy {
       address = static_cast<std::uintptr_t>(s.device_ptr());
       count = s.size();
       device = true;
+      if (!ctx_) ctx_ = s.context();
       if constexpr (detail::owning_device_buffer<Range>) empty_buffer_ = empty_buffer_ || !r.context();
     } else {
       address = reinterpret_cast<std::uintptr_t>(std::data(r));
@@ -7963,6 +7971,7 @@ class BatchCopy {
 
   std::uintptr_t dst_ = 0, src_ = 0;
   std::size_t dst_count_ = 0, src_count_ = 0, element_size_ = 1;
+  CUcontext ctx_ = nullptr;  // the device side's context, where its range knows it
   bool dst_device_ = false, src_device_ = false, empty_buffer_ = false;
   CopyOptions options_;
 };
@@ -8022,10 +8031,23 @@ class BatchScratch {
 struct BatchCopyAccess {
   static std::uintptr_t dst(const BatchCopy& c) noexcept { return c.dst_; }
   static std::uintptr_t src(const BatchCopy& c) noexcept { return c.src_; }
-  static bool dst_device(const BatchCopy& c) noexcept { return c.dst_device_; }
-  static bool src_device(const BatchCopy& c) noexcept { return c.src_device_; }
   // The copy's bytes, once check() has passed.
   static std::size_t bytes(const BatchCopy& c) noexcept { return c.dst_count_ * c.element_size_; }
+  // The copy as copy() makes it (one side at least is device memory: the
+  // constructor's requirement), once check() has passed.
+  static CopySides sides(const BatchCopy& c) noexcept {
+    CopySides s;
+    s.kind = !c.src_device_ ? CopyKind::host_to_device
+             : c.dst_device_ ? CopyKind::device_to_device
+                             : CopyKind::device_to_host;
+    if (c.dst_device_) s.dst_device = c.dst_;
+    else s.dst_host = reinterpret_cast<void*>(c.dst_);
+    if (c.src_device_) s.src_device = c.src_;
+    else s.src_host = reinterpret_cast<const void*>(c.src_);
+    s.bytes = bytes(c);
+    s.ctx = c.ctx_;
+    return s;
+  }
 
   // Copy `i` of the batch is well-formed, or an Error naming it.
   static void check(const BatchCopy& c, std::size_t i, SourceLocation where) {
@@ -8064,14 +8086,6 @@ inline ffi::CUmemcpyAttributes copy_attributes(const CopyOptions& o) noexcept {
   fail(o, where, cat({"copy ", std::to_string(i), " of the batch"}));
 }
 
-// One copy of a batch as a single async call, in its direction.
-inline Outcome copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
-                        std::size_t bytes) {
-  return dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
-         : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
-                      : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
-}
-
 }  // namespace detail
 
 inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, SourceLocation where) {
@@ -8090,9 +8104,12 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
       bool wait = false;
       for (std::size_t i = 0; i < copies.size(); ++i) {
         const BatchCopy& c = copies[i];
-        const std::size_t bytes = A::bytes(c);
-        if (bytes == 0) continue;
-        const detail::Outcome o = detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes);
+        if (A::bytes(c) == 0) continue;
+        // As copy() does it, the refusal of a copy over two VMM mappings
+        // included (copy_by_mappings).
+        const detail::CopySides sides = A::sides(c);
+        detail::Outcome o = detail::copy_call(q, sides, 0, sides.bytes);
+        if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) o = detail::copy_by_mappings(q, sides, o);
         if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) {
           if (wait) (void)OXICUDA_DRIVER(StreamSynchronize, q);
           detail::refuse_copy(o, i, where);

@@ -5,13 +5,13 @@
 // stream-ordered memory.
 #pragma once
 
-#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <iterator>
 #include <type_traits>
 
 #include "span.hpp"
+#include "../driver/current.hpp"
 #include "../driver/stream.hpp"
 
 OXICUDA_DETAIL_NAMESPACE_BEGIN
@@ -187,23 +187,30 @@ inline std::size_t within_mapping(ffi::CUdeviceptr p, std::size_t most) noexcept
   std::size_t size = 0;
   void* data[2] = {&base, &size};
   if (!OXICUDA_DRIVER(PointerGetAttributes, 2u, attributes, data, p).ok() || p < base || p - base >= size) return most;
-  return std::min(most, static_cast<std::size_t>(base + size - p));
+  // (Not std::min: <algorithm> would cost every translation unit about 250 M
+  // compiler instructions; BENCHMARKS.md, "Include cost".)
+  const auto left = static_cast<std::size_t>(base + size - p);
+  return left < most ? left : most;
 }
 
-// The copy of copy_by_mappings (below), a mapping at a time.
-inline void copy_in_pieces(CUstream q, const CopySides& c, Outcome refused, SourceLocation where) {
+// The copy of copy_by_mappings (below), a mapping at a time. Returns
+// `refused` when the copy lies within one mapping (nothing enqueued), a
+// later piece's refusal once the stream has finished the pieces before it,
+// or success.
+inline Outcome copy_in_pieces(CUstream q, const CopySides& c, Outcome refused) noexcept {
   for (std::size_t done = 0; done < c.bytes;) {
     std::size_t piece = c.bytes - done;
     if (c.kind != CopyKind::host_to_device) piece = within_mapping(c.src_device + done, piece);
     if (c.kind != CopyKind::device_to_host) piece = within_mapping(c.dst_device + done, piece);
-    if (done == 0 && piece == c.bytes) fail(refused, where);  // (within one mapping: refused for another reason)
+    if (done == 0 && piece == c.bytes) return refused;  // (within one mapping: refused for another reason)
     const Outcome r = copy_call(q, c, done, piece);
     if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) {
       if (done != 0) (void)OXICUDA_DRIVER(StreamSynchronize, q);
-      fail(r, where);
+      return r;
     }
     done += piece;
   }
+  return Outcome{ffi::CUDA_SUCCESS, refused.entry};
 }
 
 // After the driver refused a stream-ordered copy. Driver 580 (H100,
@@ -212,18 +219,19 @@ inline void copy_in_pieces(CUstream q, const CopySides& c, Outcome refused, Sour
 // allocations mapped side by side (virtual memory: a GrowableBuffer that has
 // grown) when no context is current; with one current, or a mapping at a
 // time, it takes the same bytes. So the copy is enqueued again, with the
-// memory's context current (when its span knows it), in pieces that each
-// stay within one mapping on both sides, in order on the same stream: the
-// same copy. Any other refusal, or one of a copy within one mapping, is the
-// Error, with nothing enqueued. A piece refused after others were enqueued
-// is the Error too, once the stream has finished them: no byte lands after
-// it.
-OXICUDA_DETAIL_COLD inline void copy_by_mappings(CUstream q, const CopySides& c, Outcome refused,
-                                                 SourceLocation where) {
-  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) fail(refused, where);
-  if (c.ctx == nullptr) return copy_in_pieces(q, c, refused, where);
-  SwitchCurrent current(c.ctx, where);
-  copy_in_pieces(q, c, refused, where);
+// memory's context current (when its span knows it; a failure to make it
+// current goes to the diagnostic hook, and the pieces go without it), in
+// pieces that each stay within one mapping on both sides, in order on the
+// same stream: the same copy. Returns what the caller raises, if not
+// success: any other refusal, or one of a copy within one mapping, with
+// nothing enqueued; a piece refused after others were enqueued, once the
+// stream has finished them (no byte lands after the Error). copy and
+// copy_batch both use it; it never throws.
+[[nodiscard]] OXICUDA_DETAIL_COLD inline Outcome copy_by_mappings(CUstream q, const CopySides& c,
+                                                                Outcome refused) noexcept {
+  if (refused.result != ffi::CUDA_ERROR_INVALID_VALUE) return refused;
+  const ScopedCurrentNothrow current(c.ctx, "making a copy's context current to copy it a VMM mapping at a time");
+  return copy_in_pieces(q, c, refused);
 }
 
 // The one implementation of every copy direction, enqueued on queue `q`.
@@ -231,7 +239,7 @@ template <class Dst, class Src>
 void copy_on(CUstream q, Dst& dst, Src& src, const char* op, SourceLocation where) {
   const CopySides c = copy_sides(dst, src, op, where);
   const Outcome r = copy_call(q, c, 0, c.bytes);  // (c.kind is known here: the switch folds away)
-  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) copy_by_mappings(q, c, r, where);
+  if (OXICUDA_DETAIL_UNLIKELY(!r.ok())) check(copy_by_mappings(q, c, r), where);
 }
 
 template <class R>
