@@ -114,6 +114,47 @@ TEST_CASE("event record") {
   f.stream.synchronize();
 }
 
+// Issue 26's other two hot operations: a stream waiting for an event
+// (cuStreamWaitEvent) and asking an event and a stream whether their work is
+// done (cuEventQuery, cuStreamQuery; both done here: the stream is idle).
+TEST_CASE("stream wait, event query, stream query") {
+  Fixture& f = fx();
+  CUevent e = f.event.raw();
+  CUstream s = f.stream.raw();
+  check(raw().EventRecord(e, s));
+  check(raw().StreamSynchronize(s));
+  OXI_BENCH_PAIR("stream wait x100", {
+    for (int i = 0; i < 100; ++i) check(raw().StreamWaitEvent(s, e, 0));
+  }, {
+    for (int i = 0; i < 100; ++i) f.stream.wait(f.event);
+  });
+  f.stream.synchronize();
+  OXI_BENCH_PAIR("event query x100", {
+    int done = 0;
+    for (int i = 0; i < 100; ++i) done += raw().EventQuery(e) == ffi::CUDA_SUCCESS;
+    return done;
+  }, {
+    int done = 0;
+    for (int i = 0; i < 100; ++i) done += f.event.ready();
+    return done;
+  });
+  OXI_BENCH_PAIR("stream query x100", {
+    int done = 0;
+    for (int i = 0; i < 100; ++i) done += raw().StreamQuery(s) == ffi::CUDA_SUCCESS;
+    return done;
+  }, {
+    int done = 0;
+    for (int i = 0; i < 100; ++i) done += f.stream.ready();
+    return done;
+  });
+  interleaved("stream wait", 1001, 64, [&] { check(raw().StreamWaitEvent(s, e, 0)); }, [&] { f.stream.wait(f.event); });
+  f.stream.synchronize();
+  interleaved("event query", 1001, 64, [&] { (void)raw().EventQuery(e); }, [&] { (void)f.event.ready(); });
+  interleaved("stream query", 1001, 64, [&] { (void)raw().StreamQuery(s); }, [&] { (void)f.stream.ready(); });
+  interleaved("event record", 1001, 64, [&] { check(raw().EventRecord(e, s)); }, [&] { f.stream.record(f.event); });
+  f.stream.synchronize();
+}
+
 TEST_CASE("stream create + destroy") {
   Fixture& f = fx();
   OXI_BENCH_PAIR("stream create + destroy", {

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -139,6 +140,38 @@ TEST_CASE("issue 25 (4): a GrowableBuffer grows twice in place and keeps its dat
   CHECK(std::string(e.what()).find("runs out of the reserved range") != std::string::npos);
   CHECK(b.size() == 3 * per_chunk);
   CHECK(b.data() == address);
+}
+
+TEST_CASE("copy_batch over a GrowableBuffer's two mappings, from a thread with no context current: the copies land") {
+  if (!vmm_supported()) {
+    MESSAGE("skipped: the device has no virtual memory management");
+    return;
+  }
+  const std::size_t per_chunk = allocation_granularity(ctx().device()) / sizeof(float);
+  GrowableBuffer<float> b(ctx(), 2 * per_chunk, per_chunk);
+  b.resize(2 * per_chunk);
+  REQUIRE(b.mapping_count() == 2);
+  DeviceBuffer<float> plain(ctx(), b.size());
+  std::vector<float> host(b.size()), back(b.size(), 0.0f), moved(b.size(), 0.0f);
+  std::iota(host.begin(), host.end(), 1.0f);
+  CUcontext current = reinterpret_cast<CUcontext>(1);
+  std::string failure;
+  std::thread([&] {  // (a new thread: no context is current there)
+    (void)OXICUDA_DRIVER(CtxGetCurrent, &current);
+    try {
+      const Stream s(ctx());
+      copy_batch(s, {{b, host}});
+      copy_batch(s, {{plain, b}});
+      copy_batch(s, {{back, b}, {moved, plain}});
+      s.synchronize();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }).join();
+  CHECK(current == nullptr);
+  CHECK_MESSAGE(failure.empty(), failure);
+  CHECK(back == host);
+  CHECK(moved == host);
 }
 
 TEST_CASE("issue 25 (4): one allocation shared with a child process by POSIX file descriptor") {

@@ -3,22 +3,18 @@
 // refuses, and why: the stream's flags, the current context, the direction.
 // Also what CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR / _SIZE say. Not part of
 // the build; on this machine:
-//   g++ -std=c++20 -O1 -I. tools/probes/vmm_async_copy.cpp -o .device/probe_vmm -ldl -lpthread
-#include "oxicuda.hpp"
+//   g++ -std=c++20 -O1 -I. -Itools/probes tools/probes/vmm_async_copy.cpp -o .device/probe_vmm -ldl -lpthread
+#include "vmm_layout.hpp"
 #include <cstdio>
 #include <vector>
 using namespace oxicuda;
 
-static const char* name(ffi::CUresult r) { return r == 0 ? "ok" : detail::result_name<Library::driver>(r); }
+static const char* name(ffi::CUresult r) { return result_name(r); }
 int main() {
   const Context ctx = Context::primary(Device::get(0));
-  const std::size_t g = allocation_granularity(ctx.device());
-  const VirtualRange range = VirtualRange::reserve(ctx, 4 * g);
-  const PhysicalMemory m0 = PhysicalMemory::create(ctx, g), m1 = PhysicalMemory::create(ctx, g);
-  const Mapping a(range, 0, m0), b(range, g, m1);
-  const PhysicalMemory big = PhysicalMemory::create(ctx, 2 * g);
-  const Mapping c(range, 2 * g, big);
-  const ffi::CUdeviceptr base = range.address();
+  const VmmLayout vmm(ctx);
+  const std::size_t g = vmm.g;
+  const ffi::CUdeviceptr base = vmm.base;
   std::vector<char> host(2 * g);
   PinnedBuffer<char> pinned(ctx, 2 * g);
   CUstream blocking = nullptr, nonblocking = nullptr;

@@ -101,6 +101,7 @@ class BatchCopy {
       address = static_cast<std::uintptr_t>(s.device_ptr());
       count = s.size();
       device = true;
+      if (!ctx_) ctx_ = s.context();
       if constexpr (detail::owning_device_buffer<Range>) empty_buffer_ = empty_buffer_ || !r.context();
     } else {
       address = reinterpret_cast<std::uintptr_t>(std::data(r));
@@ -111,6 +112,7 @@ class BatchCopy {
 
   std::uintptr_t dst_ = 0, src_ = 0;
   std::size_t dst_count_ = 0, src_count_ = 0, element_size_ = 1;
+  CUcontext ctx_ = nullptr;  // the device side's context, where its range knows it
   bool dst_device_ = false, src_device_ = false, empty_buffer_ = false;
   CopyOptions options_;
 };
@@ -170,10 +172,23 @@ class BatchScratch {
 struct BatchCopyAccess {
   static std::uintptr_t dst(const BatchCopy& c) noexcept { return c.dst_; }
   static std::uintptr_t src(const BatchCopy& c) noexcept { return c.src_; }
-  static bool dst_device(const BatchCopy& c) noexcept { return c.dst_device_; }
-  static bool src_device(const BatchCopy& c) noexcept { return c.src_device_; }
   // The copy's bytes, once check() has passed.
   static std::size_t bytes(const BatchCopy& c) noexcept { return c.dst_count_ * c.element_size_; }
+  // The copy as copy() makes it (one side at least is device memory: the
+  // constructor's requirement), once check() has passed.
+  static CopySides sides(const BatchCopy& c) noexcept {
+    CopySides s;
+    s.kind = !c.src_device_ ? CopyKind::host_to_device
+             : c.dst_device_ ? CopyKind::device_to_device
+                             : CopyKind::device_to_host;
+    if (c.dst_device_) s.dst_device = c.dst_;
+    else s.dst_host = reinterpret_cast<void*>(c.dst_);
+    if (c.src_device_) s.src_device = c.src_;
+    else s.src_host = reinterpret_cast<const void*>(c.src_);
+    s.bytes = bytes(c);
+    s.ctx = c.ctx_;
+    return s;
+  }
 
   // Copy `i` of the batch is well-formed, or an Error naming it.
   static void check(const BatchCopy& c, std::size_t i, SourceLocation where) {
@@ -212,14 +227,6 @@ inline ffi::CUmemcpyAttributes copy_attributes(const CopyOptions& o) noexcept {
   fail(o, where, cat({"copy ", std::to_string(i), " of the batch"}));
 }
 
-// One copy of a batch as a single async call, in its direction.
-inline Outcome copy_one(CUstream q, std::uintptr_t dst, bool dst_device, std::uintptr_t src, bool src_device,
-                        std::size_t bytes) {
-  return dst_device && src_device ? OXICUDA_DRIVER(MemcpyDtoDAsync, dst, src, bytes, q)
-         : dst_device ? OXICUDA_DRIVER(MemcpyHtoDAsync, dst, reinterpret_cast<const void*>(src), bytes, q)
-                      : OXICUDA_DRIVER(MemcpyDtoHAsync, reinterpret_cast<void*>(dst), src, bytes, q);
-}
-
 }  // namespace detail
 
 inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, SourceLocation where) {
@@ -238,9 +245,12 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
       bool wait = false;
       for (std::size_t i = 0; i < copies.size(); ++i) {
         const BatchCopy& c = copies[i];
-        const std::size_t bytes = A::bytes(c);
-        if (bytes == 0) continue;
-        const detail::Outcome o = detail::copy_one(q, A::dst(c), A::dst_device(c), A::src(c), A::src_device(c), bytes);
+        if (A::bytes(c) == 0) continue;
+        // As copy() does it, the refusal of a copy over two VMM mappings
+        // included (copy_by_mappings).
+        const detail::CopySides sides = A::sides(c);
+        detail::Outcome o = detail::copy_call(q, sides, 0, sides.bytes);
+        if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) o = detail::copy_by_mappings(q, sides, o);
         if (OXICUDA_DETAIL_UNLIKELY(!o.ok())) {
           if (wait) (void)OXICUDA_DRIVER(StreamSynchronize, q);
           detail::refuse_copy(o, i, where);

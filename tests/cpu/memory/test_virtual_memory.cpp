@@ -288,6 +288,43 @@ TEST_CASE_FIXTURE(ContextTest, "GrowableBuffer: a stream-ordered copy over its m
   CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 5);
 }
 
+TEST_CASE_FIXTURE(ContextTest, "copy_batch: a batch refused whole goes copy by copy, and a copy over VMM mappings a mapping at a time, as copy() does") {
+  const std::size_t g = allocation_granularity(Device::get(0));
+  const std::size_t per_chunk = g / sizeof(int);
+  GrowableBuffer<int> b(ctx, 2 * per_chunk, 1);
+  b.resize(2 * per_chunk);
+  REQUIRE(b.mapping_count() == 2);
+  DeviceBuffer<int> plain(ctx, b.size());
+  const Stream s(ctx);
+  std::vector<int> host(b.size()), back(b.size()), moved(b.size());
+  std::iota(host.begin(), host.end(), 7);
+
+  // Driver 580 answers INVALID_VALUE for some batches whose copies it takes
+  // one by one; each copy over the two mappings is then refused whole too
+  // (no context current), and goes in two pieces.
+  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  copy_batch(s, {{b, host}});
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 1 + 2);
+  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  copy_batch(s, {{plain, b}, {back, b}});
+  CHECK(fake.calls("cuMemcpyDtoDAsync") == 1 + 2);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 1 + 2);
+  s.synchronize();
+  copy(moved, plain);
+  CHECK(back == host);
+  CHECK(moved == host);
+
+  // A piece the driver refuses is the Error naming the copy: here the first
+  // piece of copy 1, so copy 0 alone was enqueued.
+  const long dtoh = fake.calls("cuMemcpyDtoHAsync");
+  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  fake.fail("cuMemcpyDtoHAsync", 2, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  const Error e = error_of([&] { copy_batch(s, {{plain, b}, {back, b}}); });
+  CHECK(e.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(e.detail().find("copy 1 of the batch") != std::string::npos);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == dtoh + 2);
+}
+
 TEST_CASE_FIXTURE(ContextTest, "virtual memory: exported as a POSIX fd and as a fabric handle, imported, the same bytes") {
   const std::size_t g = allocation_granularity(Device::get(0));
   const long fds_at_start = open_fds();
