@@ -7986,7 +7986,11 @@ class BatchCopy {
 // batched_copies_available() is false) or on the legacy default stream
 // (which the batched call refuses), it is a loop of single async copies,
 // followed by a wait for the stream when a copy asked for
-// SourceAccess::during_call. Up to 16 copies cost no allocation.
+// SourceAccess::during_call. Driver 580 refuses a batch when no context is
+// current on the calling thread: the batch is then tried again with the
+// stream's context current (one cuCtxGetCurrent and two cuCtxSetCurrent
+// more; none when a context is current). Up to 16 copies cost no
+// allocation.
 void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, SourceLocation where = SourceLocation::current());
 inline void copy_batch(StreamRef stream, std::initializer_list<BatchCopy> copies,
                        SourceLocation where = SourceLocation::current()) {
@@ -8033,6 +8037,8 @@ struct BatchCopyAccess {
   static std::uintptr_t src(const BatchCopy& c) noexcept { return c.src_; }
   // The copy's bytes, once check() has passed.
   static std::size_t bytes(const BatchCopy& c) noexcept { return c.dst_count_ * c.element_size_; }
+  // The device side's context, where its range knew it (else nullptr).
+  static CUcontext context(const BatchCopy& c) noexcept { return c.ctx_; }
   // The copy as copy() makes it (one side at least is device memory: the
   // constructor's requirement), once check() has passed.
   static CopySides sides(const BatchCopy& c) noexcept {
@@ -8045,7 +8051,7 @@ struct BatchCopyAccess {
     if (c.src_device_) s.src_device = c.src_;
     else s.src_host = reinterpret_cast<const void*>(c.src_);
     s.bytes = bytes(c);
-    s.ctx = c.ctx_;
+    s.ctx = context(c);
     return s;
   }
 
@@ -8084,6 +8090,17 @@ inline ffi::CUmemcpyAttributes copy_attributes(const CopyOptions& o) noexcept {
 
 [[noreturn]] OXICUDA_DETAIL_COLD inline void refuse_copy(Outcome o, std::size_t i, SourceLocation where) {
   fail(o, where, cat({"copy ", std::to_string(i), " of the batch"}));
+}
+
+// The context a refused batch is tried again in: the stream's, else the
+// first copy's device memory's, else the one the driver names for the
+// stream (none: nullptr).
+inline CUcontext batch_context(StreamRef stream, std::span<const BatchCopy> copies, CUstream q) noexcept {
+  if (stream.context()) return stream.context().raw();
+  for (const BatchCopy& c : copies)
+    if (const CUcontext ctx = BatchCopyAccess::context(c)) return ctx;
+  CUcontext ctx = nullptr;
+  return OXICUDA_DRIVER(StreamGetCtx, q, &ctx).ok() ? ctx : nullptr;
 }
 
 }  // namespace detail
@@ -8138,14 +8155,23 @@ inline void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, Sour
       }
       dsts[k] = A::dst(c), srcs[k] = A::src(c), sizes[k++] = bytes;
     }
-    const auto batched = OXICUDA_DRIVER(MemcpyBatchAsync, dsts, srcs, sizes, n, attrs, idxs, runs, q);
-    // A batch the driver refuses as a whole (driver 580 answers
-    // CUDA_ERROR_INVALID_VALUE for some batches whose copies it accepts one
-    // by one) runs one by one: a copy that is really wrong is then an Error
-    // naming it. (The batched call checks before it enqueues anything, and
-    // running a copy twice writes the same bytes: no copy of a batch may
-    // read what another writes.)
-    if (batched.result == ffi::CUDA_ERROR_INVALID_VALUE) return one_by_one();
+    auto batch = [&] { return OXICUDA_DRIVER(MemcpyBatchAsync, dsts, srcs, sizes, n, attrs, idxs, runs, q); };
+    detail::Outcome batched = batch();
+    // Driver 580 refuses every batch with CUDA_ERROR_INVALID_VALUE when no
+    // context is current on the calling thread, and takes the same batch
+    // with one current (H100, tools/probes/vmm_batch_copy.cpp). A refused
+    // batch has enqueued nothing: it is tried again with the stream's
+    // context current. Refused again, it runs one by one (with that context
+    // still current), where a copy that is really wrong is an Error naming
+    // it. (Running a copy twice writes the same bytes: no copy of a batch
+    // may read what another writes.)
+    if (OXICUDA_DETAIL_UNLIKELY(batched.result == ffi::CUDA_ERROR_INVALID_VALUE)) {
+      const CUcontext ctx = detail::batch_context(stream, copies, q);
+      if (ctx == nullptr) return one_by_one();
+      const detail::SwitchCurrent current(ctx, where);
+      batched = batch();
+      if (batched.result == ffi::CUDA_ERROR_INVALID_VALUE) return one_by_one();
+    }
     detail::check(batched, where);
   });
 }

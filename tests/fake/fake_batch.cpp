@@ -108,6 +108,10 @@ CUresult fake_MemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, std::size_t
   }
   std::lock_guard lock(fake::mu);
   if (const CUresult r = fake::use_stream(s)) return r;
+  // Driver 580 refuses every batch when no context is current on the
+  // calling thread, and takes it with one current (H100,
+  // tools/probes/vmm_batch_copy.cpp).
+  if (fake::current() == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Checked first (no allocation: the library's hot path counts them).
   for (std::size_t i = 0; i < count; ++i) {
     bool bad = false;

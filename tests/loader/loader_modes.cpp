@@ -174,6 +174,25 @@ TEST_CASE("loader: batched calls missing") {
   const long syncs = fake.calls("cuStreamSynchronize");
   copy_batch(s, {{e, a, {.source_access = SourceAccess::during_call}}});
   CHECK(fake.calls("cuStreamSynchronize") == syncs + 1);
+  // A copy over two VMM mappings, with no context current: refused whole
+  // (the fake, as driver 580), it goes a mapping at a time, as copy() does.
+  const std::size_t per_chunk = allocation_granularity(Device::get(0)) / sizeof(int);
+  GrowableBuffer<int> grown(ctx, 2 * per_chunk, 1);
+  grown.resize(2 * per_chunk);
+  std::vector<int> big(grown.size()), big_back(grown.size());
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int>(i * 3);
+  copy_batch(s, {{grown, big}});
+  copy_batch(s, {{big_back, grown}});
+  s.synchronize();
+  CHECK(big_back == big);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 2 + 1 + 2);
+  CHECK(fake.calls("cuMemcpyDtoHAsync") == 1 + 1 + 2);
+  // A piece refused is the Error naming its copy (the third call: copy 0,
+  // copy 1 whole, copy 1's first piece).
+  fake.fail("cuMemcpyDtoHAsync", 3, ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  const Error piece = error_of([&] { copy_batch(s, {{back, e}, {big_back, grown}}); });
+  CHECK(piece.result() == ffi::CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(piece.detail() == "copy 1 of the batch");
   // Bad input is refused the same way, before any call.
   std::vector<int> four(4);
   const long calls = fake.calls("*") - fake.calls("cuGetErrorString");  // (an Error's description)

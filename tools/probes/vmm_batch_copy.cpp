@@ -52,6 +52,18 @@ int main() {
                   name(dtod), name(two), name(sync));
     }
   }
+  // Memory of cuMemAlloc only: does the refusal need VMM memory at all?
+  DeviceBuffer<char> other(ctx, 2 * g);
+  for (int current = 0; current < 2; ++current) {
+    OXICUDA_DRIVER(CtxSetCurrent, current ? ctx.raw() : nullptr);
+    ffi::CUdeviceptr d1[1] = {plain.device_ptr()}, s1[1] = {hp(pinned.data())};
+    const auto htod = batch(1, d1, s1);
+    ffi::CUdeviceptr d2[1] = {other.device_ptr()}, s2[1] = {plain.device_ptr()};
+    const auto dtod = batch(1, d2, s2);
+    const ffi::CUresult sync = OXICUDA_DRIVER(StreamSynchronize, stream).result;
+    std::printf("batch, current %d, cuMemAlloc memory only: HtoD pinned %s, DtoD %s (sync %s)\n", current, name(htod),
+                name(dtod), name(sync));
+  }
   OXICUDA_DRIVER(CtxSetCurrent, nullptr);
   {  // oxicuda's copy_batch, no context current
     const Stream s(ctx);

@@ -31,9 +31,12 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): copy_batch copies host to device, d
   std::iota(a.begin(), a.end(), 10);
   std::array<int, 3> b{7, 8, 9};
   DeviceBuffer<int> da(ctx, 5), db(ctx, 3), dc(ctx, 3);
-  copy_batch(s, {{da, a}, {db, b}});
-  copy_batch(s, {{dc, db}, {c, dc.device_span()}});  // (no order within a batch: two batches)
-  s.synchronize();
+  {
+    const ScopedCurrent current(ctx);
+    copy_batch(s, {{da, a}, {db, b}});
+    copy_batch(s, {{dc, db}, {c, dc.device_span()}});  // (no order within a batch: two batches)
+    s.synchronize();
+  }
   CHECK(fake.calls("cuMemcpyBatchAsync") == 2);
   CHECK(fake.calls("cuMemcpyHtoDAsync") + fake.calls("cuMemcpyDtoDAsync") + fake.calls("cuMemcpyDtoHAsync") == 0);
   CHECK(c == std::vector<int>{7, 8, 9});
@@ -51,6 +54,15 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): copy_batch copies host to device, d
   CHECK(batch.access[0] == ffi::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
   CHECK(batch.flags[0] == 0);
   CHECK(batch.src_hint[0] == 0);  // no hint: CU_MEM_LOCATION_TYPE_INVALID
+  // With no context current (this thread's state outside the scope above),
+  // the fake refuses the batch as driver 580 does; it goes again with the
+  // stream's context current, which is not left current.
+  const long set = fake.calls("cuCtxSetCurrent");
+  copy_batch(s, {{db, b}});
+  CHECK(fake.calls("cuMemcpyBatchAsync") == 2 + 2);
+  CHECK(fake.calls("cuCtxSetCurrent") == set + 2);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 0);
+  CHECK(!Context::current());
 }
 
 TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): consecutive copies of equal options share one attribute entry") {
@@ -148,11 +160,12 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch from a std::vector of copie
 TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch the driver refuses as a whole runs copy by copy; other refusals are Errors") {
   std::vector<int> h{7, 8, 9}, back(3);
   DeviceBuffer<int> d(ctx, 3), e(ctx, 3);
-  // Driver 580 answers CUDA_ERROR_INVALID_VALUE for some batches whose
-  // copies it takes one by one: copy_batch then makes them one by one.
-  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  // A batch refused with CUDA_ERROR_INVALID_VALUE (here first for want of
+  // a current context, as driver 580 does) again with the stream's context
+  // current runs copy by copy.
+  fake.fail("cuMemcpyBatchAsync", 2, ffi::CUDA_ERROR_INVALID_VALUE);
   copy_batch(s, {{d, h}, {e, h, {.source_access = SourceAccess::during_call}}});
-  CHECK(fake.calls("cuMemcpyBatchAsync") == 1);
+  CHECK(fake.calls("cuMemcpyBatchAsync") == 2);
   CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
   CHECK(fake.calls("cuStreamSynchronize") >= 1);  // (a copy asked for during_call)
   copy(back, e);
@@ -165,7 +178,7 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch the driver refuses as a who
   CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
   // Copy by copy, a refused copy is the Error naming it; a copy before it
   // that reads its source during the call is finished before it leaves.
-  fake.fail("cuMemcpyBatchAsync", 1, ffi::CUDA_ERROR_INVALID_VALUE);
+  fake.fail("cuMemcpyBatchAsync", 2, ffi::CUDA_ERROR_INVALID_VALUE);
   fake.fail("cuMemcpyHtoDAsync", 2, ffi::CUDA_ERROR_OUT_OF_MEMORY);
   const long syncs = fake.calls("cuStreamSynchronize");
   const Error second =
@@ -270,6 +283,7 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch of up to 16 copies is one d
   for (int i = 0; i < 17; ++i)
     copies.emplace_back(dev[i], host[i], CopyOptions{.prefer_overlap_with_compute = i % 2 == 0});
   const std::span<const BatchCopy> sixteen(copies.data(), 16);
+  const ScopedCurrent current(ctx);  // (without one, driver 580 refuses a batch: see above)
   copy_batch(s, sixteen);  // (warm: the driver is loaded)
   long calls = fake.calls("*"), heap = heap_allocations();
   copy_batch(s, sixteen);
