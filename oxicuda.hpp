@@ -7988,9 +7988,10 @@ class BatchCopy {
 // followed by a wait for the stream when a copy asked for
 // SourceAccess::during_call. Driver 580 refuses a batch when no context is
 // current on the calling thread: the batch is then tried again with the
-// stream's context current (one cuCtxGetCurrent and two cuCtxSetCurrent
-// more; none when a context is current). Up to 16 copies cost no
-// allocation.
+// stream's context current (a second cuMemcpyBatchAsync, a cuCtxGetCurrent
+// and two cuCtxSetCurrent; a cuStreamGetCtx too when neither the stream nor
+// a copy knows its context). With a context current, a batch the driver
+// takes is one call. Up to 16 copies cost no allocation.
 void copy_batch(StreamRef stream, std::span<const BatchCopy> copies, SourceLocation where = SourceLocation::current());
 inline void copy_batch(StreamRef stream, std::initializer_list<BatchCopy> copies,
                        SourceLocation where = SourceLocation::current()) {

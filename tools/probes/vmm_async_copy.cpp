@@ -3,7 +3,7 @@
 // refuses, and why: the stream's flags, the current context, the direction.
 // Also what CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR / _SIZE say. Not part of
 // the build; on this machine:
-//   g++ -std=c++20 -O1 -I. -Itools/probes tools/probes/vmm_async_copy.cpp -o .device/probe_vmm -ldl -lpthread
+//   g++ -std=c++20 -O1 -I. -Itools/probes tools/probes/vmm_async_copy.cpp -o .dev/probe_async_copy -ldl -lpthread
 #include "vmm_layout.hpp"
 #include <cstdio>
 #include <vector>

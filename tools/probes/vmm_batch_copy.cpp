@@ -3,7 +3,7 @@
 // copy's device side runs over two VMM mappings and no context is current;
 // and a batch of one copy and of two (one over the mappings, one not).
 // Not part of the build; on this machine:
-//   g++ -std=c++20 -O1 -I. -Itools/probes tools/probes/vmm_batch_copy.cpp -o .dev/probe_batch -ldl -lpthread
+//   g++ -std=c++20 -O1 -I. -Itools/probes tools/probes/vmm_batch_copy.cpp -o .dev/probe_batch_copy -ldl -lpthread
 #include "vmm_layout.hpp"
 #include <cstdio>
 #include <vector>

@@ -63,6 +63,19 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): copy_batch copies host to device, d
   CHECK(fake.calls("cuCtxSetCurrent") == set + 2);
   CHECK(fake.calls("cuMemcpyHtoDAsync") == 0);
   CHECK(!Context::current());
+  // A view of the stream that knows no context: the copy's device memory
+  // names it; with no copy's range knowing one either (raw spans), the
+  // driver does (cuStreamGetCtx).
+  const long getctx = fake.calls("cuStreamGetCtx");
+  copy_batch(StreamRef(s.raw()), {{db, b}});
+  CHECK(fake.calls("cuMemcpyBatchAsync") == 4 + 2);
+  CHECK(fake.calls("cuStreamGetCtx") == getctx);
+  const DeviceSpan<int> raw_span{db.device_ptr(), db.size()};
+  copy_batch(StreamRef(s.raw()), {{raw_span, b}});
+  CHECK(fake.calls("cuMemcpyBatchAsync") == 6 + 2);
+  CHECK(fake.calls("cuStreamGetCtx") == getctx + 1);
+  CHECK(fake.calls("cuMemcpyHtoDAsync") == 0);
+  CHECK(!Context::current());
 }
 
 TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): consecutive copies of equal options share one attribute entry") {
@@ -164,10 +177,11 @@ TEST_CASE_FIXTURE(StreamTest, "issue 25 (3): a batch the driver refuses as a who
   // a current context, as driver 580 does) again with the stream's context
   // current runs copy by copy.
   fake.fail("cuMemcpyBatchAsync", 2, ffi::CUDA_ERROR_INVALID_VALUE);
+  const long syncs_before = fake.calls("cuStreamSynchronize");
   copy_batch(s, {{d, h}, {e, h, {.source_access = SourceAccess::during_call}}});
   CHECK(fake.calls("cuMemcpyBatchAsync") == 2);
   CHECK(fake.calls("cuMemcpyHtoDAsync") == 2);
-  CHECK(fake.calls("cuStreamSynchronize") >= 1);  // (a copy asked for during_call)
+  CHECK(fake.calls("cuStreamSynchronize") == syncs_before + 1);  // (a copy asked for during_call)
   copy(back, e);
   CHECK(back == h);
   // Any other refusal of the batch is the Error, and nothing is retried.
